@@ -1,0 +1,159 @@
+//! One error enum per operation, each variant saying what the caller can do.
+
+use std::path::PathBuf;
+
+use crate::record::{BlobHash, Seq};
+
+/// Opening a log failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Another process holds the file (redb allows one process per file).
+    #[error(
+        "{path} is held by another process; stop it (a running `cmdlog serve` lists itself in .cmdlog/daemon.json) or use another --log"
+    )]
+    Locked {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// The file or its folder could not be opened or created.
+    #[error("cannot open {path}: {source}")]
+    Io {
+        /// The log file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not a cmdlog log of a format this version reads.
+    #[error("{path} is not a cmdlog log this version can read (format {found:?}); point --log at a cmdlog log")]
+    Format {
+        /// The log file.
+        path: PathBuf,
+        /// The format marker found, if any.
+        found: String,
+    },
+    /// redb refused the file or failed underneath.
+    #[error("cannot open {path}: {message}")]
+    Storage {
+        /// The log file, or `<backend>` for a custom storage backend.
+        path: PathBuf,
+        /// What redb reported.
+        message: String,
+    },
+}
+
+/// An append was not acknowledged: nothing of it is in the log.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// An earlier I/O error poisoned the writer; reopen the log to go on.
+    #[error("the log writer is poisoned by an earlier storage error ({cause}); reopen the log")]
+    Poisoned {
+        /// The error that poisoned the writer.
+        cause: String,
+    },
+    /// The commit failed; the writer is now poisoned.
+    #[error("storage error while appending, nothing was written: {message}; reopen the log")]
+    Storage {
+        /// What redb reported.
+        message: String,
+    },
+    /// One record is larger than the limit.
+    #[error("record {index} of the append is {size} bytes, over the limit of {max} bytes")]
+    RecordTooLarge {
+        /// Its index in the append.
+        index: usize,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A stream key is too long or empty.
+    #[error("stream key of record {index} is {len} bytes; it must be 1 to {max} bytes")]
+    BadStreamKey {
+        /// Its index in the append.
+        index: usize,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The append held no record.
+    #[error("an append needs at least one record")]
+    Empty,
+    /// The log was closed.
+    #[error("the log is closed")]
+    Closed,
+}
+
+/// A read failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// redb failed underneath.
+    #[error("storage error while reading the log: {message}")]
+    Storage {
+        /// What redb reported.
+        message: String,
+    },
+    /// A stored value cannot be decoded.
+    #[error("record {seq} is corrupt: {message}; run `cmdlog verify`")]
+    Corrupt {
+        /// The record's seq.
+        seq: Seq,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A blob operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlobError {
+    /// The blob is larger than the configured limit.
+    #[error("blob of {size} bytes is over the limit of {max} bytes")]
+    TooLarge {
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The stored bytes no longer hash to their address: tampered or corrupt.
+    #[error("blob {hash} is corrupt: its bytes hash to {actual}; run `cmdlog verify`")]
+    Mismatch {
+        /// The address asked for.
+        hash: BlobHash,
+        /// What the stored bytes hash to.
+        actual: BlobHash,
+    },
+    /// Writing failed (see [`AppendError`]).
+    #[error(transparent)]
+    Write(#[from] AppendError),
+    /// Reading failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+/// Any store error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// See [`OpenError`].
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// See [`AppendError`].
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    /// See [`ReadError`].
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// See [`BlobError`].
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+}
+
+pub(crate) fn read_err(e: impl std::fmt::Display) -> ReadError {
+    ReadError::Storage {
+        message: e.to_string(),
+    }
+}

@@ -1,0 +1,36 @@
+//! cmdlog's store: an append-only log of opaque records on [redb], and a
+//! content-addressed blob store beside it.
+//!
+//! The store knows nothing of commands or events. It keeps, under a gapless
+//! `seq` starting at 1, the bytes it is given and an optional *stream key*
+//! (cmdlog uses the session id) that it indexes. Every record carries a link
+//! of a BLAKE3 hash chain, so any changed, dropped or reordered record is
+//! found by [`Log::verify_chain`].
+//!
+//! ```
+//! use cmdlog_store::{Log, LogConfig, NewRecord};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+//! let receipt = log.append(vec![NewRecord::new(b"{\"hello\":1}".to_vec()).stream("s1")]).unwrap();
+//! assert_eq!(receipt.first, 1);
+//! assert_eq!(log.get(1).unwrap().unwrap().bytes, b"{\"hello\":1}");
+//! assert_eq!(log.stream("s1", 0).unwrap().len(), 1);
+//! ```
+//!
+//! Appends go through one writer thread that batches whatever is queued into
+//! one write transaction (group commit); an append is acknowledged only after
+//! the transaction holding it committed with the configured [`Durability`].
+
+mod error;
+mod fault;
+mod log;
+mod record;
+mod schema;
+mod writer;
+
+pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
+pub use fault::{FaultKind, FaultPlan, FaultyBackend};
+pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig};
+pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
+pub use redb::StorageBackend;

@@ -1,0 +1,621 @@
+//! Opening a log, reading it, and following it.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use tokio::sync::{oneshot, watch};
+
+use crate::error::{AppendError, BlobError, OpenError, ReadError, read_err};
+use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
+use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
+use crate::writer::{self, Request};
+
+/// Called on the writer thread with each committed batch, in seq order, before any
+/// appender of the batch is acknowledged. Keep it short: it delays every appender.
+pub type CommitHook = Box<dyn Fn(&[CommittedRecord<'_>]) + Send + Sync>;
+
+/// How a log is opened.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Commit durability. Default [`Durability::Durable`].
+    pub durability: Durability,
+    /// Largest blob accepted by [`Log::put_blob`]. Default 32 MiB.
+    pub blob_bytes_max: u64,
+    /// Largest single record. Default 16 MiB.
+    pub record_bytes_max: usize,
+    /// Most records one group commit takes before it commits. Default 4096.
+    pub batch_records_max: usize,
+    /// redb page cache. Default 64 MiB.
+    pub cache_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            durability: Durability::Durable,
+            blob_bytes_max: 32 * 1024 * 1024,
+            record_bytes_max: 16 * 1024 * 1024,
+            batch_records_max: 4096,
+            cache_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Longest stream key, in bytes.
+pub(crate) const STREAM_KEY_BYTES_MAX: usize = 256;
+
+/// The log's last committed record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Its seq; 0 for an empty log.
+    pub seq: Seq,
+    /// Its chain hash; 32 zero bytes for an empty log.
+    pub hash: [u8; 32],
+}
+
+/// Where [`Log::verify_chain`] found the chain broken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainBreak {
+    /// A seq is missing or out of order.
+    #[error("seq {found} follows seq {previous}: the log has a gap or is reordered")]
+    Gap {
+        /// The seq before.
+        previous: Seq,
+        /// The seq found.
+        found: Seq,
+    },
+    /// The stored hash does not match the recomputed one: the record, or one before it, changed.
+    #[error("seq {seq}: hash chain broken, the record's bytes or stored hash were altered")]
+    HashMismatch {
+        /// The first seq whose hash does not match.
+        seq: Seq,
+    },
+    /// The stored value cannot be decoded.
+    #[error("seq {seq}: the stored value is truncated or malformed")]
+    Undecodable {
+        /// Its seq.
+        seq: Seq,
+    },
+}
+
+pub(crate) struct Shared {
+    pub(crate) db: Database,
+    pub(crate) config: LogConfig,
+    pub(crate) head: Mutex<Head>,
+    pub(crate) committed: Condvar,
+    pub(crate) watch: watch::Sender<Seq>,
+    pub(crate) poisoned: Mutex<Option<String>>,
+    pub(crate) hook: RwLock<Option<CommitHook>>,
+}
+
+/// An open log. Cheap to share behind an `Arc`; all methods take `&self`.
+pub struct Log {
+    shared: Arc<Shared>,
+    path: PathBuf,
+    requests: Mutex<Option<mpsc::Sender<Request>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("path", &self.path)
+            .field("head", &self.head().seq)
+            .finish()
+    }
+}
+
+impl Log {
+    /// Opens the log at `path`, creating it (and its folder) if needed.
+    pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| OpenError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let db = redb::Builder::new()
+            .set_cache_size(config.cache_bytes)
+            .create(&path)
+            .map_err(|e| open_error(&path, e))?;
+        Self::from_db(db, path, config)
+    }
+
+    /// Opens a log on a custom redb storage backend (tests use [`crate::FaultyBackend`]).
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        config: LogConfig,
+    ) -> Result<Log, OpenError> {
+        let path = PathBuf::from("<backend>");
+        let db = redb::Builder::new()
+            .set_cache_size(config.cache_bytes)
+            .create_with_backend(backend)
+            .map_err(|e| open_error(&path, e))?;
+        Self::from_db(db, path, config)
+    }
+
+    fn from_db(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
+        let storage = |e: redb::Error| OpenError::Storage {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let txn = db.begin_write().map_err(|e| storage(e.into()))?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| storage(e.into()))?;
+            let found = meta
+                .get("format")
+                .map_err(|e| storage(e.into()))?
+                .map(|v| v.value().to_vec());
+            match found {
+                None => {
+                    let records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+                    if !records.is_empty().map_err(|e| storage(e.into()))? {
+                        return Err(OpenError::Format {
+                            path,
+                            found: String::new(),
+                        });
+                    }
+                    drop(records);
+                    meta.insert("format", FORMAT)
+                        .map_err(|e| storage(e.into()))?;
+                }
+                Some(f) if f == FORMAT => {}
+                Some(f) => {
+                    return Err(OpenError::Format {
+                        path,
+                        found: String::from_utf8_lossy(&f).into_owned(),
+                    });
+                }
+            }
+            txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+            txn.open_table(STREAMS).map_err(|e| storage(e.into()))?;
+            txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
+            txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
+        }
+        txn.commit().map_err(|e| storage(e.into()))?;
+
+        let head = {
+            let read = db.begin_read().map_err(|e| storage(e.into()))?;
+            let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+            match records.last().map_err(|e| storage(e.into()))? {
+                None => Head {
+                    seq: 0,
+                    hash: [0; 32],
+                },
+                Some((k, v)) => {
+                    let seq = k.value();
+                    let (hash, _, _) = schema::decode_record(v.value()).ok_or_else(|| {
+                        OpenError::Storage {
+                            path: path.clone(),
+                            message: format!(
+                                "the last record, seq {seq}, is malformed; run `cmdlog verify`"
+                            ),
+                        }
+                    })?;
+                    Head { seq, hash }
+                }
+            }
+        };
+
+        let (watch, _) = watch::channel(head.seq);
+        let shared = Arc::new(Shared {
+            db,
+            config,
+            head: Mutex::new(head),
+            committed: Condvar::new(),
+            watch,
+            poisoned: Mutex::new(None),
+            hook: RwLock::new(None),
+        });
+        let (tx, rx) = mpsc::channel();
+        let writer_shared = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("cmdlog-writer".into())
+            .spawn(move || writer::run(writer_shared, rx))
+            .map_err(|source| OpenError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Log {
+            shared,
+            path,
+            requests: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+        })
+    }
+
+    /// The file this log lives in (`<backend>` for a custom backend).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Installs the commit hook, replacing any earlier one.
+    pub fn set_commit_hook(&self, hook: CommitHook) {
+        *self.shared.hook.write().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+
+    /// The last committed record's seq and hash.
+    pub fn head(&self) -> Head {
+        *self.shared.head.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why the writer is poisoned, if it is.
+    pub fn poisoned(&self) -> Option<String> {
+        self.shared
+            .poisoned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn send(&self, request: Request) -> Result<(), AppendError> {
+        if let Some(cause) = self.poisoned() {
+            return Err(AppendError::Poisoned { cause });
+        }
+        let guard = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = guard.as_ref().ok_or(AppendError::Closed)?;
+        tx.send(request).map_err(|_| AppendError::Closed)
+    }
+
+    fn check_records(&self, records: &[NewRecord]) -> Result<(), AppendError> {
+        if records.is_empty() {
+            return Err(AppendError::Empty);
+        }
+        let max = self.shared.config.record_bytes_max;
+        for (index, record) in records.iter().enumerate() {
+            if record.bytes.len() > max {
+                return Err(AppendError::RecordTooLarge {
+                    index,
+                    size: record.bytes.len(),
+                    max,
+                });
+            }
+            if let Some(key) = &record.stream
+                && (key.is_empty() || key.len() > STREAM_KEY_BYTES_MAX)
+            {
+                return Err(AppendError::BadStreamKey {
+                    index,
+                    len: key.len(),
+                    max: STREAM_KEY_BYTES_MAX,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts an append of `records` as one atomic unit; await or block on the ticket.
+    pub fn submit(&self, records: Vec<NewRecord>) -> Result<AppendTicket, AppendError> {
+        self.check_records(&records)?;
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::Append { records, reply })?;
+        Ok(AppendTicket { rx })
+    }
+
+    /// Appends `records` atomically and blocks until they are committed.
+    /// Must not be called from inside an async runtime: use [`Log::append_async`] there.
+    pub fn append(&self, records: Vec<NewRecord>) -> Result<Receipt, AppendError> {
+        self.submit(records)?.wait()
+    }
+
+    /// Appends `records` atomically; resolves once they are committed.
+    pub async fn append_async(&self, records: Vec<NewRecord>) -> Result<Receipt, AppendError> {
+        self.submit(records)?.await_receipt().await
+    }
+
+    /// Reads one record.
+    pub fn get(&self, seq: Seq) -> Result<Option<Record>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let Some(value) = records.get(seq).map_err(read_err)? else {
+            return Ok(None);
+        };
+        decode(seq, value.value()).map(Some)
+    }
+
+    /// Calls `f` with every record in `from..=until`, in seq order, until it returns false.
+    pub fn scan(
+        &self,
+        from: Seq,
+        until: Seq,
+        mut f: impl FnMut(Record) -> bool,
+    ) -> Result<(), ReadError> {
+        if from > until {
+            return Ok(());
+        }
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        for entry in records.range(from..=until).map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            if !f(decode(k.value(), v.value())?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The records in `from..=until`.
+    pub fn range(&self, from: Seq, until: Seq) -> Result<Vec<Record>, ReadError> {
+        let mut out = Vec::new();
+        self.scan(from, until, |r| {
+            out.push(r);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// The seqs of the records under stream key `key` after seq `after`, in order.
+    pub fn stream_seqs(&self, key: &str, after: Seq) -> Result<Vec<Seq>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let streams = read.open_table(STREAMS).map_err(read_err)?;
+        let mut seqs = Vec::new();
+        let start = after.saturating_add(1);
+        for entry in streams.range((key, start)..=(key, u64::MAX)).map_err(read_err)? {
+            let (k, _) = entry.map_err(read_err)?;
+            seqs.push(k.value().1);
+        }
+        Ok(seqs)
+    }
+
+    /// The records under stream key `key` after seq `after`, in order.
+    pub fn stream(&self, key: &str, after: Seq) -> Result<Vec<Record>, ReadError> {
+        let seqs = self.stream_seqs(key, after)?;
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let mut out = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            let value = records.get(seq).map_err(read_err)?.ok_or(ReadError::Corrupt {
+                seq,
+                message: "indexed under its stream but missing from the log".into(),
+            })?;
+            out.push(decode(seq, value.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The distinct stream keys, sorted.
+    pub fn streams(&self) -> Result<Vec<String>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let streams = read.open_table(STREAMS).map_err(read_err)?;
+        let mut keys: Vec<String> = Vec::new();
+        let mut iter = streams.iter().map_err(read_err)?;
+        // Jump from one key straight past its entries (no seq reaches u64::MAX).
+        while let Some(entry) = iter.next() {
+            let (k, _) = entry.map_err(read_err)?;
+            let key = k.value().0.to_string();
+            iter = streams
+                .range((key.as_str(), u64::MAX)..)
+                .map_err(read_err)?;
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+
+    /// Blocks until a record after `after` is committed or `timeout` passes;
+    /// returns the head seq then.
+    pub fn wait_for(&self, after: Seq, timeout: Duration) -> Seq {
+        let deadline = Instant::now() + timeout;
+        let mut head = self.shared.head.lock().unwrap_or_else(|p| p.into_inner());
+        while head.seq <= after {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            head = self
+                .shared
+                .committed
+                .wait_timeout(head, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        head.seq
+    }
+
+    /// A receiver of the head seq, updated after every commit (for async tails).
+    pub fn subscribe(&self) -> watch::Receiver<Seq> {
+        self.shared.watch.subscribe()
+    }
+
+    /// Recomputes the hash chain over the whole log. `Ok(Err(break))` names the
+    /// first broken seq; `progress` is called with each seq checked.
+    pub fn verify_chain(
+        &self,
+        mut progress: impl FnMut(Seq),
+    ) -> Result<Result<Head, ChainBreak>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let mut prev = Head {
+            seq: 0,
+            hash: [0; 32],
+        };
+        for entry in records.iter().map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            let seq = k.value();
+            if seq != prev.seq + 1 {
+                return Ok(Err(ChainBreak::Gap {
+                    previous: prev.seq,
+                    found: seq,
+                }));
+            }
+            let Some((stored, _, bytes)) = schema::decode_record(v.value()) else {
+                return Ok(Err(ChainBreak::Undecodable { seq }));
+            };
+            let expected = schema::chain(&prev.hash, seq, bytes);
+            if stored != expected {
+                return Ok(Err(ChainBreak::HashMismatch { seq }));
+            }
+            prev = Head {
+                seq,
+                hash: expected,
+            };
+            progress(seq);
+        }
+        Ok(Ok(prev))
+    }
+
+    /// Stores `bytes` under their BLAKE3 hash. Idempotent: storing the same bytes
+    /// again writes nothing. Blocks until committed.
+    pub fn put_blob(&self, bytes: Vec<u8>) -> Result<BlobHash, BlobError> {
+        self.submit_blob(bytes)?.wait().map_err(BlobError::from)
+    }
+
+    /// Stores a blob; resolves once it is committed.
+    pub async fn put_blob_async(&self, bytes: Vec<u8>) -> Result<BlobHash, BlobError> {
+        self.submit_blob(bytes)?
+            .await_receipt()
+            .await
+            .map_err(BlobError::from)
+    }
+
+    fn submit_blob(&self, bytes: Vec<u8>) -> Result<BlobTicket, BlobError> {
+        let max = self.shared.config.blob_bytes_max;
+        if bytes.len() as u64 > max {
+            return Err(BlobError::TooLarge {
+                size: bytes.len() as u64,
+                max,
+            });
+        }
+        let hash = BlobHash::of(&bytes);
+        if self.has_blob(&hash)? {
+            return Ok(BlobTicket::Done(hash));
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::PutBlob { hash, bytes, reply })?;
+        Ok(BlobTicket::Pending(hash, rx))
+    }
+
+    /// Whether a blob is stored (its bytes are not checked).
+    pub fn has_blob(&self, hash: &BlobHash) -> Result<bool, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let meta = read.open_table(BLOB_META).map_err(read_err)?;
+        Ok(meta.get(&hash.0).map_err(read_err)?.is_some())
+    }
+
+    /// A blob's bytes, re-hashed: a mismatch is an error, never returned bytes.
+    pub fn get_blob(&self, hash: &BlobHash) -> Result<Option<Vec<u8>>, BlobError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let blobs = read.open_table(BLOBS).map_err(read_err)?;
+        let Some(value) = blobs.get(&hash.0).map_err(read_err)? else {
+            return Ok(None);
+        };
+        let bytes = value.value().to_vec();
+        let actual = BlobHash::of(&bytes);
+        if actual != *hash {
+            return Err(BlobError::Mismatch {
+                hash: *hash,
+                actual,
+            });
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Every stored blob with the unix-ms time it was added and its size.
+    pub fn list_blobs(&self) -> Result<Vec<(BlobHash, u64, u64)>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let meta = read.open_table(BLOB_META).map_err(read_err)?;
+        let mut out = Vec::new();
+        for entry in meta.iter().map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            let (added_ms, size) = v.value();
+            out.push((BlobHash(*k.value()), added_ms, size));
+        }
+        Ok(out)
+    }
+
+    /// Stops the writer after it drained what is queued, and closes the file.
+    pub fn close(self) {
+        drop(self);
+    }
+
+    fn shutdown(&self) {
+        let tx = self
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(tx) = tx {
+            let _ = tx.send(Request::Shutdown);
+        }
+        if let Some(writer) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A pending append.
+#[derive(Debug)]
+pub struct AppendTicket {
+    rx: oneshot::Receiver<Result<Receipt, AppendError>>,
+}
+
+impl AppendTicket {
+    /// Blocks until the append committed or failed.
+    pub fn wait(self) -> Result<Receipt, AppendError> {
+        self.rx.blocking_recv().unwrap_or(Err(AppendError::Closed))
+    }
+
+    /// Resolves once the append committed or failed.
+    pub async fn await_receipt(self) -> Result<Receipt, AppendError> {
+        self.rx.await.unwrap_or(Err(AppendError::Closed))
+    }
+}
+
+enum BlobTicket {
+    Done(BlobHash),
+    Pending(BlobHash, oneshot::Receiver<Result<(), AppendError>>),
+}
+
+impl BlobTicket {
+    fn wait(self) -> Result<BlobHash, AppendError> {
+        match self {
+            BlobTicket::Done(h) => Ok(h),
+            BlobTicket::Pending(h, rx) => rx.blocking_recv().unwrap_or(Err(AppendError::Closed)).map(|()| h),
+        }
+    }
+
+    async fn await_receipt(self) -> Result<BlobHash, AppendError> {
+        match self {
+            BlobTicket::Done(h) => Ok(h),
+            BlobTicket::Pending(h, rx) => rx.await.unwrap_or(Err(AppendError::Closed)).map(|()| h),
+        }
+    }
+}
+
+fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
+    let (hash, stream, bytes) = schema::decode_record(value).ok_or(ReadError::Corrupt {
+        seq,
+        message: "the stored value is truncated or malformed".into(),
+    })?;
+    Ok(Record {
+        seq,
+        hash,
+        stream: stream.map(str::to_string),
+        bytes: bytes.to_vec(),
+    })
+}
+
+fn open_error(path: &Path, e: DatabaseError) -> OpenError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
+            path: path.to_path_buf(),
+        },
+        DatabaseError::Storage(redb::StorageError::Io(source)) => OpenError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => OpenError::Storage {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,108 @@
+//! The values that cross the store's API.
+
+use std::fmt;
+
+/// A record's position in the log: gapless, strictly increasing, from 1.
+pub type Seq = u64;
+
+/// How hard a commit tries before it is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// fsync at every commit: an acknowledged append survives power loss. The default.
+    #[default]
+    Durable,
+    /// No fsync per commit; data reaches the disk at the next durable commit or at close.
+    /// For benchmarks and throwaway logs only.
+    Buffered,
+}
+
+/// A record to append: opaque bytes and an optional stream key to index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
+    /// The stream key (cmdlog: the session id) under which the record is indexed.
+    pub stream: Option<String>,
+    /// The record's bytes, stored as given.
+    pub bytes: Vec<u8>,
+}
+
+impl NewRecord {
+    /// A record without a stream key.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        NewRecord {
+            stream: None,
+            bytes,
+        }
+    }
+
+    /// Sets the stream key.
+    pub fn stream(mut self, key: impl Into<String>) -> Self {
+        self.stream = Some(key.into());
+        self
+    }
+}
+
+/// The seqs an acknowledged append was given: `first..=last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receipt {
+    /// Seq of the append's first record.
+    pub first: Seq,
+    /// Seq of the append's last record.
+    pub last: Seq,
+}
+
+/// A stored record as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its seq.
+    pub seq: Seq,
+    /// The chain hash stored with it, `h(seq)`.
+    pub hash: [u8; 32],
+    /// Its stream key.
+    pub stream: Option<String>,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A record as handed to the commit hook, right after its transaction committed.
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedRecord<'a> {
+    /// Its seq.
+    pub seq: Seq,
+    /// Its stream key.
+    pub stream: Option<&'a str>,
+    /// Its bytes.
+    pub bytes: &'a [u8],
+}
+
+/// A blob's BLAKE3 hash, its address in the blob store.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlobHash(pub [u8; 32]);
+
+impl BlobHash {
+    /// The hash of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        BlobHash(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        blake3::Hash::from_bytes(self.0).to_hex().to_string()
+    }
+
+    /// Parses 64 hex characters.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        blake3::Hash::from_hex(text).ok().map(|h| BlobHash(*h.as_bytes()))
+    }
+}
+
+impl fmt::Display for BlobHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for BlobHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlobHash({})", self.to_hex())
+    }
+}

@@ -1,0 +1,91 @@
+//! The redb tables of a log file. The byte layout of each value is written
+//! down here and in `docs/architecture.md`.
+
+use redb::TableDefinition;
+
+/// `seq -> record`. Value layout:
+/// `chain hash (32 bytes) | stream key length (u16 LE) | stream key (UTF-8) | record bytes`.
+pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("records");
+
+/// `(stream key, seq) -> ()`: the index behind reads by stream.
+pub(crate) const STREAMS: TableDefinition<(&str, u64), ()> = TableDefinition::new("streams");
+
+/// `blake3 hash -> blob bytes`.
+pub(crate) const BLOBS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("blobs");
+
+/// `blake3 hash -> (added at, unix ms; size in bytes)`, kept apart from the bytes so
+/// listing blobs never reads them.
+pub(crate) const BLOB_META: TableDefinition<&[u8; 32], (u64, u64)> =
+    TableDefinition::new("blob_meta");
+
+/// `key -> value` facts about the file itself.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// The value of `META["format"]` this version writes and reads.
+pub(crate) const FORMAT: &[u8] = b"cmdlog-log/1";
+
+/// Encodes one `RECORDS` value.
+pub(crate) fn encode_record(hash: &[u8; 32], stream: Option<&str>, bytes: &[u8]) -> Vec<u8> {
+    let key = stream.unwrap_or("");
+    let key_len = u16::try_from(key.len()).expect("stream key length checked before append");
+    let mut out = Vec::with_capacity(32 + 2 + key.len() + bytes.len());
+    out.extend_from_slice(hash);
+    out.extend_from_slice(&key_len.to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// Decodes one `RECORDS` value into (hash, stream key, record bytes).
+/// `None` when the value is too short to hold its own header: a corrupt file.
+pub(crate) fn decode_record(value: &[u8]) -> Option<([u8; 32], Option<&str>, &[u8])> {
+    let hash: [u8; 32] = value.get(..32)?.try_into().ok()?;
+    let key_len = u16::from_le_bytes(value.get(32..34)?.try_into().ok()?) as usize;
+    let key = value.get(34..34 + key_len)?;
+    let bytes = value.get(34 + key_len..)?;
+    let key = if key.is_empty() {
+        None
+    } else {
+        Some(std::str::from_utf8(key).ok()?)
+    };
+    Some((hash, key, bytes))
+}
+
+/// `h(n) = blake3(h(n-1) || seq(n) as 8 bytes LE || record_bytes(n))`.
+pub(crate) fn chain(prev: &[u8; 32], seq: u64, bytes: &[u8]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(prev);
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(bytes);
+    *hasher.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_layout_round_trips() {
+        let hash = [7u8; 32];
+        let value = encode_record(&hash, Some("s-1"), b"{}");
+        assert_eq!(decode_record(&value), Some((hash, Some("s-1"), &b"{}"[..])));
+        let value = encode_record(&hash, None, b"x");
+        assert_eq!(decode_record(&value), Some((hash, None, &b"x"[..])));
+    }
+
+    #[test]
+    fn truncated_record_is_not_decoded() {
+        assert_eq!(decode_record(&[0u8; 33]), None);
+        let mut value = encode_record(&[0; 32], Some("abc"), b"");
+        value.truncate(35);
+        assert_eq!(decode_record(&value), None);
+    }
+
+    #[test]
+    fn chain_depends_on_every_input() {
+        let base = chain(&[0; 32], 1, b"a");
+        assert_ne!(base, chain(&[1; 32], 1, b"a"));
+        assert_ne!(base, chain(&[0; 32], 2, b"a"));
+        assert_ne!(base, chain(&[0; 32], 1, b"b"));
+    }
+}
