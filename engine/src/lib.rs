@@ -1,1 +1,63 @@
-//! x
+//! cmdlog's engine: the event schema, the command model, the registry fold,
+//! modes, parsing, expansion, and the execution lifecycle over a
+//! [`cmdlog_store::Log`].
+//!
+//! A short tour:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use cmdlog_engine::{Engine, EngineConfig, ExecuteRequest, Mode, Outcome};
+//! use cmdlog_store::{Log, LogConfig};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+//! let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+//! engine.ensure_session("s1", "main", Mode::NonInteractive).await.unwrap();
+//!
+//! let run = engine
+//!     .execute(ExecuteRequest::new("s1", "main", Mode::NonInteractive, "/model gpt-5"))
+//!     .await
+//!     .unwrap()
+//!     .expect("/model resolves");
+//! assert!(matches!(run.outcome, Outcome::Success { .. }));
+//! assert_eq!(engine.session("s1").unwrap().model.as_deref(), Some("gpt-5"));
+//! # });
+//! ```
+//!
+//! The live [`LogState`] is the same fold that replay runs over the log: the
+//! store's commit hook applies each committed record in seq order before its
+//! appender is acknowledged.
+
+mod builtins;
+mod clock;
+mod command;
+mod engine;
+mod event;
+mod expand;
+mod parse;
+mod registry;
+mod state;
+
+pub use builtins::{BUILTIN_PRIORITY, render_help};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use command::{
+    CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect, InputDescriptor,
+    InvalidName, Mode, NAME_BYTES_MAX,
+};
+pub use engine::{
+    CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
+    ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
+    ObserverId, RegisterError, SessionError, SubmittedAttachment, api_provider, command_name,
+    fold_log, valid_id,
+};
+pub use event::{
+    AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,
+    DiscoveryWarning, Event, EventData, InvocationSource, ModelSwitched, NewEvent, Origin, Outcome,
+    PermissionRequested, PermissionResolved, Registered, Seq, SessionCancelled, SessionCreated,
+    SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
+};
+pub use expand::expand;
+pub use parse::{ParsedLine, parse_command_args, parse_line};
+pub use registry::{Candidate, ProviderRef, Registration, Registry, RegistryAnomaly, Scope};
+pub use state::{LogState, OpenRun, SessionState};
+pub use tokio_util::sync::CancellationToken;

@@ -25,7 +25,9 @@ pub enum OpenError {
         source: std::io::Error,
     },
     /// The file is not a cmdlog log of a format this version reads.
-    #[error("{path} is not a cmdlog log this version can read (format {found:?}); point --log at a cmdlog log")]
+    #[error(
+        "{path} is not a cmdlog log this version can read (format {found:?}); point --log at a cmdlog log"
+    )]
     Format {
         /// The log file.
         path: PathBuf,

@@ -189,14 +189,13 @@ impl Log {
                 },
                 Some((k, v)) => {
                     let seq = k.value();
-                    let (hash, _, _) = schema::decode_record(v.value()).ok_or_else(|| {
-                        OpenError::Storage {
+                    let (hash, _, _) =
+                        schema::decode_record(v.value()).ok_or_else(|| OpenError::Storage {
                             path: path.clone(),
                             message: format!(
                                 "the last record, seq {seq}, is malformed; run `cmdlog verify`"
                             ),
-                        }
-                    })?;
+                        })?;
                     Head { seq, hash }
                 }
             }
@@ -354,7 +353,10 @@ impl Log {
         let streams = read.open_table(STREAMS).map_err(read_err)?;
         let mut seqs = Vec::new();
         let start = after.saturating_add(1);
-        for entry in streams.range((key, start)..=(key, u64::MAX)).map_err(read_err)? {
+        for entry in streams
+            .range((key, start)..=(key, u64::MAX))
+            .map_err(read_err)?
+        {
             let (k, _) = entry.map_err(read_err)?;
             seqs.push(k.value().1);
         }
@@ -368,10 +370,13 @@ impl Log {
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut out = Vec::with_capacity(seqs.len());
         for seq in seqs {
-            let value = records.get(seq).map_err(read_err)?.ok_or(ReadError::Corrupt {
-                seq,
-                message: "indexed under its stream but missing from the log".into(),
-            })?;
+            let value = records
+                .get(seq)
+                .map_err(read_err)?
+                .ok_or(ReadError::Corrupt {
+                    seq,
+                    message: "indexed under its stream but missing from the log".into(),
+                })?;
             out.push(decode(seq, value.value())?);
         }
         Ok(out)
@@ -579,7 +584,10 @@ impl BlobTicket {
     fn wait(self) -> Result<BlobHash, AppendError> {
         match self {
             BlobTicket::Done(h) => Ok(h),
-            BlobTicket::Pending(h, rx) => rx.blocking_recv().unwrap_or(Err(AppendError::Closed)).map(|()| h),
+            BlobTicket::Pending(h, rx) => rx
+                .blocking_recv()
+                .unwrap_or(Err(AppendError::Closed))
+                .map(|()| h),
         }
     }
 

@@ -91,7 +91,9 @@ impl BlobHash {
 
     /// Parses 64 hex characters.
     pub fn from_hex(text: &str) -> Option<Self> {
-        blake3::Hash::from_hex(text).ok().map(|h| BlobHash(*h.as_bytes()))
+        blake3::Hash::from_hex(text)
+            .ok()
+            .map(|h| BlobHash(*h.as_bytes()))
     }
 }
 

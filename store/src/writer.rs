@@ -125,7 +125,11 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>) {
                 })
                 .collect();
             if !committed.is_empty()
-                && let Some(hook) = shared.hook.read().unwrap_or_else(|p| p.into_inner()).as_ref()
+                && let Some(hook) = shared
+                    .hook
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
                 && let Err(panic) =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&committed)))
             {
@@ -169,7 +173,11 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>) {
 
 type BatchResult = (Head, Vec<Option<Receipt>>);
 
-fn write_batch(shared: &Shared, start: Head, batch: &[Request]) -> Result<BatchResult, redb::Error> {
+fn write_batch(
+    shared: &Shared,
+    start: Head,
+    batch: &[Request],
+) -> Result<BatchResult, redb::Error> {
     let mut txn = shared.db.begin_write()?;
     let durability = match shared.config.durability {
         Durability::Durable => RedbDurability::Immediate,
@@ -191,7 +199,8 @@ fn write_batch(shared: &Shared, start: Head, batch: &[Request]) -> Result<BatchR
                     for record in records {
                         let seq = head.seq + 1;
                         let hash = schema::chain(&head.hash, seq, &record.bytes);
-                        let value = schema::encode_record(&hash, record.stream.as_deref(), &record.bytes);
+                        let value =
+                            schema::encode_record(&hash, record.stream.as_deref(), &record.bytes);
                         records_table.insert(seq, value.as_slice())?;
                         if let Some(key) = &record.stream {
                             streams_table.insert((key.as_str(), seq), ())?;

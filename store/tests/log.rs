@@ -34,7 +34,12 @@ fn seqs_start_at_one_and_are_gapless_across_reopen() {
     let log = open(&dir);
     assert_eq!(log.head(), head);
     assert_eq!(log.append(vec![rec("d")]).unwrap().first, 4);
-    let all: Vec<_> = log.range(1, 10).unwrap().into_iter().map(|r| r.seq).collect();
+    let all: Vec<_> = log
+        .range(1, 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.seq)
+        .collect();
     assert_eq!(all, vec![1, 2, 3, 4]);
     assert_eq!(log.range(2, 3).unwrap()[1].bytes, b"c");
 }
@@ -59,7 +64,10 @@ fn concurrent_appenders_all_get_distinct_gapless_seqs() {
             })
         })
         .collect();
-    let mut firsts: Vec<u64> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let mut firsts: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     firsts.sort();
     assert_eq!(firsts, (0..320).map(|i| 1 + 2 * i).collect::<Vec<_>>());
     assert_eq!(log.head().seq, 640);
@@ -73,11 +81,19 @@ fn stream_index_returns_only_that_stream_in_order() {
     log.append(vec![rec("1").stream("s1"), rec("2").stream("s2"), rec("3")])
         .unwrap();
     log.append(vec![rec("4").stream("s1")]).unwrap();
-    let s1: Vec<_> = log.stream("s1", 0).unwrap().into_iter().map(|r| r.seq).collect();
+    let s1: Vec<_> = log
+        .stream("s1", 0)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.seq)
+        .collect();
     assert_eq!(s1, vec![1, 4]);
     assert_eq!(log.stream_seqs("s1", 1).unwrap(), vec![4]);
     assert_eq!(log.stream("s3", 0).unwrap(), vec![]);
-    assert_eq!(log.streams().unwrap(), vec!["s1".to_string(), "s2".to_string()]);
+    assert_eq!(
+        log.streams().unwrap(),
+        vec!["s1".to_string(), "s2".to_string()]
+    );
     assert_eq!(log.get(1).unwrap().unwrap().stream.as_deref(), Some("s1"));
 }
 
@@ -154,7 +170,10 @@ fn commit_hook_sees_every_record_in_seq_order_before_the_ack() {
         t.join().unwrap();
     }
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.iter().map(|(s, _)| *s).collect::<Vec<_>>(), (1..=80).collect::<Vec<_>>());
+    assert_eq!(
+        seen.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        (1..=80).collect::<Vec<_>>()
+    );
     for (seq, bytes) in seen.iter() {
         assert_eq!(&log.get(*seq).unwrap().unwrap().bytes, bytes);
     }
@@ -237,7 +256,10 @@ fn blobs_are_idempotent_and_verified_on_read() {
     {
         let db = redb::Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
-        txn.open_table(blobs).unwrap().insert(&h1.0, &b"not it"[..]).unwrap();
+        txn.open_table(blobs)
+            .unwrap()
+            .insert(&h1.0, &b"not it"[..])
+            .unwrap();
         txn.commit().unwrap();
     }
     let log = open(&dir);
@@ -277,7 +299,10 @@ fn a_file_that_is_not_a_log_is_refused_by_name() {
     let path = dir.path().join("log.redb");
     std::fs::write(&path, b"hello, I am a text file, not a database at all").unwrap();
     let err = Log::open(&path, LogConfig::default()).unwrap_err();
-    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
 }
 
 fn faulty(dir: &tempfile::TempDir, plan: &Arc<FaultPlan>) -> Log {
@@ -289,8 +314,11 @@ fn faulty(dir: &tempfile::TempDir, plan: &Arc<FaultPlan>) -> Log {
         .open(dir.path().join("log.redb"))
         .unwrap();
     let backend = redb::backends::FileBackend::new(file).unwrap();
-    Log::open_with_backend(FaultyBackend::new(backend, Arc::clone(plan)), LogConfig::default())
-        .unwrap()
+    Log::open_with_backend(
+        FaultyBackend::new(backend, Arc::clone(plan)),
+        LogConfig::default(),
+    )
+    .unwrap()
 }
 
 #[test]

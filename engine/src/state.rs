@@ -1,0 +1,115 @@
+//! `LogState`: the one fold over events that the live engine keeps and that
+//! replay rebuilds. It holds the registry, the runs still waiting for a done,
+//! and what each session needs to accept or refuse new events.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::command::Mode;
+use crate::event::{Event, EventData, Seq};
+use crate::registry::Registry;
+
+/// A `command/run` without a `command/done` yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenRun {
+    /// Its seq (the command id).
+    pub seq: Seq,
+    /// Its session.
+    pub session: Option<String>,
+    /// Its agent.
+    pub agent: Option<String>,
+    /// The command name.
+    pub name: String,
+}
+
+/// What the fold knows of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct SessionState {
+    /// Seq of its `session/created`, if seen.
+    pub created: Option<Seq>,
+    /// Its mode, fixed at creation.
+    pub mode: Option<Mode>,
+    /// Its agent at creation.
+    pub agent: Option<String>,
+    /// The current model, from the last `session/model_switched`.
+    pub model: Option<String>,
+    /// Seq of its `session/closed` or `session/died`.
+    pub ended: Option<Seq>,
+}
+
+/// The fold over the whole log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogState {
+    /// The registry.
+    pub registry: Registry,
+    /// Runs without a done.
+    pub open_runs: BTreeMap<Seq, OpenRun>,
+    /// Sessions by id.
+    pub sessions: BTreeMap<String, SessionState>,
+    /// Seq of the last event folded.
+    pub applied: Seq,
+}
+
+impl LogState {
+    /// Folds one event. Total: an event that does not fit (an unregister of an unknown
+    /// registration, a done without a run) leaves the state as it was; `verify` reports it.
+    pub fn apply(&mut self, event: &Event) {
+        debug_assert!(event.seq > self.applied, "events fold in seq order");
+        self.applied = event.seq;
+        match &event.data {
+            EventData::Registered(r) => self.registry.apply_registered(event.seq, event.at, r),
+            EventData::Unregistered(u) => {
+                let _ = self
+                    .registry
+                    .apply_unregistered(event.seq, u.registration, u.reason);
+            }
+            EventData::CommandRun(run) => {
+                self.open_runs.insert(
+                    event.seq,
+                    OpenRun {
+                        seq: event.seq,
+                        session: event.session.clone(),
+                        agent: event.agent.clone(),
+                        name: run.name.clone(),
+                    },
+                );
+            }
+            EventData::CommandDone(done) => {
+                self.open_runs.remove(&done.run);
+            }
+            EventData::SessionCreated(created) => {
+                if let Some(id) = &event.session {
+                    let s = self.sessions.entry(id.clone()).or_default();
+                    s.created.get_or_insert(event.seq);
+                    s.mode = s.mode.or(created.mode);
+                    if s.agent.is_none() {
+                        s.agent = event.agent.clone();
+                    }
+                }
+            }
+            EventData::ModelSwitched(m) => {
+                if let Some(id) = &event.session {
+                    self.sessions.entry(id.clone()).or_default().model = Some(m.model.clone());
+                }
+            }
+            EventData::SessionClosed(_) | EventData::SessionDied(_) => {
+                if let Some(id) = &event.session {
+                    self.sessions
+                        .entry(id.clone())
+                        .or_default()
+                        .ended
+                        .get_or_insert(event.seq);
+                }
+            }
+            EventData::DiscoveryWarning(_)
+            | EventData::AttachmentAdmitted(_)
+            | EventData::SessionPrompt(_)
+            | EventData::SessionUpdate(_)
+            | EventData::PermissionRequested(_)
+            | EventData::PermissionResolved(_)
+            | EventData::SessionCancelled(_)
+            | EventData::Unknown(_) => {}
+        }
+    }
+}
