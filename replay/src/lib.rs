@@ -1,1 +1,27 @@
-//! x
+//! cmdlog's replay: projections rebuilt from the log, and the invariant checker.
+//!
+//! - [`state_at`]: the engine's own fold ([`cmdlog_engine::LogState`]) as of any seq.
+//! - [`RegistryView`]: the registry as of a seq for one agent and mode, shadowed
+//!   entries included, with what shadows them and why.
+//! - [`SessionView`]: one session's runs, outcomes, prompts, model and permissions.
+//! - [`verify`]: the chain, the seqs and every lifecycle invariant of DESIGN §7.
+//!
+//! No projection reads the clock or the filesystem: time is a field of each event.
+
+mod registry_view;
+mod session_view;
+mod verify;
+
+pub use registry_view::{CommandEntry, RegistryView, registry_diff_names};
+pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
+pub use verify::{VerifyReport, Violation, verify};
+
+use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log};
+use cmdlog_store::Log;
+
+/// The folded state as of `until` (the whole log when `until` is past the head).
+pub fn state_at(log: &Log, until: Seq) -> Result<LogState, EngineOpenError> {
+    let mut state = LogState::default();
+    fold_log(log, &mut state, 1, until.min(log.head().seq))?;
+    Ok(state)
+}

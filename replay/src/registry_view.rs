@@ -1,0 +1,177 @@
+//! The registry as of a seq, as people read it.
+
+use serde::Serialize;
+
+use cmdlog_engine::{CommandType, LogState, Mode, Registration, Seq};
+
+/// One candidate for a name: the winner or a shadowed entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandEntry {
+    /// The name.
+    pub name: String,
+    /// Seq of its registration.
+    pub registration: Seq,
+    /// `active` (the winner) or `shadowed`.
+    pub status: &'static str,
+    /// The winner that shadows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<Seq>,
+    /// Why it is shadowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Provider id.
+    pub provider: String,
+    /// Provider priority.
+    pub priority: i32,
+    /// `global` or the agent id.
+    pub scope: String,
+    /// Source label.
+    pub source_label: String,
+    /// Command type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_type: Option<CommandType>,
+    /// Effective modes.
+    pub modes: Vec<Mode>,
+    /// Description.
+    pub description: String,
+    /// Argument hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// Hidden from listings.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+    /// Source file of a file command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Template blob.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+impl CommandEntry {
+    fn new(r: &Registration, shadowed: Option<(Seq, String)>) -> Self {
+        let (shadowed_by, why) = match shadowed {
+            Some((by, why)) => (Some(by), Some(why)),
+            None => (None, None),
+        };
+        CommandEntry {
+            name: r.command.name.to_string(),
+            registration: r.seq,
+            status: if shadowed_by.is_some() {
+                "shadowed"
+            } else {
+                "active"
+            },
+            shadowed_by,
+            why,
+            provider: r.provider.id.clone(),
+            priority: r.provider.priority,
+            scope: match &r.scope {
+                cmdlog_engine::Scope::Global => "global".into(),
+                cmdlog_engine::Scope::Agent(a) => a.clone(),
+            },
+            source_label: r.command.source_label.clone(),
+            command_type: r.command.command_type,
+            modes: r.command.effective_modes(),
+            description: r.command.description.clone(),
+            argument_hint: r.command.argument_hint.clone(),
+            hidden: r.command.hidden,
+            path: r.origin.as_ref().map(|o| o.path.clone()),
+            template: r.template.clone(),
+        }
+    }
+}
+
+/// The registry as of a seq for one agent and mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegistryView {
+    /// The seq it is as of.
+    pub until: Seq,
+    /// The agent.
+    pub agent: String,
+    /// The mode.
+    pub mode: Mode,
+    /// Every candidate, name-sorted, winner first within a name.
+    pub commands: Vec<CommandEntry>,
+    /// Active registrations not available to this agent in this mode (other modes or
+    /// other agents), so the view accounts for every active registration.
+    pub elsewhere: Vec<CommandEntry>,
+}
+
+impl RegistryView {
+    /// Builds the view from a folded state.
+    pub fn new(state: &LogState, agent: &str, mode: Mode) -> Self {
+        let commands: Vec<CommandEntry> = state
+            .registry
+            .list_all(agent, mode)
+            .into_iter()
+            .map(|c| CommandEntry::new(c.registration, c.shadowed_by))
+            .collect();
+        let listed: std::collections::BTreeSet<Seq> =
+            commands.iter().map(|c| c.registration).collect();
+        let elsewhere = state
+            .registry
+            .active()
+            .filter(|r| !listed.contains(&r.seq))
+            .map(|r| CommandEntry::new(r, None))
+            .collect();
+        RegistryView {
+            until: state.applied,
+            agent: agent.into(),
+            mode,
+            commands,
+            elsewhere,
+        }
+    }
+
+    /// A plain-text table.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "registry as of seq {} for agent {} in {} mode\n",
+            self.until, self.agent, self.mode
+        );
+        for c in &self.commands {
+            match (&c.shadowed_by, &c.why) {
+                (Some(by), Some(why)) => out.push_str(&format!(
+                    "  /{:<20} seq {:<6} {:<14} shadowed by seq {by}: {why}\n",
+                    c.name, c.registration, c.provider
+                )),
+                _ => out.push_str(&format!(
+                    "  /{:<20} seq {:<6} {:<14} {}\n",
+                    c.name, c.registration, c.provider, c.description
+                )),
+            }
+        }
+        if !self.elsewhere.is_empty() {
+            out.push_str("not available here (other modes or agents):\n");
+            for c in &self.elsewhere {
+                out.push_str(&format!(
+                    "  /{:<20} seq {:<6} {:<14} modes {:?}, scope {}\n",
+                    c.name, c.registration, c.provider, c.modes, c.scope
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Names whose winner differs between two views (added, removed or re-resolved).
+pub fn registry_diff_names(before: &RegistryView, after: &RegistryView) -> Vec<String> {
+    let winners = |v: &RegistryView| -> std::collections::BTreeMap<String, Seq> {
+        v.commands
+            .iter()
+            .filter(|c| c.shadowed_by.is_none())
+            .map(|c| (c.name.clone(), c.registration))
+            .collect()
+    };
+    let (a, b) = (winners(before), winners(after));
+    let mut names: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|n| a.get(*n) != b.get(*n))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}

@@ -1,0 +1,233 @@
+//! The invariant checker behind `cmdlog verify` and the property tests.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use cmdlog_engine::{Event, EventData, LogState, OpenRun, RegistryAnomaly, Seq};
+use cmdlog_store::{BlobError, BlobHash, Log, ReadError};
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The seq where it shows, if one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<Seq>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Seq of the last record.
+    pub head_seq: Seq,
+    /// Hex of the head hash.
+    pub head_hash: String,
+    /// Events checked.
+    pub events: u64,
+    /// Referenced blobs checked.
+    pub blobs: u64,
+    /// Broken invariants, in seq order.
+    pub violations: Vec<Violation>,
+    /// Runs without a done (in flight or the writer crashed; not a violation).
+    pub open_runs: Vec<OpenRun>,
+}
+
+impl VerifyReport {
+    /// Whether no invariant is broken.
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    BlobHash(*bytes).to_hex()
+}
+
+/// Checks the whole log: gapless seqs and the hash chain; every record decodes; every
+/// done has exactly one earlier run and each run at most one done; every run names a
+/// registration active and winning for its agent, mode and name at that seq; every
+/// unregister names an active registration; every referenced blob exists and
+/// re-hashes; every `permission/resolved` follows its request; nothing follows a
+/// session's close or death; replaying twice gives identical projections.
+/// `progress` is called with each seq checked.
+pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, ReadError> {
+    let head = log.head();
+    let mut violations = Vec::new();
+    let mut flag = |seq: Option<Seq>, message: String| violations.push(Violation { seq, message });
+
+    match log.verify_chain(|_| {})? {
+        Ok(found) if found == head => {}
+        Ok(found) => flag(
+            Some(found.seq),
+            format!(
+                "the chain ends at seq {} but the head is seq {}",
+                found.seq, head.seq
+            ),
+        ),
+        Err(brk) => flag(Some(brk_seq(&brk)), brk.to_string()),
+    }
+
+    let mut state = LogState::default();
+    let mut runs: HashMap<Seq, bool> = HashMap::new(); // run seq -> has a done
+    let mut permissions: HashMap<(String, String), bool> = HashMap::new(); // -> resolved
+    let mut blobs: BTreeMap<String, Seq> = BTreeMap::new();
+    let mut ended_sessions: BTreeMap<String, Seq> = BTreeMap::new();
+    let mut events = 0u64;
+    log.scan(1, head.seq, |record| {
+        let seq = record.seq;
+        let event = match Event::decode(seq, &record.bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                flag(Some(seq), e.to_string());
+                return true;
+            }
+        };
+        events += 1;
+        if let Some(session) = &event.session
+            && let Some(ended) = ended_sessions.get(session)
+        {
+            flag(
+                Some(seq),
+                format!(
+                    "{} in session {session} after it ended at seq {ended}",
+                    event.data.type_name()
+                ),
+            );
+        }
+        match &event.data {
+            EventData::CommandRun(run) => {
+                runs.insert(seq, false);
+                let agent = event.agent.as_deref().unwrap_or("");
+                match state.registry.get(run.registration) {
+                    None => flag(
+                        Some(seq),
+                        format!("run of /{} names registration {}, which does not exist", run.name, run.registration),
+                    ),
+                    Some(r) if !r.is_active() => flag(
+                        Some(seq),
+                        format!("run of /{} names registration {}, which had ended", run.name, run.registration),
+                    ),
+                    Some(r) => {
+                        let wins = std::iter::once(&r.command.name)
+                            .chain(&r.command.alt_names)
+                            .any(|n| {
+                                state
+                                    .registry
+                                    .resolve(agent, run.mode, n.as_str())
+                                    .is_some_and(|w| w.seq == r.seq)
+                            });
+                        if !wins {
+                            flag(
+                                Some(seq),
+                                format!(
+                                    "run of /{} names registration {}, which was not the winner for agent {agent} in {} mode",
+                                    run.name, run.registration, run.mode
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+            EventData::CommandDone(done) => match runs.get_mut(&done.run) {
+                None => flag(
+                    Some(seq),
+                    format!("done names run {}, which is not an earlier command/run", done.run),
+                ),
+                Some(true) => flag(Some(seq), format!("second done for run {}", done.run)),
+                Some(settled) => *settled = true,
+            },
+            EventData::Unregistered(u) => {
+                let mut probe = state.registry.clone();
+                if let Err(anomaly) = probe.apply_unregistered(seq, u.registration, u.reason) {
+                    flag(
+                        Some(seq),
+                        match anomaly {
+                            RegistryAnomaly::UnknownRegistration(r) => {
+                                format!("unregister names seq {r}, which is not a registration")
+                            }
+                            other => other.to_string(),
+                        },
+                    );
+                }
+            }
+            EventData::Registered(r) => {
+                if let Some(t) = &r.template {
+                    blobs.entry(t.clone()).or_insert(seq);
+                }
+            }
+            EventData::AttachmentAdmitted(a) => {
+                blobs.entry(a.blob.clone()).or_insert(seq);
+            }
+            EventData::PermissionRequested(p) => {
+                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
+                permissions.insert(key, false);
+            }
+            EventData::PermissionResolved(p) => {
+                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
+                match permissions.get_mut(&key) {
+                    None => flag(
+                        Some(seq),
+                        format!("permission {} resolved without an earlier request", p.request_id),
+                    ),
+                    Some(true) => flag(
+                        Some(seq),
+                        format!("permission {} resolved twice", p.request_id),
+                    ),
+                    Some(resolved) => *resolved = true,
+                }
+            }
+            EventData::SessionClosed(_) | EventData::SessionDied(_) => {
+                if let Some(session) = &event.session {
+                    ended_sessions.entry(session.clone()).or_insert(seq);
+                }
+            }
+            _ => {}
+        }
+        state.apply(&event);
+        progress(seq);
+        true
+    })?;
+
+    let mut checked = BTreeSet::new();
+    for (hash, seq) in &blobs {
+        checked.insert(hash.clone());
+        let Some(parsed) = BlobHash::from_hex(hash) else {
+            flag(Some(*seq), format!("blob hash {hash:?} is malformed"));
+            continue;
+        };
+        match log.get_blob(&parsed) {
+            Ok(Some(_)) => {}
+            Ok(None) => flag(Some(*seq), format!("blob {hash} is missing")),
+            Err(BlobError::Mismatch { actual, .. }) => flag(
+                Some(*seq),
+                format!("blob {hash} is corrupt: its bytes hash to {actual}"),
+            ),
+            Err(e) => flag(Some(*seq), format!("blob {hash}: {e}")),
+        }
+    }
+
+    let mut again = LogState::default();
+    if cmdlog_engine::fold_log(log, &mut again, 1, head.seq).is_ok() && again != state {
+        flag(None, "replaying twice gave different projections".into());
+    }
+
+    violations.sort_by_key(|v| v.seq);
+    Ok(VerifyReport {
+        head_seq: head.seq,
+        head_hash: hex(&head.hash),
+        events,
+        blobs: checked.len() as u64,
+        violations,
+        open_runs: state.open_runs.into_values().collect(),
+    })
+}
+
+fn brk_seq(brk: &cmdlog_store::ChainBreak) -> Seq {
+    match brk {
+        cmdlog_store::ChainBreak::Gap { found, .. } => *found,
+        cmdlog_store::ChainBreak::HashMismatch { seq } => *seq,
+        cmdlog_store::ChainBreak::Undecodable { seq } => *seq,
+    }
+}
