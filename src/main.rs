@@ -1,1 +1,679 @@
-fn main() {}
+//! `cmdlog`: the command-line adapter over the cmdlog libraries. It parses flags,
+//! calls one library function per verb, renders the result, and maps errors to
+//! exit codes: 0 ok; 1 a command settled as error or verify found violations;
+//! 2 usage; 3 not found (unknown command, session, seq); 4 store error.
+
+mod render;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use cmdlog_engine::{
+    Engine, EngineConfig, Event, ExecuteError, ExecuteRequest, Mode, Outcome, SessionError,
+    SubmittedAttachment, valid_id,
+};
+use cmdlog_replay::{RegistryView, SessionView, state_at, verify};
+use cmdlog_store::{Log, LogConfig};
+use serde_json::json;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cmdlog",
+    version,
+    about = "Slash commands for coding agents, with every registration and run in an append-only log."
+)]
+struct Cli {
+    /// The log file [default: <workspace>/.cmdlog/log.redb]
+    #[arg(long, global = true, env = "CMDLOG_LOG")]
+    log: Option<PathBuf>,
+    /// The workspace folder [default: the current folder]
+    #[arg(long, global = true)]
+    workspace: Option<PathBuf>,
+    /// Machine-readable output
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(Subcommand, Debug)]
+enum Verb {
+    /// List the effective commands for an agent and mode
+    Commands(CommandsArgs),
+    /// Execute one slash line and print its outcome
+    Run(RunArgs),
+    /// Print events
+    Log(LogArgs),
+    /// Show the registry (or a session) as of a seq
+    Replay(ReplayArgs),
+    /// Check the hash chain, seqs, lifecycle invariants and blobs
+    Verify,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Interactive,
+    #[value(name = "non_interactive", alias = "non-interactive")]
+    NonInteractive,
+    Acp,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Interactive => Mode::Interactive,
+            ModeArg::NonInteractive => Mode::NonInteractive,
+            ModeArg::Acp => Mode::Acp,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Table,
+    Json,
+    Acp,
+}
+
+#[derive(Args, Debug)]
+struct CommandsArgs {
+    /// Execution mode
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+    /// Receiving agent
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Include shadowed entries and what shadows them
+    #[arg(long)]
+    all: bool,
+    /// Only what the model may invoke (name, description, when_to_use, argument_hint)
+    #[arg(long)]
+    model_invocable: bool,
+    /// Output format (--json is the same as --format json)
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Session id [default: a new session, printed on stderr]
+    #[arg(long, env = "CMDLOG_SESSION")]
+    session: Option<String>,
+    /// Receiving agent
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Execution mode
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+    /// A file to attach (repeatable)
+    #[arg(long = "attach")]
+    attach: Vec<PathBuf>,
+    /// The slash line, e.g. "/help"
+    line: String,
+}
+
+#[derive(Args, Debug)]
+struct LogArgs {
+    /// Only this session's events
+    #[arg(long)]
+    session: Option<String>,
+    /// First seq
+    #[arg(long, default_value_t = 1)]
+    from: u64,
+    /// Last seq
+    #[arg(long)]
+    until: Option<u64>,
+    /// Only types starting with this prefix, e.g. "command/"
+    #[arg(long = "type")]
+    type_prefix: Option<String>,
+    /// Keep printing events as they commit
+    #[arg(long)]
+    follow: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    /// Replay up to and including this seq [default: the head]
+    #[arg(long)]
+    until: Option<u64>,
+    /// Show this session instead of the registry
+    #[arg(long)]
+    session: Option<String>,
+    /// Agent whose view of the registry to show
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Mode whose view of the registry to show
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+}
+
+/// A failure with its exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+const SETTLED_ERROR: u8 = 1;
+const USAGE: u8 = 2;
+const NOT_FOUND: u8 = 3;
+const STORE: u8 = 4;
+
+fn store_failure(e: impl std::fmt::Display) -> Failure {
+    Failure::new(STORE, e.to_string())
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::new(STORE, format!("cannot write output: {e}"))
+    }
+}
+
+type Outcome_ = Result<u8, Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        // A closed stdout pipe (`cmdlog log | head`) is not an error.
+        Err(f) if f.message.contains("Broken pipe") => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("cmdlog: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+struct Paths {
+    log: PathBuf,
+}
+
+fn paths(cli: &Cli) -> Result<Paths, Failure> {
+    let workspace = match &cli.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::new(USAGE, format!("cannot read the current folder: {e}")))?,
+    };
+    let log = cli
+        .log
+        .clone()
+        .unwrap_or_else(|| workspace.join(".cmdlog").join("log.redb"));
+    Ok(Paths { log })
+}
+
+fn dispatch(cli: Cli) -> Outcome_ {
+    let paths = paths(&cli)?;
+    let json = cli.json;
+    match cli.verb {
+        Verb::Commands(args) => {
+            with_engine(&paths, async |engine| commands(engine, args, json).await)
+        }
+        Verb::Run(args) => with_engine(&paths, async |engine| run(engine, args, json).await),
+        Verb::Log(args) => log_verb(&open_existing(&paths)?, args, json),
+        Verb::Replay(args) => replay(&open_existing(&paths)?, args, json),
+        Verb::Verify => verify_verb(&open_existing(&paths)?, json),
+    }
+}
+
+/// Opens a log that must already exist (read verbs never create one).
+fn open_existing(paths: &Paths) -> Result<Log, Failure> {
+    if !paths.log.exists() {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "no log at {}; run a command first (cmdlog run /help) or pass --log",
+                paths.log.display()
+            ),
+        ));
+    }
+    Log::open(&paths.log, LogConfig::default()).map_err(store_failure)
+}
+
+fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outcome_ {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
+        let engine = Engine::open(log, EngineConfig::default())
+            .await
+            .map_err(store_failure)?;
+        f(&engine).await
+    })
+}
+
+async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
+    let mode = Mode::from(args.mode);
+    let format = args
+        .format
+        .unwrap_or(if json { Format::Json } else { Format::Table });
+    let mut out = io::stdout().lock();
+    if args.model_invocable {
+        let list: Vec<_> = engine
+            .model_invocable(&args.agent)
+            .into_iter()
+            .map(|r| {
+                json!({
+                    "name": r.command.name,
+                    "description": r.command.description,
+                    "when_to_use": r.command.when_to_use,
+                    "argument_hint": r.command.argument_hint,
+                })
+            })
+            .collect();
+        if format == Format::Table {
+            for c in &list {
+                writeln!(
+                    out,
+                    "/{:<24} {}",
+                    c["name"].as_str().unwrap_or(""),
+                    c["description"].as_str().unwrap_or("")
+                )?;
+            }
+        } else {
+            writeln!(out, "{}", serde_json::Value::Array(list))?;
+        }
+        return Ok(0);
+    }
+    if args.all {
+        let view = engine.with_state(|s| RegistryView::new(s, &args.agent, mode));
+        match format {
+            Format::Table => write!(out, "{}", view.render())?,
+            _ => writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&view.commands).expect("serializes")
+            )?,
+        }
+        return Ok(0);
+    }
+    let list = engine.list(&args.agent, mode);
+    match format {
+        Format::Table => {
+            for r in &list {
+                let usage = match &r.command.argument_hint {
+                    Some(h) => format!("/{} {h}", r.command.name),
+                    None => format!("/{}", r.command.name),
+                };
+                writeln!(
+                    out,
+                    "{usage:<28} {:<10} {}",
+                    r.command.source_label, r.command.description
+                )?;
+            }
+        }
+        Format::Json => {
+            let list: Vec<_> = list
+                .iter()
+                .map(|r| {
+                    json!({
+                        "name": r.command.name,
+                        "description": r.command.description,
+                        "argument_hint": r.command.argument_hint,
+                        "source": r.command.source,
+                        "source_label": r.command.source_label,
+                        "command_type": r.command.command_type,
+                        "modes": r.command.effective_modes(),
+                        "registration": r.seq,
+                        "provider": r.provider.id,
+                    })
+                })
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&list).expect("serializes")
+            )?;
+        }
+        Format::Acp => {
+            let list: Vec<_> = list
+                .iter()
+                .map(|r| {
+                    let mut c =
+                        json!({"name": r.command.name, "description": r.command.description});
+                    let hint = r
+                        .command
+                        .input
+                        .as_ref()
+                        .map(|i| i.hint.clone())
+                        .filter(|h| !h.is_empty())
+                        .or_else(|| r.command.argument_hint.clone());
+                    if let Some(hint) = hint {
+                        c["input"] = json!({ "hint": hint });
+                    }
+                    c
+                })
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&list).expect("serializes")
+            )?;
+        }
+    }
+    Ok(0)
+}
+
+fn new_session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hasher = blake3_like(nanos, std::process::id());
+    hasher.truncate(12);
+    format!("s-{hasher}")
+}
+
+fn blake3_like(nanos: u128, pid: u32) -> String {
+    // A unique-enough id from time and pid; not a secret.
+    let mut bytes = nanos.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&pid.to_le_bytes());
+    cmdlog_store::BlobHash::of(&bytes).to_hex()
+}
+
+async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
+    let mode = Mode::from(args.mode);
+    if !args.line.starts_with('/') {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "{:?} is not a slash line; try: cmdlog run \"/help\"",
+                args.line
+            ),
+        ));
+    }
+    if !valid_id(&args.agent) {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "invalid agent id {:?}: use letters, digits, . _ : -",
+                args.agent
+            ),
+        ));
+    }
+    let session = match args.session {
+        Some(s) => s,
+        None => {
+            let s = new_session_id();
+            eprintln!("session: {s}");
+            s
+        }
+    };
+    engine
+        .ensure_session(&session, &args.agent, mode)
+        .await
+        .map_err(|e| match e {
+            SessionError::InvalidId { .. } => Failure::new(USAGE, e.to_string()),
+            SessionError::Ended { .. } | SessionError::Unknown { .. } => {
+                Failure::new(NOT_FOUND, e.to_string())
+            }
+            other => store_failure(other),
+        })?;
+    let mut attachments = Vec::new();
+    for path in &args.attach {
+        // Admission comes with attachment support; here every attachment is refused by
+        // the engine, so only the name is needed to record the refusal.
+        attachments.push(SubmittedAttachment::FileReceipt {
+            receipt: path.display().to_string(),
+        });
+    }
+    let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
+    request.attachments = attachments;
+    let execution = engine.execute(request).await.map_err(|e| match e {
+        ExecuteError::UnknownSession { .. } | ExecuteError::SessionEnded { .. } => {
+            Failure::new(NOT_FOUND, e.to_string())
+        }
+        other => store_failure(other),
+    })?;
+    let Some(execution) = execution else {
+        let name = args.line[1..].split_whitespace().next().unwrap_or("");
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+                args.agent
+            ),
+        ));
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({
+                "session": session,
+                "command_id": execution.command_id,
+                "registration": execution.registration,
+                "name": execution.name,
+                "outcome": execution.outcome,
+                "done": execution.done,
+            })
+        )?;
+        return Ok(if execution.outcome.is_error() {
+            SETTLED_ERROR
+        } else {
+            0
+        });
+    }
+    match &execution.outcome {
+        Outcome::Success { text, prompt, .. } => {
+            if let Some(body) = prompt.as_deref().or(text.as_deref()) {
+                writeln!(out, "{body}")?;
+            }
+            Ok(0)
+        }
+        Outcome::Error { text, .. } => {
+            drop(out);
+            eprintln!(
+                "/{} failed (command id {}): {text}",
+                execution.name, execution.command_id
+            );
+            Ok(SETTLED_ERROR)
+        }
+    }
+}
+
+fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io::Result<()> {
+    if json {
+        writeln!(out, "{}", event.to_json())
+    } else {
+        writeln!(
+            out,
+            "{:>6}  {}  {:<22} {:<16} {}",
+            event.seq,
+            render::utc(event.at),
+            event.data.type_name(),
+            event.session.as_deref().unwrap_or("-"),
+            render::summary(event)
+        )
+    }
+}
+
+fn log_verb(log: &Log, args: LogArgs, json: bool) -> Outcome_ {
+    if let Some(session) = &args.session
+        && !args.follow
+        && log
+            .stream_seqs(session, 0)
+            .map_err(store_failure)?
+            .is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "no events for session {session:?}; `cmdlog log --type session/created` lists sessions"
+            ),
+        ));
+    }
+    let until = args.until.unwrap_or(u64::MAX);
+    let mut out = io::stdout().lock();
+    let print_range = |from: u64, to: u64, out: &mut io::StdoutLock<'_>| -> Outcome_ {
+        let records = match &args.session {
+            Some(s) => log
+                .stream(s, from.saturating_sub(1))
+                .map_err(store_failure)?
+                .into_iter()
+                .filter(|r| r.seq <= to)
+                .collect(),
+            None => log.range(from, to).map_err(store_failure)?,
+        };
+        for record in records {
+            let event = Event::decode(record.seq, &record.bytes).map_err(store_failure)?;
+            let wanted = args
+                .type_prefix
+                .as_deref()
+                .is_none_or(|p| event.data.type_name().starts_with(p));
+            if wanted {
+                print_event(out, &event, json)?;
+            }
+        }
+        Ok(0)
+    };
+    let mut last = until.min(log.head().seq);
+    print_range(args.from, last, &mut out)?;
+    if args.follow {
+        last = last.max(args.from.saturating_sub(1));
+        out.flush()?;
+        while last < until {
+            let head = log.wait_for(last, Duration::from_secs(1));
+            if head > last {
+                print_range(last + 1, head.min(until), &mut out)?;
+                out.flush()?;
+                last = head;
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
+    let head = log.head().seq;
+    let until = args.until.unwrap_or(head);
+    if until > head {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "seq {until} is past the head of the log (seq {head}); pick a seq up to {head}"
+            ),
+        ));
+    }
+    let mut out = io::stdout().lock();
+    if let Some(session) = &args.session {
+        let view = SessionView::load(log, session, until).map_err(store_failure)?;
+        if view.events == 0 {
+            return Err(Failure::new(
+                NOT_FOUND,
+                format!("session {session:?} has no events up to seq {until}"),
+            ));
+        }
+        if json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&view).expect("serializes")
+            )?;
+        } else {
+            writeln!(out, "session {} as of seq {until}", view.id)?;
+            writeln!(
+                out,
+                "  agent {}  mode {}  model {}",
+                view.agent.as_deref().unwrap_or("-"),
+                view.mode
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                view.model.as_deref().unwrap_or("(default)")
+            )?;
+            if let Some((seq, how, reason)) = &view.ended {
+                writeln!(
+                    out,
+                    "  {how} at seq {seq}{}",
+                    reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                )?;
+            }
+            for r in &view.runs {
+                let outcome = match &r.outcome {
+                    Some(o) => render::outcome_line(o),
+                    None => "no done yet".into(),
+                };
+                writeln!(
+                    out,
+                    "  {:>6}  {}  /{}{}  -> {outcome}",
+                    r.seq,
+                    render::utc(r.at),
+                    r.name,
+                    r.raw_input.as_deref().unwrap_or(" (input not recorded)")
+                )?;
+            }
+        }
+        return Ok(0);
+    }
+    let state = state_at(log, until).map_err(store_failure)?;
+    let view = RegistryView::new(&state, &args.agent, Mode::from(args.mode));
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&view).expect("serializes")
+        )?;
+    } else {
+        write!(out, "{}", view.render())?;
+    }
+    Ok(0)
+}
+
+fn verify_verb(log: &Log, json: bool) -> Outcome_ {
+    let report = verify(log, |_| {}).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serializes")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{} events, {} blobs checked",
+            report.events, report.blobs
+        )?;
+        writeln!(
+            out,
+            "head seq {} hash {}",
+            report.head_seq, report.head_hash
+        )?;
+        for run in &report.open_runs {
+            writeln!(
+                out,
+                "open run: seq {} /{} in session {} (in flight, or its process died)",
+                run.seq,
+                run.name,
+                run.session.as_deref().unwrap_or("-")
+            )?;
+        }
+        if report.is_clean() {
+            writeln!(out, "ok: no violations")?;
+        } else {
+            for v in &report.violations {
+                match v.seq {
+                    Some(seq) => writeln!(out, "violation at seq {seq}: {}", v.message)?,
+                    None => writeln!(out, "violation: {}", v.message)?,
+                }
+            }
+        }
+    }
+    Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })
+}

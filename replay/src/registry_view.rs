@@ -145,9 +145,14 @@ impl RegistryView {
         if !self.elsewhere.is_empty() {
             out.push_str("not available here (other modes or agents):\n");
             for c in &self.elsewhere {
+                let modes: Vec<&str> = c.modes.iter().map(|m| m.as_str()).collect();
                 out.push_str(&format!(
-                    "  /{:<20} seq {:<6} {:<14} modes {:?}, scope {}\n",
-                    c.name, c.registration, c.provider, c.modes, c.scope
+                    "  /{:<20} seq {:<6} {:<14} modes {}, scope {}\n",
+                    c.name,
+                    c.registration,
+                    c.provider,
+                    modes.join(","),
+                    c.scope
                 ));
             }
         }
