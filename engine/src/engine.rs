@@ -948,6 +948,9 @@ impl Engine {
             joined = &mut task => joined,
             () = request.cancel.cancelled() => {
                 task.abort();
+                // Wait until the handler's future is dropped, so nothing it holds
+                // outlives the recorded outcome.
+                let _ = task.await;
                 return Outcome::error("aborted");
             }
         };
