@@ -1,0 +1,161 @@
+//! Storage failing at the k-th I/O operation of an execution, for every k: the caller
+//! gets a clear error (or a contained one on the handler-failure path), and the log
+//! reopens, recovers and verifies clean.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cmdlog_engine::*;
+use cmdlog_replay::verify;
+use cmdlog_store::{FaultKind, FaultPlan, FaultyBackend, Log, LogConfig};
+
+fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap();
+    let backend = FaultyBackend::new(
+        redb::backends::FileBackend::new(file).unwrap(),
+        Arc::clone(plan),
+    );
+    Log::open_with_backend(backend, LogConfig::default()).unwrap()
+}
+
+const LINE: &str = "/model fault-test";
+
+/// Builds a log with a session and some history, then returns the number of I/O
+/// operations one execution of LINE takes.
+async fn prepare(path: &Path) -> u64 {
+    let plan = FaultPlan::new();
+    let engine = Engine::open(faulty_log(path, &plan), EngineConfig::default())
+        .await
+        .unwrap();
+    engine
+        .ensure_session("s", "main", Mode::NonInteractive)
+        .await
+        .unwrap();
+    engine
+        .execute(ExecuteRequest::new(
+            "s",
+            "main",
+            Mode::NonInteractive,
+            "/help",
+        ))
+        .await
+        .unwrap();
+    let before = plan.ops();
+    let ex = engine
+        .execute(ExecuteRequest::new("s", "main", Mode::NonInteractive, LINE))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!ex.outcome.is_error());
+    plan.ops() - before
+}
+
+fn is_clear(message: &str) -> bool {
+    message.contains("reopen the log")
+        && (message.contains("injected I/O fault") || message.contains("No space left"))
+}
+
+async fn sweep(kind: FaultKind, sticky: bool) {
+    let template = tempfile::tempdir().unwrap();
+    let template_log = template.path().join("log.redb");
+    let ops = prepare(&template_log).await;
+    assert!(
+        ops >= 6,
+        "one execution does at least a write and a sync per append: {ops}"
+    );
+    let mut outcomes = [0usize; 3]; // loud error, contained error, untouched success
+    for k in 1..=ops + 1 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        std::fs::copy(&template_log, &path).unwrap();
+        let plan = FaultPlan::new();
+        let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
+            .await
+            .unwrap();
+        let head = engine.log().head();
+        plan.fail_after(k, kind, sticky);
+        let result = engine
+            .execute(ExecuteRequest::new("s", "main", Mode::NonInteractive, LINE))
+            .await;
+        match &result {
+            Err(e) => {
+                assert!(is_clear(&e.to_string()), "k={k}: unclear error: {e}");
+                outcomes[0] += 1;
+            }
+            Ok(Some(ex)) if ex.outcome.is_error() => {
+                let Outcome::Error { text, .. } = &ex.outcome else {
+                    unreachable!()
+                };
+                assert!(is_clear(text), "k={k}: unclear handler error: {text}");
+                outcomes[1] += 1;
+            }
+            Ok(Some(_)) => {
+                assert!(
+                    !plan.fired() || !sticky,
+                    "k={k}: a fired sticky fault cannot leave a success"
+                );
+                outcomes[2] += 1;
+            }
+            Ok(None) => panic!("k={k}: the line resolved before"),
+        }
+        if plan.fired() {
+            assert!(
+                engine.log().poisoned().is_some()
+                    || result
+                        .as_ref()
+                        .is_ok_and(|r| r.as_ref().is_some_and(|e| !e.outcome.is_error())),
+                "k={k}: a failed commit poisons the writer"
+            );
+        }
+        drop(engine);
+
+        // Reopen on the plain file: recovery closes whatever run was left open.
+        let log = Log::open(&path, LogConfig::default()).unwrap();
+        assert!(
+            log.head().seq >= head.seq,
+            "k={k}: acknowledged records survive"
+        );
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        let report = verify(engine.log(), |_| {}).unwrap();
+        assert!(report.is_clean(), "k={k}: {:#?}", report.violations);
+        assert!(
+            report.open_runs.is_empty(),
+            "k={k}: recovery closes interrupted runs"
+        );
+        // And the log takes new work.
+        let ex = engine
+            .execute(ExecuteRequest::new(
+                "s",
+                "main",
+                Mode::NonInteractive,
+                "/model",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!ex.outcome.is_error(), "k={k}: {ex:?}");
+    }
+    eprintln!("{kind:?} sticky={sticky}: {ops} ops; loud/contained/unaffected = {outcomes:?}");
+    assert!(outcomes[0] > 0, "some k must fail the run append loudly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_io_failure_point_of_an_execution_sticky_eio() {
+    sweep(FaultKind::Io, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_io_failure_point_of_an_execution_transient_eio() {
+    sweep(FaultKind::Io, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_io_failure_point_of_an_execution_disk_full() {
+    sweep(FaultKind::NoSpace, true).await;
+}
