@@ -334,7 +334,7 @@ async fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Reopen => {
-                drop(disposers.drain(..).collect::<Vec<_>>());
+                disposers.clear();
                 let head_before = engine.log().head().seq;
                 drop(engine);
                 engine = open(dir.path()).await;

@@ -195,7 +195,7 @@ pub enum ExecuteError {
         /// Seq of the run.
         run: Seq,
         /// The outcome that was lost.
-        outcome: Outcome,
+        outcome: Box<Outcome>,
         /// Why.
         source: AppendError,
     },
@@ -615,13 +615,13 @@ impl Engine {
             at: self.now(),
             session: None,
             agent,
-            data: EventData::Registered(Registered {
+            data: EventData::Registered(Box::new(Registered {
                 scope: new.scope,
                 provider: new.provider,
                 command: new.command,
                 template,
                 origin: new.origin,
-            }),
+            })),
         };
         let mut handlers = self.inner.handlers.lock().await;
         let seq = self
@@ -893,7 +893,7 @@ impl Engine {
                 return Err(ExecuteError::DoneNotRecorded {
                     name,
                     run: command_id,
-                    outcome,
+                    outcome: Box::new(outcome),
                     source,
                 });
             }

@@ -33,7 +33,7 @@ pub struct Event {
 #[serde(untagged)]
 pub enum EventData {
     /// `registry/registered`
-    Registered(Registered),
+    Registered(Box<Registered>),
     /// `registry/unregistered`
     Unregistered(Unregistered),
     /// `discovery/warning`
@@ -103,7 +103,7 @@ impl EventData {
     fn decode(type_name: &str, data: &str) -> Result<EventData, serde_json::Error> {
         use serde_json::from_str as de;
         Ok(match type_name {
-            "registry/registered" => EventData::Registered(de(data)?),
+            "registry/registered" => EventData::Registered(Box::new(de(data)?)),
             "registry/unregistered" => EventData::Unregistered(de(data)?),
             "discovery/warning" => EventData::DiscoveryWarning(de(data)?),
             "attachment/admitted" => EventData::AttachmentAdmitted(de(data)?),

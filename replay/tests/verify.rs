@@ -40,7 +40,7 @@ fn spec(name: &str) -> CommandSpec {
 }
 
 fn registered(name: &str, priority: i32) -> EventData {
-    EventData::Registered(Registered {
+    EventData::Registered(Box::new(Registered {
         scope: Scope::Global,
         provider: ProviderRef {
             id: format!("p{priority}"),
@@ -52,7 +52,7 @@ fn registered(name: &str, priority: i32) -> EventData {
         command: spec(name),
         template: None,
         origin: None,
-    })
+    }))
 }
 
 fn run(registration: Seq, name: &str) -> EventData {
@@ -190,7 +190,7 @@ fn each_broken_invariant_is_named_at_its_seq() {
     let missing_blob = log
         .append(vec![ev(
             None,
-            EventData::Registered(Registered {
+            EventData::Registered(Box::new(Registered {
                 scope: Scope::Global,
                 provider: ProviderRef {
                     id: "t".into(),
@@ -206,7 +206,7 @@ fn each_broken_invariant_is_named_at_its_seq() {
                 },
                 template: Some(cmdlog_store::BlobHash::of(b"never stored").to_hex()),
                 origin: None,
-            }),
+            })),
         )])
         .unwrap()
         .first; // 11
