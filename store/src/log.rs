@@ -6,7 +6,9 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{
+    Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle,
+};
 use tokio::sync::{oneshot, watch};
 
 use crate::error::{AppendError, BlobError, OpenError, ReadError, read_err};
@@ -140,10 +142,45 @@ impl Log {
     }
 
     fn from_db(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
-        let storage = |e: redb::Error| OpenError::Storage {
-            path: path.clone(),
-            message: e.to_string(),
-        };
+        if !Self::initialized(&db, &path)? {
+            Self::initialize(&db, &path)?;
+        }
+        Self::start(db, path, config)
+    }
+
+    /// Whether the file already holds this format's tables (then opening writes nothing).
+    fn initialized(db: &Database, path: &Path) -> Result<bool, OpenError> {
+        let storage = storage_error(path);
+        let read = db.begin_read().map_err(|e| storage(e.into()))?;
+        let tables: Vec<String> = read
+            .list_tables()
+            .map_err(|e| storage(e.into()))?
+            .map(|t| t.name().to_string())
+            .collect();
+        let wanted = [
+            META.name(),
+            RECORDS.name(),
+            STREAMS.name(),
+            BLOBS.name(),
+            BLOB_META.name(),
+        ];
+        if !wanted.iter().all(|w| tables.iter().any(|t| t == w)) {
+            return Ok(false);
+        }
+        let meta = read.open_table(META).map_err(|e| storage(e.into()))?;
+        match meta.get("format").map_err(|e| storage(e.into()))? {
+            Some(f) if f.value() == FORMAT => Ok(true),
+            Some(f) => Err(OpenError::Format {
+                path: path.to_path_buf(),
+                found: String::from_utf8_lossy(f.value()).into_owned(),
+            }),
+            None => Ok(false),
+        }
+    }
+
+    /// Writes the format marker and creates the tables.
+    fn initialize(db: &Database, path: &Path) -> Result<(), OpenError> {
+        let storage = storage_error(path);
         let txn = db.begin_write().map_err(|e| storage(e.into()))?;
         {
             let mut meta = txn.open_table(META).map_err(|e| storage(e.into()))?;
@@ -156,7 +193,7 @@ impl Log {
                     let records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
                     if !records.is_empty().map_err(|e| storage(e.into()))? {
                         return Err(OpenError::Format {
-                            path,
+                            path: path.to_path_buf(),
                             found: String::new(),
                         });
                     }
@@ -167,7 +204,7 @@ impl Log {
                 Some(f) if f == FORMAT => {}
                 Some(f) => {
                     return Err(OpenError::Format {
-                        path,
+                        path: path.to_path_buf(),
                         found: String::from_utf8_lossy(&f).into_owned(),
                     });
                 }
@@ -178,8 +215,12 @@ impl Log {
             txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
         }
         txn.commit().map_err(|e| storage(e.into()))?;
+        Ok(())
+    }
 
+    fn start(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
         let head = {
+            let storage = storage_error(&path);
             let read = db.begin_read().map_err(|e| storage(e.into()))?;
             let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
             match records.last().map_err(|e| storage(e.into()))? {
@@ -610,6 +651,13 @@ fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
         stream: stream.map(str::to_string),
         bytes: bytes.to_vec(),
     })
+}
+
+fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
+    move |e| OpenError::Storage {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 fn open_error(path: &Path, e: DatabaseError) -> OpenError {
