@@ -291,11 +291,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
         let view = engine.with_state(|s| RegistryView::new(s, &args.agent, mode));
         match format {
             Format::Table => write!(out, "{}", view.render())?,
-            _ => writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&view.commands).expect("serializes")
-            )?,
+            _ => print_json(&mut out, &view.commands)?,
         }
         return Ok(0);
     }
@@ -331,11 +327,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
                     })
                 })
                 .collect();
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&list).expect("serializes")
-            )?;
+            print_json(&mut out, &list)?;
         }
         Format::Acp => {
             let list: Vec<_> = list
@@ -356,11 +348,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
                     c
                 })
                 .collect();
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&list).expect("serializes")
-            )?;
+            print_json(&mut out, &list)?;
         }
     }
     Ok(0)
@@ -432,9 +420,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
     let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
     request.attachments = attachments;
     let execution = engine.execute(request).await.map_err(|e| match e {
-        ExecuteError::UnknownSession { .. } | ExecuteError::SessionEnded { .. } => {
-            Failure::new(NOT_FOUND, e.to_string())
-        }
+        ExecuteError::Session(_) => Failure::new(NOT_FOUND, e.to_string()),
         other => store_failure(other),
     })?;
     let Some(execution) = execution else {
@@ -483,6 +469,11 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
             Ok(SETTLED_ERROR)
         }
     }
+}
+
+fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("cmdlog's views serialize");
+    writeln!(out, "{text}")
 }
 
 fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io::Result<()> {
@@ -578,11 +569,7 @@ fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
             ));
         }
         if json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&view).expect("serializes")
-            )?;
+            print_json(&mut out, &view)?;
         } else {
             writeln!(out, "session {} as of seq {until}", view.id)?;
             writeln!(
@@ -624,11 +611,7 @@ fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
     let state = state_at(log, until).map_err(store_failure)?;
     let view = RegistryView::new(&state, &args.agent, Mode::from(args.mode));
     if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&view).expect("serializes")
-        )?;
+        print_json(&mut out, &view)?;
     } else {
         write!(out, "{}", view.render())?;
     }
@@ -639,11 +622,7 @@ fn verify_verb(log: &Log, json: bool) -> Outcome_ {
     let report = verify(log, |_| {}).map_err(store_failure)?;
     let mut out = io::stdout().lock();
     if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).expect("serializes")
-        )?;
+        print_json(&mut out, &report)?;
     } else {
         writeln!(
             out,

@@ -10,17 +10,7 @@ use cmdlog_replay::verify;
 use cmdlog_store::{FaultKind, FaultPlan, FaultyBackend, Log, LogConfig};
 
 fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap();
-    let backend = FaultyBackend::new(
-        redb::backends::FileBackend::new(file).unwrap(),
-        Arc::clone(plan),
-    );
+    let backend = FaultyBackend::file(path, plan).unwrap();
     Log::open_with_backend(backend, LogConfig::default()).unwrap()
 }
 

@@ -165,20 +165,9 @@ pub struct Execution {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExecuteError {
-    /// No such session: create it first.
-    #[error("unknown session {session:?}; create it first (the CLI does with --session)")]
-    UnknownSession {
-        /// The session id.
-        session: String,
-    },
-    /// The session was closed or died; nothing may follow.
-    #[error("session {session:?} ended at seq {ended}; start a new session")]
-    SessionEnded {
-        /// The session id.
-        session: String,
-        /// Seq of its end.
-        ended: Seq,
-    },
+    /// The session does not exist or has ended.
+    #[error(transparent)]
+    Session(#[from] SessionError),
     /// `command/run` could not be appended: the handler did not run.
     #[error("could not record the run of /{name}, so it did not run: {source}")]
     RunNotRecorded {
@@ -265,13 +254,13 @@ pub enum EngineOpenError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
-    /// See [`ExecuteError::UnknownSession`].
-    #[error("unknown session {session:?}")]
+    /// No such session: create it first.
+    #[error("unknown session {session:?}; create it first (the CLI does with --session)")]
     Unknown {
         /// The id.
         session: String,
     },
-    /// See [`ExecuteError::SessionEnded`].
+    /// The session was closed or died; nothing may follow.
     #[error("session {session:?} ended at seq {ended}; start a new session")]
     Ended {
         /// The id.
@@ -736,17 +725,9 @@ impl Engine {
                 session: session.into(),
             });
         }
-        match self.session(session) {
-            Some(SessionState {
-                ended: Some(ended), ..
-            }) => Err(SessionError::Ended {
-                session: session.into(),
-                ended,
-            }),
-            Some(SessionState {
-                created: Some(_), ..
-            }) => Ok(false),
-            _ => {
+        match self.check_session(session) {
+            Ok(()) => Ok(false),
+            Err(SessionError::Unknown { .. }) => {
                 self.append(vec![NewEvent {
                     at: self.now(),
                     session: Some(session.into()),
@@ -756,6 +737,7 @@ impl Engine {
                 .await?;
                 Ok(true)
             }
+            Err(e) => Err(e),
         }
     }
 
@@ -780,12 +762,7 @@ impl Engine {
         agent: Option<&str>,
         data: EventData,
     ) -> Result<Seq, SessionError> {
-        self.check_session(session).map_err(|e| match e {
-            ExecuteError::SessionEnded { session, ended } => SessionError::Ended { session, ended },
-            _ => SessionError::Unknown {
-                session: session.into(),
-            },
-        })?;
+        self.check_session(session)?;
         Ok(self
             .append(vec![NewEvent {
                 at: self.now(),
@@ -797,18 +774,19 @@ impl Engine {
             .first)
     }
 
-    fn check_session(&self, session: &str) -> Result<(), ExecuteError> {
+    /// `Ok` when `session` exists and has not ended.
+    fn check_session(&self, session: &str) -> Result<(), SessionError> {
         match self.session(session) {
             Some(SessionState {
                 ended: Some(ended), ..
-            }) => Err(ExecuteError::SessionEnded {
+            }) => Err(SessionError::Ended {
                 session: session.into(),
                 ended,
             }),
             Some(SessionState {
                 created: Some(_), ..
             }) => Ok(()),
-            _ => Err(ExecuteError::UnknownSession {
+            _ => Err(SessionError::Unknown {
                 session: session.into(),
             }),
         }

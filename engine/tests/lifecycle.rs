@@ -498,7 +498,10 @@ async fn sessions_must_exist_and_nothing_follows_their_end() {
         .execute(ExecuteRequest::new("nope", "main", NI, "/help"))
         .await
         .unwrap_err();
-    assert!(matches!(err, ExecuteError::UnknownSession { .. }));
+    assert!(matches!(
+        err,
+        ExecuteError::Session(SessionError::Unknown { .. })
+    ));
     engine
         .close_session("s1", Some("done".into()))
         .await
@@ -536,17 +539,7 @@ async fn unknown_event_types_are_skipped_by_the_fold() {
 async fn run_append_failure_is_loud_and_done_failure_on_the_error_path_is_contained() {
     let dir = tempfile::tempdir().unwrap();
     let plan = FaultPlan::new();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.path().join("log.redb"))
-        .unwrap();
-    let backend = FaultyBackend::new(
-        redb::backends::FileBackend::new(file).unwrap(),
-        Arc::clone(&plan),
-    );
+    let backend = FaultyBackend::file(&dir.path().join("log.redb"), &plan).unwrap();
     let log = Log::open_with_backend(backend, LogConfig::default()).unwrap();
     let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
     engine.ensure_session("s1", "main", NI).await.unwrap();
@@ -559,18 +552,8 @@ async fn run_append_failure_is_loud_and_done_failure_on_the_error_path_is_contai
     drop(engine);
 
     // Failure path: the handler fails, then the done append fails: contained.
-    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
-    drop(log);
     let plan = FaultPlan::new();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.path().join("log.redb"))
-        .unwrap();
-    let backend = FaultyBackend::new(
-        redb::backends::FileBackend::new(file).unwrap(),
-        Arc::clone(&plan),
-    );
+    let backend = FaultyBackend::file(&dir.path().join("log.redb"), &plan).unwrap();
     let engine = Engine::open(
         Log::open_with_backend(backend, LogConfig::default()).unwrap(),
         EngineConfig::default(),

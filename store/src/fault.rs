@@ -2,6 +2,7 @@
 //! the k-th I/O operation, so tests can walk every failure point of an operation.
 
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -104,6 +105,20 @@ impl<B: StorageBackend> FaultyBackend<B> {
     /// Wraps `inner`.
     pub fn new(inner: B, plan: Arc<FaultPlan>) -> Self {
         FaultyBackend { inner, plan }
+    }
+}
+
+impl FaultyBackend<redb::backends::FileBackend> {
+    /// Opens (or creates) the file at `path` with redb's file backend and wraps it.
+    pub fn file(path: &Path, plan: &Arc<FaultPlan>) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let backend = redb::backends::FileBackend::new(file).map_err(std::io::Error::other)?;
+        Ok(FaultyBackend::new(backend, Arc::clone(plan)))
     }
 }
 

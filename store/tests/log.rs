@@ -306,19 +306,8 @@ fn a_file_that_is_not_a_log_is_refused_by_name() {
 }
 
 fn faulty(dir: &tempfile::TempDir, plan: &Arc<FaultPlan>) -> Log {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.path().join("log.redb"))
-        .unwrap();
-    let backend = redb::backends::FileBackend::new(file).unwrap();
-    Log::open_with_backend(
-        FaultyBackend::new(backend, Arc::clone(plan)),
-        LogConfig::default(),
-    )
-    .unwrap()
+    let backend = FaultyBackend::file(&dir.path().join("log.redb"), plan).unwrap();
+    Log::open_with_backend(backend, LogConfig::default()).unwrap()
 }
 
 #[test]
