@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cmdlog_engine::{
-    Engine, EngineConfig, Event, ExecuteError, ExecuteRequest, Mode, Outcome, SessionError,
-    SubmittedAttachment, valid_id,
+    DiscoveryConfig, Engine, EngineConfig, Event, ExecuteError, ExecuteRequest, Mode, Outcome,
+    PromptError, PromptOutcome, PromptRequest, SessionError, StreamingBehavior,
+    SubmittedAttachment, discover, valid_id,
 };
 use cmdlog_replay::{RegistryView, SessionView, state_at, verify};
 use cmdlog_store::{Log, LogConfig};
@@ -45,6 +46,8 @@ enum Verb {
     Commands(CommandsArgs),
     /// Execute one slash line and print its outcome
     Run(RunArgs),
+    /// Run the prompt pipeline and print what the model would receive
+    Prompt(PromptArgs),
     /// Print events
     Log(LogArgs),
     /// Show the registry (or a session) as of a seq
@@ -113,6 +116,31 @@ struct RunArgs {
     attach: Vec<PathBuf>,
     /// The slash line, e.g. "/help"
     line: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DeliveryArg {
+    Steer,
+    #[value(name = "follow-up", alias = "follow_up")]
+    FollowUp,
+}
+
+#[derive(Args, Debug)]
+struct PromptArgs {
+    /// Session id [default: a new session, printed on stderr]
+    #[arg(long, env = "CMDLOG_SESSION")]
+    session: Option<String>,
+    /// Receiving agent
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Execution mode
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+    /// How the prompt joins a session that is streaming a turn
+    #[arg(long, value_enum)]
+    delivery: Option<DeliveryArg>,
+    /// What the user typed
+    text: String,
 }
 
 #[derive(Args, Debug)]
@@ -196,6 +224,7 @@ fn main() -> ExitCode {
 }
 
 struct Paths {
+    workspace: PathBuf,
     log: PathBuf,
 }
 
@@ -209,7 +238,7 @@ fn paths(cli: &Cli) -> Result<Paths, Failure> {
         .log
         .clone()
         .unwrap_or_else(|| workspace.join(".cmdlog").join("log.redb"));
-    Ok(Paths { log })
+    Ok(Paths { workspace, log })
 }
 
 fn dispatch(cli: Cli) -> Outcome_ {
@@ -220,6 +249,7 @@ fn dispatch(cli: Cli) -> Outcome_ {
             with_engine(&paths, async |engine| commands(engine, args, json).await)
         }
         Verb::Run(args) => with_engine(&paths, async |engine| run(engine, args, json).await),
+        Verb::Prompt(args) => with_engine(&paths, async |engine| prompt(engine, args, json).await),
         Verb::Log(args) => log_verb(&open_existing(&paths)?, args, json),
         Verb::Replay(args) => replay(&open_existing(&paths)?, args, json),
         Verb::Verify => verify_verb(&open_existing(&paths)?, json),
@@ -240,7 +270,23 @@ fn open_existing(paths: &Paths) -> Result<Log, Failure> {
     Log::open(&paths.log, LogConfig::default()).map_err(store_failure)
 }
 
+/// The user's home folder: `$HOME`.
+fn home() -> Result<PathBuf, Failure> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            Failure::new(
+                USAGE,
+                "HOME is not set; cmdlog reads ~/.claude, ~/.codex and the like from it",
+            )
+        })
+}
+
+/// Opens the engine, syncs command-file discovery into the log, then runs `f`.
 fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outcome_ {
+    let discovery = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -250,6 +296,10 @@ fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outco
         let engine = Engine::open(log, EngineConfig::default())
             .await
             .map_err(store_failure)?;
+        let report = engine.sync(&discovery).await.map_err(store_failure)?;
+        for w in &report.warnings {
+            eprintln!("cmdlog: warning: {}: {}", w.path, w.message);
+        }
         f(&engine).await
     })
 }
@@ -371,6 +421,118 @@ fn blake3_like(nanos: u128, pid: u32) -> String {
     cmdlog_store::BlobHash::of(&bytes).to_hex()
 }
 
+/// The session to use: the one named (created on first use) or a new one, whose id
+/// is printed on stderr.
+async fn open_session(
+    engine: &Engine,
+    session: Option<String>,
+    agent: &str,
+    mode: Mode,
+) -> Result<String, Failure> {
+    if !valid_id(agent) {
+        return Err(Failure::new(
+            USAGE,
+            format!("invalid agent id {agent:?}: use letters, digits, . _ : -"),
+        ));
+    }
+    let session = match session {
+        Some(s) => s,
+        None => {
+            let s = new_session_id();
+            eprintln!("session: {s}");
+            s
+        }
+    };
+    engine
+        .ensure_session(&session, agent, mode)
+        .await
+        .map_err(|e| match e {
+            SessionError::InvalidId { .. } => Failure::new(USAGE, e.to_string()),
+            SessionError::Ended { .. } | SessionError::Unknown { .. } => {
+                Failure::new(NOT_FOUND, e.to_string())
+            }
+            other => store_failure(other),
+        })?;
+    Ok(session)
+}
+
+async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> Outcome_ {
+    let mode = Mode::from(args.mode);
+    let session = open_session(engine, args.session, &args.agent, mode).await?;
+    let mut request = PromptRequest::new(&session, &args.agent, mode, &args.text);
+    request.behavior = args.delivery.map(|d| match d {
+        DeliveryArg::Steer => StreamingBehavior::Steer,
+        DeliveryArg::FollowUp => StreamingBehavior::FollowUp,
+    });
+    let outcome = engine.prompt(request).await.map_err(|e| match e {
+        PromptError::Streaming { .. } => Failure::new(
+            USAGE,
+            format!("{e}; pass --delivery steer or --delivery follow-up"),
+        ),
+        PromptError::Execute(ExecuteError::Session(_))
+        | PromptError::Session(SessionError::Ended { .. }) => {
+            Failure::new(NOT_FOUND, e.to_string())
+        }
+        other => store_failure(other),
+    })?;
+    let mut out = io::stdout().lock();
+    match outcome {
+        PromptOutcome::Delivered {
+            seq,
+            text,
+            delivery,
+            from_run,
+            ..
+        } => {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"session": session, "delivered": true, "seq": seq, "text": text, "delivery": delivery, "from_run": from_run})
+                )?;
+            } else {
+                writeln!(out, "{text}")?;
+            }
+            Ok(0)
+        }
+        PromptOutcome::Handled(execution) => {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"session": session, "delivered": false, "command_id": execution.command_id, "name": execution.name, "outcome": execution.outcome})
+                )?;
+                return Ok(if execution.outcome.is_error() {
+                    SETTLED_ERROR
+                } else {
+                    0
+                });
+            }
+            drop(out);
+            print_outcome(&execution)
+        }
+    }
+}
+
+/// Prints a settled execution: success text on stdout, an error on stderr (exit 1).
+fn print_outcome(execution: &cmdlog_engine::Execution) -> Outcome_ {
+    match &execution.outcome {
+        Outcome::Success { text, prompt, .. } => {
+            if let Some(body) = prompt.as_deref().or(text.as_deref()) {
+                writeln!(io::stdout().lock(), "{body}")?;
+            }
+            Ok(0)
+        }
+        Outcome::Error { text, .. } => {
+            eprintln!(
+                "/{} failed (command id {}): {text}",
+                execution.name, execution.command_id
+            );
+            Ok(SETTLED_ERROR)
+        }
+    }
+}
+
 async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
     let mode = Mode::from(args.mode);
     if !args.line.starts_with('/') {
@@ -382,33 +544,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
             ),
         ));
     }
-    if !valid_id(&args.agent) {
-        return Err(Failure::new(
-            USAGE,
-            format!(
-                "invalid agent id {:?}: use letters, digits, . _ : -",
-                args.agent
-            ),
-        ));
-    }
-    let session = match args.session {
-        Some(s) => s,
-        None => {
-            let s = new_session_id();
-            eprintln!("session: {s}");
-            s
-        }
-    };
-    engine
-        .ensure_session(&session, &args.agent, mode)
-        .await
-        .map_err(|e| match e {
-            SessionError::InvalidId { .. } => Failure::new(USAGE, e.to_string()),
-            SessionError::Ended { .. } | SessionError::Unknown { .. } => {
-                Failure::new(NOT_FOUND, e.to_string())
-            }
-            other => store_failure(other),
-        })?;
+    let session = open_session(engine, args.session, &args.agent, mode).await?;
     let mut attachments = Vec::new();
     for path in &args.attach {
         // Admission comes with attachment support; here every attachment is refused by
@@ -453,22 +589,8 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
             0
         });
     }
-    match &execution.outcome {
-        Outcome::Success { text, prompt, .. } => {
-            if let Some(body) = prompt.as_deref().or(text.as_deref()) {
-                writeln!(out, "{body}")?;
-            }
-            Ok(0)
-        }
-        Outcome::Error { text, .. } => {
-            drop(out);
-            eprintln!(
-                "/{} failed (command id {}): {text}",
-                execution.name, execution.command_id
-            );
-            Ok(SETTLED_ERROR)
-        }
-    }
+    drop(out);
+    print_outcome(&execution)
 }
 
 fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {

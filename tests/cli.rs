@@ -161,25 +161,56 @@ fn commands_lists_per_mode_and_formats() {
         .iter()
         .map(|c| c["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, vec!["help", "model"]);
-    assert_eq!(list[1]["command_type"], "local");
+    // Built-ins and the bundled fallback templates, name-sorted.
+    assert_eq!(
+        names,
+        vec![
+            "commit-message",
+            "explain",
+            "fix-tests",
+            "help",
+            "model",
+            "review"
+        ]
+    );
+    let by_name = |list: &serde_json::Value, name: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_name(&list, "model")["command_type"], "local");
+    assert_eq!(by_name(&list, "review")["source_label"], "Skill");
 
     let o = ws.run(&["commands", "--mode", "interactive", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(list[1]["command_type"], "local-jsx");
+    assert_eq!(by_name(&list, "model")["command_type"], "local-jsx");
 
     let o = ws.run(&["commands", "--format", "acp"]);
     let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
-        list[1],
+        by_name(&list, "model"),
         serde_json::json!({"name": "model", "description": "Show or set the session model", "input": {"hint": "[<model-id>]"}})
     );
 
     let o = ws.run(&["commands", "--model-invocable", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        stdout(&o).trim(),
-        "[]",
+        names,
+        vec!["commit-message", "explain", "fix-tests", "review"],
         "built-ins are never model-invocable"
+    );
+    assert_eq!(
+        list[0].as_object().unwrap().keys().collect::<Vec<_>>(),
+        vec!["argument_hint", "description", "name", "when_to_use"]
     );
 
     let o = ws.run(&["commands", "--all", "--mode", "acp"]);

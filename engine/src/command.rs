@@ -272,6 +272,12 @@ pub struct CommandSpec {
     /// How its template expands (prompt commands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<Dialect>,
+    /// The model a file command asks for (frontmatter `model`), kept as metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tools a file command allows (frontmatter `allowed-tools`), kept as metadata.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
 }
 
 impl CommandSpec {
@@ -296,6 +302,8 @@ impl CommandSpec {
             record_input: true,
             definition_id: None,
             dialect: None,
+            model: None,
+            allowed_tools: Vec::new(),
         }
     }
 

@@ -38,6 +38,11 @@ pub enum CommandResult {
         /// What went wrong.
         text: String,
     },
+    /// It replaces the prompt text (the pipeline goes on with this text).
+    Prompt {
+        /// The replacement.
+        text: String,
+    },
 }
 
 impl CommandResult {
@@ -530,8 +535,13 @@ impl Engine {
         &self.inner.log
     }
 
-    fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         self.inner.clock.now_ms()
+    }
+
+    /// Serializes registry writers (register, unregister, sync).
+    pub(crate) async fn registry_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.inner.registry_writes.lock().await
     }
 
     async fn append(&self, events: Vec<NewEvent>) -> Result<cmdlog_store::Receipt, AppendError> {
@@ -675,7 +685,7 @@ impl Engine {
         lock(&self.inner.observers).retain(|(i, _)| *i != id);
     }
 
-    fn notify(&self) {
+    pub(crate) fn notify(&self) {
         let observers: Vec<Observer> = lock(&self.inner.observers)
             .iter()
             .map(|(_, o)| Arc::clone(o))
@@ -942,6 +952,11 @@ impl Engine {
                 source_event_seq,
             },
             Ok(Ok(CommandResult::Error { text })) => Outcome::error(text),
+            Ok(Ok(CommandResult::Prompt { text })) => Outcome::Success {
+                text: None,
+                prompt: Some(text),
+                source_event_seq: None,
+            },
             Ok(Err(HandlerError(text))) => Outcome::error(format!("/{name} failed: {text}")),
             Err(e) if e.is_panic() => {
                 let panic = e.into_panic();

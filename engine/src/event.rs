@@ -295,6 +295,10 @@ pub struct DiscoveryWarning {
     pub provider: String,
     /// The file or folder.
     pub path: String,
+    /// BLAKE3 of the file's bytes when it was read: the warning is logged once per
+    /// (file, content hash, message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
     /// What is wrong and what was done instead.
     pub message: String,
 }

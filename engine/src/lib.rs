@@ -31,18 +31,25 @@
 mod builtins;
 mod clock;
 mod command;
+mod discovery;
 mod engine;
 mod event;
 mod expand;
 mod parse;
+mod prompt;
 mod registry;
 mod state;
+mod sync;
 
 pub use builtins::{BUILTIN_PRIORITY, render_help};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use command::{
     CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect, InputDescriptor,
     InvalidName, Mode, NAME_BYTES_MAX,
+};
+pub use discovery::{
+    BUNDLED, DESCRIPTION_CHARS_MAX, Discovered, Discovery, DiscoveryConfig, DiscoveryError,
+    Warning, describe, discover,
 };
 pub use engine::{
     CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
@@ -58,6 +65,8 @@ pub use event::{
 };
 pub use expand::expand;
 pub use parse::{ParsedLine, parse_command_args, parse_line};
+pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
 pub use registry::{Candidate, ProviderRef, Registration, Registry, RegistryAnomaly, Scope};
 pub use state::{LogState, OpenRun, SessionState};
+pub use sync::{SyncError, SyncReport};
 pub use tokio_util::sync::CancellationToken;

@@ -111,7 +111,9 @@ impl Registration {
     }
 
     /// Resolution order: agent layer before global, then higher priority, then
-    /// lower provider order, then lower item order, then earlier registration.
+    /// lower provider order, then lower item order, then source path (so two files of
+    /// one folder resolve the same way whatever their history), then earlier
+    /// registration.
     fn precedence(&self, other: &Registration) -> Ordering {
         let layer = |r: &Registration| matches!(r.scope, Scope::Global);
         layer(self)
@@ -119,6 +121,7 @@ impl Registration {
             .then(other.provider.priority.cmp(&self.provider.priority))
             .then(self.provider.order.cmp(&other.provider.order))
             .then(self.provider.item.cmp(&other.provider.item))
+            .then_with(|| origin_path(self).cmp(&origin_path(other)))
             .then(self.seq.cmp(&other.seq))
     }
 
@@ -323,6 +326,10 @@ impl Registry {
         }
         out.into_values().collect()
     }
+}
+
+fn origin_path(r: &Registration) -> Option<&str> {
+    r.origin.as_ref().map(|o| o.path.as_str())
 }
 
 fn names(spec: &CommandSpec) -> impl Iterator<Item = String> + '_ {

@@ -2,7 +2,7 @@
 //! replay rebuilds. It holds the registry, the runs still waiting for a done,
 //! and what each session needs to accept or refuse new events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -36,6 +36,9 @@ pub struct SessionState {
     pub model: Option<String>,
     /// Seq of its `session/closed` or `session/died`.
     pub ended: Option<Seq>,
+    /// A prompt was delivered and its turn has not completed (no `turn_complete`
+    /// update or `session/cancelled` since): new prompts need steer or follow-up.
+    pub streaming: bool,
 }
 
 /// The fold over the whole log.
@@ -47,6 +50,8 @@ pub struct LogState {
     pub open_runs: BTreeMap<Seq, OpenRun>,
     /// Sessions by id.
     pub sessions: BTreeMap<String, SessionState>,
+    /// (path, content hash, message) of every `discovery/warning` logged.
+    pub warned: BTreeSet<(String, Option<String>, String)>,
     /// Seq of the last event folded.
     pub applied: Seq,
 }
@@ -102,14 +107,27 @@ impl LogState {
                         .get_or_insert(event.seq);
                 }
             }
-            EventData::DiscoveryWarning(_)
-            | EventData::AttachmentAdmitted(_)
-            | EventData::SessionPrompt(_)
-            | EventData::SessionUpdate(_)
+            EventData::DiscoveryWarning(w) => {
+                self.warned
+                    .insert((w.path.clone(), w.content_hash.clone(), w.message.clone()));
+            }
+            EventData::SessionPrompt(_) => self.set_streaming(event, true),
+            EventData::SessionUpdate(update) => {
+                if update.get("sessionUpdate").and_then(|v| v.as_str()) == Some("turn_complete") {
+                    self.set_streaming(event, false);
+                }
+            }
+            EventData::SessionCancelled(_) => self.set_streaming(event, false),
+            EventData::AttachmentAdmitted(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
-            | EventData::SessionCancelled(_)
             | EventData::Unknown(_) => {}
+        }
+    }
+
+    fn set_streaming(&mut self, event: &Event, streaming: bool) {
+        if let Some(id) = &event.session {
+            self.sessions.entry(id.clone()).or_default().streaming = streaming;
         }
     }
 }

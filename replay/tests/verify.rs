@@ -254,6 +254,7 @@ fn an_edited_record_is_named_by_seq() {
                 EventData::DiscoveryWarning(DiscoveryWarning {
                     provider: "p".into(),
                     path: format!("f{i}"),
+                    content_hash: None,
                     message: "m".into(),
                 }),
             )])

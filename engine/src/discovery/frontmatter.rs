@@ -1,0 +1,174 @@
+//! YAML frontmatter between `---` lines, with the lenient `key: value` fallback.
+
+use std::collections::BTreeMap;
+
+/// A command file split into its frontmatter fields and its body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Frontmatter {
+    /// Scalar fields as text; lists joined with `,`.
+    pub(crate) fields: BTreeMap<String, String>,
+    /// Everything after the closing `---`.
+    pub(crate) body: String,
+}
+
+/// Frontmatter that is not valid YAML (or not closed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FrontmatterError {
+    /// 1-based line in the file.
+    pub(crate) line: usize,
+    /// What is wrong.
+    pub(crate) message: String,
+}
+
+/// Splits `text` into (frontmatter text, its first line number in the file, body).
+/// `Ok(None)` when the file has no frontmatter.
+fn split(text: &str) -> Result<Option<(&str, usize, &str)>, FrontmatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return Ok(None);
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare == "---" || bare == "..." {
+            let yaml = &rest[..offset];
+            let body = &rest[offset + line.len()..];
+            return Ok(Some((yaml, 2, body)));
+        }
+        offset += line.len();
+    }
+    Err(FrontmatterError {
+        line: 1,
+        message: "frontmatter opened with --- is never closed; end it with a line holding only ---"
+            .into(),
+    })
+}
+
+fn scalar(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Strict parse: YAML errors are returned with their line in the file.
+pub(crate) fn parse_strict(text: &str) -> Result<Frontmatter, FrontmatterError> {
+    let Some((yaml, first_line, body)) = split(text)? else {
+        return Ok(Frontmatter {
+            fields: BTreeMap::new(),
+            body: text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
+        });
+    };
+    let fields = if yaml.trim().is_empty() {
+        BTreeMap::new()
+    } else {
+        let map: BTreeMap<String, serde_json::Value> =
+            serde_saphyr::from_str(yaml).map_err(|e| FrontmatterError {
+                line: first_line
+                    + e.location()
+                        .map(|l| (l.line() as usize).saturating_sub(1))
+                        .unwrap_or(0),
+                message: first_line_of(&e.to_string()),
+            })?;
+        map.into_iter().map(|(k, v)| (k, scalar(&v))).collect()
+    };
+    Ok(Frontmatter {
+        fields,
+        body: body.to_string(),
+    })
+}
+
+fn first_line_of(message: &str) -> String {
+    message.lines().next().unwrap_or(message).trim().to_string()
+}
+
+/// Lenient parse for non-native providers: on a YAML error, reads `key: value` lines
+/// and returns the error as a warning. An unclosed frontmatter leaves the whole text
+/// as the body.
+pub(crate) fn parse_lenient(text: &str) -> (Frontmatter, Option<FrontmatterError>) {
+    match parse_strict(text) {
+        Ok(fm) => (fm, None),
+        Err(error) => {
+            let fm = match split(text) {
+                Ok(Some((yaml, _, body))) => Frontmatter {
+                    fields: yaml
+                        .lines()
+                        .filter(|l| !l.trim_start().starts_with('#'))
+                        .filter_map(|l| l.split_once(':'))
+                        .map(|(k, v)| (k.trim().to_string(), unquote(v.trim()).to_string()))
+                        .filter(|(k, _)| !k.is_empty() && !k.contains(char::is_whitespace))
+                        .collect(),
+                    body: body.to_string(),
+                },
+                _ => Frontmatter {
+                    fields: BTreeMap::new(),
+                    body: text.to_string(),
+                },
+            };
+            (fm, Some(error))
+        }
+    }
+}
+
+fn unquote(v: &str) -> &str {
+    for q in ['"', '\''] {
+        if let Some(inner) = v.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_frontmatter_is_all_body() {
+        let fm = parse_strict("Do the thing\n").unwrap();
+        assert!(fm.fields.is_empty());
+        assert_eq!(fm.body, "Do the thing\n");
+    }
+
+    #[test]
+    fn yaml_fields_and_body() {
+        let fm = parse_strict(
+            "---\ndescription: Review code\nallowed-tools: [Read, Grep]\ndisable-model-invocation: true\n---\nBody $1\n",
+        )
+        .unwrap();
+        assert_eq!(fm.fields["description"], "Review code");
+        assert_eq!(fm.fields["allowed-tools"], "Read,Grep");
+        assert_eq!(fm.fields["disable-model-invocation"], "true");
+        assert_eq!(fm.body, "Body $1\n");
+    }
+
+    #[test]
+    fn errors_carry_the_file_line() {
+        let err =
+            parse_strict("---\ndescription: ok\nbad: [unclosed\nmore: x\n---\nbody").unwrap_err();
+        assert!(err.line >= 3, "{err:?}");
+        let err = parse_strict("---\ndescription: x\n").unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.message.contains("never closed"));
+        let err = parse_strict("---\n- a list\n---\n").unwrap_err();
+        assert_eq!(err.line, 2, "{err:?}");
+    }
+
+    #[test]
+    fn lenient_falls_back_to_key_value_lines() {
+        let (fm, err) = parse_lenient(
+            "---\ndescription: \"Has: colons\" [oops\nargument-hint: <file>\n---\nText",
+        );
+        assert!(err.is_some());
+        assert_eq!(fm.fields["argument-hint"], "<file>");
+        assert_eq!(fm.body, "Text");
+        let (fm, err) = parse_lenient("---\nunclosed: yes\nText");
+        assert!(err.is_some());
+        assert_eq!(fm.body, "---\nunclosed: yes\nText");
+    }
+}
