@@ -83,8 +83,18 @@ pub(crate) fn parse_strict(text: &str) -> Result<Frontmatter, FrontmatterError> 
     })
 }
 
+/// The parser's message without its own position prefix (`error: line 1 column 14: `):
+/// the file line is reported separately.
 fn first_line_of(message: &str) -> String {
-    message.lines().next().unwrap_or(message).trim().to_string()
+    let line = message.lines().next().unwrap_or(message).trim();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    match line
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((position, rest)) if position.contains("column") => rest.to_string(),
+        _ => line.to_string(),
+    }
 }
 
 /// Lenient parse for non-native providers: on a YAML error, reads `key: value` lines

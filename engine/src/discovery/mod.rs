@@ -457,7 +457,13 @@ impl Pass<'_> {
             let parsed: TomlCommand = match toml::from_str(&file.text) {
                 Ok(p) => p,
                 Err(e) => {
-                    let message = format!("invalid TOML: {}; skipped", e.to_string().trim());
+                    let line = e
+                        .span()
+                        .map_or(1, |span| file.text[..span.start].matches('\n').count() + 1);
+                    let message = format!(
+                        "line {line}: invalid TOML ({}); skipped",
+                        e.message().trim()
+                    );
                     self.warn(provider, &file.path, Some(&file.content_hash), message);
                     continue;
                 }
