@@ -25,6 +25,8 @@ pub struct CommandEntry {
     pub priority: i32,
     /// `global` or the agent id.
     pub scope: String,
+    /// Source class.
+    pub source: cmdlog_engine::CommandSource,
     /// Source label.
     pub source_label: String,
     /// Command type.
@@ -70,6 +72,7 @@ impl CommandEntry {
                 cmdlog_engine::Scope::Global => "global".into(),
                 cmdlog_engine::Scope::Agent(a) => a.clone(),
             },
+            source: r.command.source,
             source_label: r.command.source_label.clone(),
             command_type: r.command.command_type,
             modes: r.command.effective_modes(),
