@@ -37,11 +37,9 @@ impl SyncReport {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SyncError {
-    /// Storing a template failed.
-    #[error("could not store the template of {path}: {source}")]
+    /// Storing the templates failed.
+    #[error("could not store command templates: {source}")]
     Template {
-        /// The file.
-        path: String,
         /// Why.
         source: BlobError,
     },
@@ -93,6 +91,7 @@ impl Engine {
         });
 
         let mut events = Vec::new();
+        let mut templates = Vec::new();
         let mut seen = BTreeMap::new();
         for d in &discovery.commands {
             let key = (d.provider.id.clone(), d.origin.path.clone());
@@ -117,13 +116,7 @@ impl Engine {
                 }
                 None => report.added += 1,
             }
-            self.log()
-                .put_blob_async(d.template.clone().into_bytes())
-                .await
-                .map_err(|source| SyncError::Template {
-                    path: d.origin.path.clone(),
-                    source,
-                })?;
+            templates.push(d.template.clone().into_bytes());
             events.push(event(EventData::Registered(Box::new(wanted))));
         }
         for (key, (seq, _)) in &current {
@@ -145,6 +138,11 @@ impl Engine {
                 message: w.message.clone(),
             })));
         }
+        // Templates first: a failure here can only leave unreferenced blobs.
+        self.log()
+            .put_blobs_async(templates)
+            .await
+            .map_err(|source| SyncError::Template { source })?;
         if !events.is_empty() {
             let records = events.iter().map(NewEvent::to_record).collect();
             self.log().append_async(records).await?;

@@ -517,6 +517,20 @@ impl Log {
             .map_err(BlobError::from)
     }
 
+    /// Stores many blobs; they share group commits instead of paying one commit each.
+    /// Resolves once all are committed, with their hashes in order.
+    pub async fn put_blobs_async(&self, blobs: Vec<Vec<u8>>) -> Result<Vec<BlobHash>, BlobError> {
+        let tickets = blobs
+            .into_iter()
+            .map(|bytes| self.submit_blob(bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut hashes = Vec::with_capacity(tickets.len());
+        for ticket in tickets {
+            hashes.push(ticket.await_receipt().await?);
+        }
+        Ok(hashes)
+    }
+
     fn submit_blob(&self, bytes: Vec<u8>) -> Result<BlobTicket, BlobError> {
         let max = self.shared.config.blob_bytes_max;
         if bytes.len() as u64 > max {
