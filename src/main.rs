@@ -348,15 +348,23 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
     let list = engine.list(&args.agent, mode);
     match format {
         Format::Table => {
+            let width = list
+                .iter()
+                .map(|r| r.command.usage().chars().count())
+                .max()
+                .unwrap_or(0);
+            let label_width = list
+                .iter()
+                .map(|r| r.command.source_label.chars().count())
+                .max()
+                .unwrap_or(0);
             for r in &list {
-                let usage = match &r.command.argument_hint {
-                    Some(h) => format!("/{} {h}", r.command.name),
-                    None => format!("/{}", r.command.name),
-                };
                 writeln!(
                     out,
-                    "{usage:<28} {:<10} {}",
-                    r.command.source_label, r.command.description
+                    "{:<width$}  {:<label_width$}  {}",
+                    r.command.usage(),
+                    r.command.source_label,
+                    r.command.description
                 )?;
             }
         }

@@ -116,15 +116,17 @@ pub fn render_help(commands: &[Registration], mode: Mode) -> String {
             .or_default()
             .push(r);
     }
+    let width = commands
+        .iter()
+        .map(|r| r.command.usage().chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = format!("Commands available in {mode} mode:\n");
     for ((_, label), commands) in groups {
         out.push_str(&format!("\n{label}:\n"));
         for r in commands {
-            let usage = match &r.command.argument_hint {
-                Some(hint) => format!("/{} {hint}", r.command.name),
-                None => format!("/{}", r.command.name),
-            };
-            out.push_str(&format!("  {usage:<24} {}\n", r.command.description));
+            let usage = r.command.usage();
+            out.push_str(&format!("  {usage:<width$}  {}\n", r.command.description));
         }
     }
     out.pop();

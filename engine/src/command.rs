@@ -338,6 +338,14 @@ impl CommandSpec {
         self.name.as_str() == name || self.alt_names.iter().any(|a| a.as_str() == name)
     }
 
+    /// `/name <argument hint>`, as listings show it.
+    pub fn usage(&self) -> String {
+        match &self.argument_hint {
+            Some(hint) => format!("/{} {hint}", self.name),
+            None => format!("/{}", self.name),
+        }
+    }
+
     /// Whether the model may invoke it: built-ins never may.
     pub fn is_model_invocable(&self) -> bool {
         self.model_invocable && self.kind != CommandKind::BuiltIn && !self.hidden
