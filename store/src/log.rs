@@ -302,38 +302,39 @@ impl Log {
         tx.send(request).map_err(|_| AppendError::Closed)
     }
 
-    fn check_records(&self, records: &[NewRecord]) -> Result<(), AppendError> {
-        if records.is_empty() {
-            return Err(AppendError::Empty);
-        }
-        let max = self.shared.config.record_bytes_max;
-        for (index, record) in records.iter().enumerate() {
-            if record.bytes.len() > max {
-                return Err(AppendError::RecordTooLarge {
-                    index,
-                    size: record.bytes.len(),
-                    max,
-                });
-            }
-            if let Some(key) = &record.stream
-                && (key.is_empty() || key.len() > STREAM_KEY_BYTES_MAX)
-            {
-                return Err(AppendError::BadStreamKey {
-                    index,
-                    len: key.len(),
-                    max: STREAM_KEY_BYTES_MAX,
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Starts an append of `records` as one atomic unit; await or block on the ticket.
     pub fn submit(&self, records: Vec<NewRecord>) -> Result<AppendTicket, AppendError> {
-        self.check_records(&records)?;
+        check_records(&self.shared.config, &records)?;
         let (reply, rx) = oneshot::channel();
         self.send(Request::Append { records, reply })?;
         Ok(AppendTicket { rx })
+    }
+
+    /// Starts an atomic append whose records are built on the writer thread from the
+    /// seq the first of them will get, so a record can name the seqs of the others
+    /// (a `command/run` listing the admissions appended with it). `build` must be
+    /// quick: it runs inside the group commit.
+    pub fn submit_built(
+        &self,
+        build: impl FnOnce(Seq) -> Vec<NewRecord> + Send + 'static,
+    ) -> Result<AppendTicket, AppendError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::AppendBuilt {
+            build: Box::new(build),
+            reply,
+        })?;
+        Ok(AppendTicket { rx })
+    }
+
+    /// Removes blobs (garbage collection); returns how many existed. Blocks until
+    /// committed. The caller decides which blobs are unreferenced.
+    pub fn remove_blobs(&self, hashes: Vec<BlobHash>) -> Result<u64, AppendError> {
+        if hashes.is_empty() {
+            return Ok(0);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::RemoveBlobs { hashes, reply })?;
+        rx.blocking_recv().unwrap_or(Err(AppendError::Closed))
     }
 
     /// Appends `records` atomically and blocks until they are committed.
@@ -610,6 +611,33 @@ impl Drop for Log {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Checks an append against the limits before it reaches a transaction.
+pub(crate) fn check_records(config: &LogConfig, records: &[NewRecord]) -> Result<(), AppendError> {
+    if records.is_empty() {
+        return Err(AppendError::Empty);
+    }
+    let max = config.record_bytes_max;
+    for (index, record) in records.iter().enumerate() {
+        if record.bytes.len() > max {
+            return Err(AppendError::RecordTooLarge {
+                index,
+                size: record.bytes.len(),
+                max,
+            });
+        }
+        if let Some(key) = &record.stream
+            && (key.is_empty() || key.len() > STREAM_KEY_BYTES_MAX)
+        {
+            return Err(AppendError::BadStreamKey {
+                index,
+                len: key.len(),
+                max: STREAM_KEY_BYTES_MAX,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A pending append.

@@ -18,10 +18,23 @@ use crate::log::{Head, Shared};
 use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt};
 use crate::schema::{self, BLOB_META, BLOBS, RECORDS, STREAMS};
 
+/// Builds an append's records once its first seq is known (on the writer thread).
+pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
+
 pub(crate) enum Request {
     Append {
         records: Vec<NewRecord>,
         reply: oneshot::Sender<Result<Receipt, AppendError>>,
+    },
+    /// An append whose records name their own seqs (the run that lists the seqs of
+    /// the admissions appended with it).
+    AppendBuilt {
+        build: BuildRecords,
+        reply: oneshot::Sender<Result<Receipt, AppendError>>,
+    },
+    RemoveBlobs {
+        hashes: Vec<BlobHash>,
+        reply: oneshot::Sender<Result<u64, AppendError>>,
     },
     PutBlob {
         hash: BlobHash,
@@ -35,16 +48,20 @@ impl Request {
     fn weight(&self) -> usize {
         match self {
             Request::Append { records, .. } => records.len(),
-            Request::PutBlob { .. } | Request::Shutdown => 1,
+            Request::RemoveBlobs { hashes, .. } => hashes.len(),
+            Request::AppendBuilt { .. } | Request::PutBlob { .. } | Request::Shutdown => 1,
         }
     }
 
     fn fail(self, error: AppendError) {
         match self {
-            Request::Append { reply, .. } => {
+            Request::Append { reply, .. } | Request::AppendBuilt { reply, .. } => {
                 let _ = reply.send(Err(error));
             }
             Request::PutBlob { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+            Request::RemoveBlobs { reply, .. } => {
                 let _ = reply.send(Err(error));
             }
             Request::Shutdown => {}
@@ -106,8 +123,39 @@ fn flush(shared: &Shared) -> Result<(), redb::Error> {
     Ok(())
 }
 
+/// Turns each built append into a plain one now that its first seq is known, and
+/// refuses (outside the transaction) any whose built records break the limits.
+fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request> {
+    let mut next = start + 1;
+    let mut out = Vec::with_capacity(batch.len());
+    for request in batch {
+        let request = match request {
+            Request::AppendBuilt { build, reply } => {
+                let records = build(next);
+                match crate::log::check_records(&shared.config, &records) {
+                    Ok(()) => Request::Append { records, reply },
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                        continue;
+                    }
+                }
+            }
+            other => other,
+        };
+        if let Request::Append { records, .. } = &request {
+            next += records.len() as u64;
+        }
+        out.push(request);
+    }
+    out
+}
+
 fn commit_batch(shared: &Shared, batch: Vec<Request>) {
     let start = *shared.head.lock().unwrap_or_else(|p| p.into_inner());
+    let batch = materialize(shared, start.seq, batch);
+    if batch.is_empty() {
+        return;
+    }
     match write_batch(shared, start, &batch) {
         Ok((head, receipts)) => {
             let committed: Vec<CommittedRecord<'_>> = batch
@@ -155,7 +203,10 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>) {
                     Request::PutBlob { reply, .. } => {
                         let _ = reply.send(Ok(()));
                     }
-                    Request::Shutdown => {}
+                    Request::RemoveBlobs { reply, .. } => {
+                        let _ = reply.send(Ok(receipt.map_or(0, |r| r.last)));
+                    }
+                    Request::AppendBuilt { .. } | Request::Shutdown => {}
                 }
             }
         }
@@ -228,6 +279,29 @@ fn write_batch(
                     }
                     receipts.push(None);
                 }
+                Request::RemoveBlobs { hashes, .. } => {
+                    if blobs_table.is_none() {
+                        blobs_table = Some(txn.open_table(BLOBS)?);
+                        blob_meta_table = Some(txn.open_table(BLOB_META)?);
+                    }
+                    let (blobs, meta) = (
+                        blobs_table.as_mut().expect("opened above"),
+                        blob_meta_table.as_mut().expect("opened above"),
+                    );
+                    let mut removed = 0;
+                    for hash in hashes {
+                        if meta.remove(&hash.0)?.is_some() {
+                            removed += 1;
+                        }
+                        blobs.remove(&hash.0)?;
+                    }
+                    // The count rides in `last` of a receipt that names no records.
+                    receipts.push(Some(Receipt {
+                        first: 0,
+                        last: removed,
+                    }));
+                }
+                Request::AppendBuilt { .. } => unreachable!("materialized before the transaction"),
                 Request::Shutdown => receipts.push(None),
             }
         }

@@ -354,3 +354,80 @@ fn buffered_durability_is_flushed_at_close() {
     let log = Log::open(dir.path().join("log.redb"), config).unwrap();
     assert_eq!(log.head().seq, 5);
 }
+
+#[test]
+fn built_appends_know_their_seqs_even_among_concurrent_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(open(&dir));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    if t % 2 == 0 {
+                        log.append(vec![rec("plain")]).unwrap();
+                    } else {
+                        // Two records; the second names the seq of the first.
+                        let r = log
+                            .submit_built(|first| {
+                                vec![rec("admission"), rec(&format!("run after {first}"))]
+                            })
+                            .unwrap()
+                            .wait()
+                            .unwrap();
+                        assert_eq!(r.last, r.first + 1);
+                        let run = log.get(r.last).unwrap().unwrap();
+                        assert_eq!(run.bytes, format!("run after {}", r.first).into_bytes());
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(log.head().seq, 40 + 80);
+    assert!(log.verify_chain(|_| {}).unwrap().is_ok());
+}
+
+#[test]
+fn a_built_append_over_the_limits_is_refused_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(
+        dir.path().join("log.redb"),
+        LogConfig {
+            record_bytes_max: 8,
+            ..LogConfig::default()
+        },
+    )
+    .unwrap();
+    let bad = log
+        .submit_built(|_| vec![rec("far too long for the limit")])
+        .unwrap();
+    let good = log.submit(vec![rec("ok")]).unwrap();
+    assert!(matches!(
+        bad.wait(),
+        Err(AppendError::RecordTooLarge { .. })
+    ));
+    assert_eq!(good.wait().unwrap().first, 1);
+    assert!(
+        log.poisoned().is_none(),
+        "a refused build does not poison the writer"
+    );
+}
+
+#[test]
+fn removing_blobs_counts_what_existed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir);
+    let a = log.put_blob(b"a".to_vec()).unwrap();
+    let b = log.put_blob(b"b".to_vec()).unwrap();
+    assert_eq!(
+        log.remove_blobs(vec![a, BlobHash::of(b"never")]).unwrap(),
+        1
+    );
+    assert!(!log.has_blob(&a).unwrap());
+    assert_eq!(log.get_blob(&a).unwrap(), None);
+    assert_eq!(log.get_blob(&b).unwrap().unwrap(), b"b");
+    assert_eq!(log.list_blobs().unwrap().len(), 1);
+}
