@@ -14,9 +14,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use cmdlog_engine::{
     DiscoveryConfig, Engine, EngineConfig, Event, ExecuteError, ExecuteRequest, Mode, Outcome,
     PromptError, PromptOutcome, PromptRequest, SessionError, StreamingBehavior,
-    SubmittedAttachment, discover, valid_id,
+    SubmittedAttachment, WorkspaceReceipts, discover, valid_id,
 };
-use cmdlog_replay::{RegistryView, SessionView, state_at, verify};
+use cmdlog_replay::{RegistryView, SessionView, collect, plan_gc, state_at, verify};
 use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
 
@@ -54,6 +54,10 @@ enum Verb {
     Replay(ReplayArgs),
     /// Check the hash chain, seqs, lifecycle invariants and blobs
     Verify,
+    /// Remove blobs no event references, once past a grace period
+    Gc(GcArgs),
+    /// Write a blob's verified bytes to stdout
+    Blob(BlobArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -163,6 +167,22 @@ struct LogArgs {
 }
 
 #[derive(Args, Debug)]
+struct GcArgs {
+    /// Keep unreferenced blobs younger than this (an admission may be in flight)
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// Say what would be freed without removing anything
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+struct BlobArgs {
+    /// The blob's BLAKE3 hash (64 hex characters)
+    hash: String,
+}
+
+#[derive(Args, Debug)]
 struct ReplayArgs {
     /// Replay up to and including this seq [default: the head]
     #[arg(long)]
@@ -253,6 +273,8 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Log(args) => log_verb(&open_existing(&paths)?, args, json),
         Verb::Replay(args) => replay(&open_existing(&paths)?, args, json),
         Verb::Verify => verify_verb(&open_existing(&paths)?, json),
+        Verb::Gc(args) => gc(&open_existing(&paths)?, args, json),
+        Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
 }
 
@@ -295,6 +317,9 @@ fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outco
         let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
         let engine = Engine::open(log, EngineConfig::default())
             .await
+            .map_err(store_failure)?;
+        engine
+            .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
             .map_err(store_failure)?;
         let report = engine.sync(&discovery).await.map_err(store_failure)?;
         for w in &report.warnings {
@@ -553,14 +578,15 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
         ));
     }
     let session = open_session(engine, args.session, &args.agent, mode).await?;
-    let mut attachments = Vec::new();
-    for path in &args.attach {
-        // Admission comes with attachment support; here every attachment is refused by
-        // the engine, so only the name is needed to record the refusal.
-        attachments.push(SubmittedAttachment::FileReceipt {
+    // Each --attach is a staged file receipt: the path as typed, resolved by the
+    // workspace resolver (relative paths stay inside the workspace).
+    let attachments = args
+        .attach
+        .iter()
+        .map(|path| SubmittedAttachment::FileReceipt {
             receipt: path.display().to_string(),
-        });
-    }
+        })
+        .collect();
     let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
     request.attachments = attachments;
     let execution = engine.execute(request).await.map_err(|e| match e {
@@ -785,4 +811,70 @@ fn verify_verb(log: &Log, json: bool) -> Outcome_ {
         }
     }
     Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn gc(log: &Log, args: GcArgs, json: bool) -> Outcome_ {
+    let grace_ms = args.grace.as_millis() as u64;
+    let plan = plan_gc(log, now_ms(), grace_ms).map_err(store_failure)?;
+    let removed = if args.dry_run {
+        0
+    } else {
+        collect(log, &plan).map_err(store_failure)?
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({"dry_run": args.dry_run, "removed": removed, "plan": plan})
+        )?;
+        return Ok(0);
+    }
+    let verb = if args.dry_run { "would free" } else { "freed" };
+    for b in &plan.collect {
+        writeln!(out, "{verb} {} ({} bytes)", b.hash, b.size)?;
+    }
+    writeln!(
+        out,
+        "{verb} {} blobs, {} bytes; kept {} referenced and {} younger than {}",
+        plan.collect.len(),
+        plan.bytes,
+        plan.referenced,
+        plan.in_grace.len(),
+        humantime::format_duration(args.grace)
+    )?;
+    Ok(0)
+}
+
+fn blob(log: &Log, args: BlobArgs) -> Outcome_ {
+    let Some(hash) = cmdlog_store::BlobHash::from_hex(&args.hash) else {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "{:?} is not a blob hash: give 64 hex characters, as `cmdlog log --json` shows them",
+                args.hash
+            ),
+        ));
+    };
+    match log.get_blob(&hash) {
+        Ok(Some(bytes)) => {
+            io::stdout().lock().write_all(&bytes)?;
+            Ok(0)
+        }
+        Ok(None) => Err(Failure::new(
+            NOT_FOUND,
+            format!("no blob {hash} in this log (collected by gc, or never stored)"),
+        )),
+        Err(e @ cmdlog_store::BlobError::Mismatch { .. }) => {
+            Err(Failure::new(SETTLED_ERROR, e.to_string()))
+        }
+        Err(e) => Err(store_failure(e)),
+    }
 }

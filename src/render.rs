@@ -41,9 +41,20 @@ pub(crate) fn summary(event: &Event) -> String {
                 .unwrap_or_default()
         ),
         EventData::CommandRun(r) => format!(
-            "/{}{}",
+            "/{}{}{}",
             r.name,
-            r.raw_input.as_deref().unwrap_or(" (input not recorded)")
+            r.raw_input.as_deref().unwrap_or(" (input not recorded)"),
+            match r.attachments.len() {
+                0 => String::new(),
+                n => format!("  [{n} attachment{}]", if n == 1 { "" } else { "s" }),
+            }
+        ),
+        EventData::AttachmentAdmitted(a) => format!(
+            "{} ({}, {} bytes) blob {}",
+            a.name,
+            a.media_type,
+            a.size,
+            &a.blob[..a.blob.len().min(12)]
         ),
         EventData::CommandDone(d) => format!(
             "run {} {} in {}",

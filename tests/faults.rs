@@ -9,6 +9,11 @@ use cmdlog_engine::*;
 use cmdlog_replay::verify;
 use cmdlog_store::{FaultKind, FaultPlan, FaultyBackend, Log, LogConfig};
 
+#[allow(unused_imports)]
+use cmdlog_engine::{
+    CommandKind, CommandName, CommandSource, CommandType, InputDescriptor, SubmittedAttachment,
+};
+
 fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
     let backend = FaultyBackend::file(path, plan).unwrap();
     Log::open_with_backend(backend, LogConfig::default()).unwrap()
@@ -148,4 +153,134 @@ async fn every_io_failure_point_of_an_execution_transient_eio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_io_failure_point_of_an_execution_disk_full() {
     sweep(FaultKind::NoSpace, true).await;
+}
+
+/// A command that declares attachments, registered for one engine's lifetime.
+async fn register_taker(engine: &Engine) {
+    let mut spec = CommandSpec::new(
+        CommandName::new("takes").unwrap(),
+        CommandSource::PluginCommand,
+        CommandKind::Skill,
+    );
+    spec.command_type = Some(CommandType::Local);
+    spec.supported_modes = Some(Mode::ALL.to_vec());
+    spec.input = Some(InputDescriptor {
+        hint: String::new(),
+        attachments: true,
+    });
+    engine
+        .register(NewRegistration::handler(
+            spec,
+            |inv: Invocation| async move {
+                Ok(CommandResult::text(format!(
+                    "{} blocks",
+                    inv.attachments.len()
+                )))
+            },
+        ))
+        .await
+        .unwrap()
+        .forget();
+}
+
+fn attachment_request(k: u64) -> ExecuteRequest {
+    let mut request = ExecuteRequest::new("s", "main", Mode::NonInteractive, "/takes");
+    // Fresh bytes per k, so every attempt writes new blobs.
+    request.attachments = vec![
+        SubmittedAttachment::Image {
+            name: "a.png".into(),
+            bytes: [
+                &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A][..],
+                &k.to_le_bytes(),
+            ]
+            .concat(),
+        },
+        SubmittedAttachment::Image {
+            name: "b.gif".into(),
+            bytes: [&b"GIF89a"[..], &k.to_le_bytes()].concat(),
+        },
+    ];
+    request
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_failures_during_admission_leave_only_unreferenced_blobs() {
+    let template = tempfile::tempdir().unwrap();
+    let template_log = template.path().join("log.redb");
+    let ops = {
+        let plan = FaultPlan::new();
+        let engine = Engine::open(faulty_log(&template_log, &plan), EngineConfig::default())
+            .await
+            .unwrap();
+        engine
+            .ensure_session("s", "main", Mode::NonInteractive)
+            .await
+            .unwrap();
+        register_taker(&engine).await;
+        let before = plan.ops();
+        let ex = engine
+            .execute(attachment_request(0))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(ex.outcome, Outcome::text("2 blocks"));
+        plan.ops() - before
+    };
+    let mut orphans_seen = 0;
+    for k in 1..=ops + 1 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        std::fs::copy(&template_log, &path).unwrap();
+        let plan = FaultPlan::new();
+        {
+            let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
+                .await
+                .unwrap();
+            register_taker(&engine).await;
+            plan.fail_after(k, FaultKind::Io, true);
+            if let Err(e) = engine.execute(attachment_request(k)).await {
+                assert!(is_clear(&e.to_string()), "k={k}: unclear error: {e}");
+            }
+        }
+        let log = Log::open(&path, LogConfig::default()).unwrap();
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        let report = verify(engine.log(), |_| {}).unwrap();
+        assert!(report.is_clean(), "k={k}: {:#?}", report.violations);
+        // Whatever the failure left is either referenced or an orphan gc frees.
+        let referenced = cmdlog_replay::referenced_blobs(engine.log()).unwrap();
+        let orphans: Vec<_> = engine
+            .log()
+            .list_blobs()
+            .unwrap()
+            .into_iter()
+            .filter(|(h, _, _)| !referenced.contains(h))
+            .collect();
+        orphans_seen += orphans.len();
+        let plan = cmdlog_replay::plan_gc(engine.log(), u64::MAX, 0).unwrap();
+        assert_eq!(
+            plan.collect.len(),
+            orphans.len(),
+            "k={k}: gc frees exactly the orphans"
+        );
+        tokio::task::block_in_place(|| cmdlog_replay::collect(engine.log(), &plan)).unwrap();
+        let report = verify(engine.log(), |_| {}).unwrap();
+        assert!(
+            report.is_clean(),
+            "k={k} after gc: {:#?}",
+            report.violations
+        );
+        for hash in &referenced {
+            assert!(
+                engine.log().has_blob(hash).unwrap(),
+                "k={k}: gc kept every referenced blob"
+            );
+        }
+    }
+    eprintln!(
+        "admission sweep: {ops} ops, {orphans_seen} orphan blobs left across all k and collected"
+    );
+    assert!(
+        orphans_seen > 0,
+        "some k fails after the blobs committed and before the run"
+    );
 }

@@ -11,12 +11,14 @@ use std::time::Instant;
 use cmdlog_store::{AppendError, BlobError, BlobHash, Log, ReadError};
 use tokio_util::sync::CancellationToken;
 
+use crate::attachments::{self, AdmittedBlock, AttachmentLimits, FileReceiptResolver};
 use crate::builtins;
 use crate::clock::{Clock, SystemClock};
 use crate::command::{CommandName, CommandSpec, Dialect, InvalidName, Mode};
 use crate::event::{
-    CommandDone, CommandRun, DecodeError, Event, EventData, InvocationSource, NewEvent, Origin,
-    Outcome, Registered, Seq, SessionCreated, SessionEnded, UnregisterReason, Unregistered,
+    AttachmentAdmitted, CommandDone, CommandRun, DecodeError, Event, EventData, InvocationSource,
+    NewEvent, Origin, Outcome, Registered, Seq, SessionCreated, SessionEnded, UnregisterReason,
+    Unregistered,
 };
 use crate::expand::expand;
 use crate::parse::parse_line;
@@ -93,6 +95,9 @@ pub struct Invocation {
     pub mode: Mode,
     /// The exact text after the name, separator whitespace included.
     pub raw_input: String,
+    /// The admitted blocks, in submission order; empty unless the command declares
+    /// `input.attachments`. Read their bytes with [`Engine::read_blob`].
+    pub attachments: Vec<AdmittedBlock>,
     /// Cancelled when the dispatching request is.
     pub cancel: CancellationToken,
     /// The engine, to read state or append domain events.
@@ -173,6 +178,15 @@ pub enum ExecuteError {
     /// The session does not exist or has ended.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The admitted attachments could not be stored: nothing was logged, and at most
+    /// unreferenced blobs were left for `cmdlog gc`.
+    #[error("could not store the attachments of /{name}, so it did not run: {source}")]
+    AttachmentsNotStored {
+        /// The command.
+        name: String,
+        /// Why.
+        source: BlobError,
+    },
     /// `command/run` could not be appended: the handler did not run.
     #[error("could not record the run of /{name}, so it did not run: {source}")]
     RunNotRecorded {
@@ -219,6 +233,9 @@ pub enum RegisterError {
         /// What is wrong.
         message: &'static str,
     },
+    /// A file receipt resolver is already registered.
+    #[error("a file receipt resolver is already registered; dispose it before registering another")]
+    ResolverTaken,
     /// Storing the template failed.
     #[error("could not store the template of /{name}: {source}")]
     Template {
@@ -350,12 +367,25 @@ pub fn api_provider() -> ProviderRef {
 pub struct EngineConfig {
     /// The clock every event's `at` comes from.
     pub clock: Arc<dyn Clock>,
+    /// Limits on attachments per invocation.
+    pub attachment_limits: AttachmentLimits,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             clock: Arc::new(SystemClock),
+            attachment_limits: AttachmentLimits::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The default configuration with `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        EngineConfig {
+            clock,
+            ..EngineConfig::default()
         }
     }
 }
@@ -377,6 +407,9 @@ struct Inner {
     observers: Mutex<Vec<(ObserverId, Observer)>>,
     next_observer: AtomicU64,
     clock: Arc<dyn Clock>,
+    limits: AttachmentLimits,
+    /// The one file receipt resolver, with the id its handle removes it by.
+    receipts: Mutex<Option<(u64, Arc<dyn FileReceiptResolver>)>>,
 }
 
 /// The engine: cheap to clone, all clones share one log and state.
@@ -452,6 +485,8 @@ impl Engine {
                 observers: Mutex::new(Vec::new()),
                 next_observer: AtomicU64::new(1),
                 clock: config.clock,
+                limits: config.attachment_limits,
+                receipts: Mutex::new(None),
             }),
         };
         engine.recover().await?;
@@ -672,6 +707,35 @@ impl Engine {
         Ok(true)
     }
 
+    /// Registers the sole file receipt resolver. A second one is an error until the
+    /// first handle is disposed.
+    pub fn register_receipt_resolver(
+        &self,
+        resolver: impl FileReceiptResolver,
+    ) -> Result<ResolverHandle, RegisterError> {
+        let mut slot = lock(&self.inner.receipts);
+        if slot.is_some() {
+            return Err(RegisterError::ResolverTaken);
+        }
+        let id = self.inner.next_observer.fetch_add(1, Ordering::SeqCst);
+        *slot = Some((id, Arc::new(resolver)));
+        Ok(ResolverHandle {
+            engine: Arc::downgrade(&self.inner),
+            id,
+        })
+    }
+
+    /// A blob's bytes (an attachment or a template), re-hashed on read: tampered
+    /// bytes are an error, never returned.
+    pub fn read_blob(&self, hash: &BlobHash) -> Result<Vec<u8>, BlobError> {
+        self.inner.log.get_blob(hash)?.ok_or_else(|| {
+            BlobError::Read(ReadError::Corrupt {
+                seq: 0,
+                message: format!("blob {hash} is missing"),
+            })
+        })
+    }
+
     /// Adds a `commands/change` observer, called after every registry mutation. A
     /// failing (panicking) observer cannot veto the mutation or stop the others.
     pub fn on_change(&self, observer: impl Fn() + Send + Sync + 'static) -> ObserverId {
@@ -820,46 +884,120 @@ impl Engine {
         let name = command.name.to_string();
 
         // Validate attachments before anything is written.
-        let refusal = if request.attachments.is_empty() {
-            None
+        let validated = if request.attachments.is_empty() {
+            Ok(Vec::new())
         } else if !command.input.as_ref().is_some_and(|i| i.attachments) {
-            Some(format!(
+            Err(format!(
                 "/{name} does not take attachments (it does not declare input.attachments); send the line without them"
             ))
         } else {
-            Some(format!(
-                "/{name} declares attachments, but this cmdlog build does not admit attachments yet; send the line without them"
-            ))
+            let resolver = lock(&self.inner.receipts)
+                .as_ref()
+                .map(|(_, r)| Arc::clone(r));
+            attachments::validate(
+                &name,
+                &request.session,
+                &request.attachments,
+                resolver.as_deref(),
+                &self.inner.limits,
+            )
+        };
+        let (admissions, refusal) = match validated {
+            Ok(a) => (a, None),
+            Err(text) => (Vec::new(), Some(text)),
         };
 
-        let run = NewEvent {
-            at: self.now(),
-            session: Some(request.session.clone()),
-            agent: Some(request.agent.clone()),
-            data: EventData::CommandRun(CommandRun {
-                registration: registration.seq,
-                name: name.clone(),
-                mode: request.mode,
-                source: request.source,
-                raw_input: command.record_input.then(|| parsed.raw_input.clone()),
-                attachments: Vec::new(),
-            }),
-        };
-        let command_id = self
-            .append(vec![run])
+        // Blobs first: a failure here can only leave unreferenced blobs.
+        let hashes = self
+            .inner
+            .log
+            .put_blobs_async(admissions.iter().map(|a| a.bytes.clone()).collect())
             .await
-            .map_err(|source| ExecuteError::RunNotRecorded {
+            .map_err(|source| ExecuteError::AttachmentsNotStored {
                 name: name.clone(),
                 source,
-            })?
-            .first;
+            })?;
+
+        // Then the admissions and the run, atomically; the run lists their seqs.
+        let now = self.now();
+        let envelope = |data| NewEvent {
+            at: now,
+            session: Some(request.session.clone()),
+            agent: Some(request.agent.clone()),
+            data,
+        };
+        let admitted: Vec<NewEvent> = admissions
+            .iter()
+            .zip(&hashes)
+            .map(|(a, hash)| {
+                envelope(EventData::AttachmentAdmitted(AttachmentAdmitted {
+                    kind: a.kind,
+                    blob: hash.to_hex(),
+                    media_type: a.media_type.clone(),
+                    size: a.bytes.len() as u64,
+                    name: a.name.clone(),
+                }))
+            })
+            .collect();
+        let run = CommandRun {
+            registration: registration.seq,
+            name: name.clone(),
+            mode: request.mode,
+            source: request.source,
+            raw_input: command.record_input.then(|| parsed.raw_input.clone()),
+            attachments: Vec::new(),
+        };
+        let run_event = envelope(EventData::CommandRun(run));
+        let count = admitted.len() as u64;
+        let not_recorded = |source| ExecuteError::RunNotRecorded {
+            name: name.clone(),
+            source,
+        };
+        let receipt = self
+            .inner
+            .log
+            .submit_built(move |first| {
+                let mut run_event = run_event;
+                if let EventData::CommandRun(run) = &mut run_event.data {
+                    run.attachments = (first..first + count).collect();
+                }
+                admitted
+                    .iter()
+                    .chain(std::iter::once(&run_event))
+                    .map(NewEvent::to_record)
+                    .collect()
+            })
+            .map_err(not_recorded)?
+            .await_receipt()
+            .await
+            .map_err(not_recorded)?;
+        let command_id = receipt.last;
+        let blocks: Vec<AdmittedBlock> = admissions
+            .into_iter()
+            .zip(hashes)
+            .zip(receipt.first..)
+            .map(|((a, blob), seq)| AdmittedBlock {
+                seq,
+                kind: a.kind,
+                name: a.name,
+                media_type: a.media_type,
+                size: a.bytes.len() as u64,
+                blob,
+            })
+            .collect();
 
         let started = Instant::now();
         let outcome = match refusal {
             Some(text) => Outcome::error(text),
             None => {
-                self.settle(&registration, command_id, parsed.raw_input, &request)
-                    .await
+                self.settle(
+                    &registration,
+                    command_id,
+                    parsed.raw_input,
+                    blocks,
+                    &request,
+                )
+                .await
             }
         };
         let elapsed_us = started.elapsed().as_micros() as u64;
@@ -900,6 +1038,7 @@ impl Engine {
         registration: &Registration,
         command_id: Seq,
         raw_input: String,
+        attachments: Vec<AdmittedBlock>,
         request: &ExecuteRequest,
     ) -> Outcome {
         let name = registration.command.name.as_str();
@@ -907,7 +1046,7 @@ impl Engine {
             return Outcome::error("aborted");
         }
         if registration.command.is_prompt() {
-            return self.expand_prompt(registration, &raw_input);
+            return self.expand_prompt(registration, &raw_input, &attachments);
         }
         let handler = self
             .inner
@@ -928,6 +1067,7 @@ impl Engine {
             agent: request.agent.clone(),
             mode: request.mode,
             raw_input,
+            attachments,
             cancel: request.cancel.clone(),
             engine: self.clone(),
         };
@@ -971,7 +1111,12 @@ impl Engine {
         }
     }
 
-    fn expand_prompt(&self, registration: &Registration, raw_input: &str) -> Outcome {
+    fn expand_prompt(
+        &self,
+        registration: &Registration,
+        raw_input: &str,
+        attachments: &[AdmittedBlock],
+    ) -> Outcome {
         let name = registration.command.name.as_str();
         let Some(hash) = registration.template.as_deref() else {
             return Outcome::error(format!("/{name} is a prompt command without a template"));
@@ -982,13 +1127,22 @@ impl Engine {
         match self.inner.log.get_blob(&hash) {
             Ok(Some(bytes)) => {
                 let template = String::from_utf8_lossy(&bytes);
+                let mut prompt = expand(
+                    &template,
+                    registration.command.dialect.unwrap_or(Dialect::Markdown),
+                    raw_input,
+                );
+                // The model side fetches admitted blocks by their blob hashes.
+                if !attachments.is_empty() {
+                    prompt.push_str("\n\nAttachments:");
+                    for block in attachments {
+                        prompt.push('\n');
+                        prompt.push_str(&block.prompt_line());
+                    }
+                }
                 Outcome::Success {
                     text: None,
-                    prompt: Some(expand(
-                        &template,
-                        registration.command.dialect.unwrap_or(Dialect::Markdown),
-                        raw_input,
-                    )),
+                    prompt: Some(prompt),
                     source_event_seq: None,
                 }
             }
@@ -1019,6 +1173,25 @@ pub fn valid_id(id: &str) -> bool {
 /// Validates a command name typed by a person (lowercased first).
 pub fn command_name(text: &str) -> Result<CommandName, InvalidName> {
     CommandName::new(text.trim_start_matches('/').to_lowercase())
+}
+
+/// Removes exactly the resolver it was returned for.
+#[derive(Debug)]
+pub struct ResolverHandle {
+    engine: Weak<Inner>,
+    id: u64,
+}
+
+impl ResolverHandle {
+    /// Unregisters the resolver (a no-op if the engine is gone).
+    pub fn dispose(self) {
+        if let Some(inner) = self.engine.upgrade() {
+            let mut slot = lock(&inner.receipts);
+            if slot.as_ref().is_some_and(|(id, _)| *id == self.id) {
+                *slot = None;
+            }
+        }
+    }
 }
 
 /// Ends one registration, exactly once.

@@ -28,6 +28,7 @@
 //! store's commit hook applies each committed record in seq order before its
 //! appender is acknowledged.
 
+mod attachments;
 mod builtins;
 mod clock;
 mod command;
@@ -41,6 +42,10 @@ mod registry;
 mod state;
 mod sync;
 
+pub use attachments::{
+    AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
+    WorkspaceReceipts, sniff,
+};
 pub use builtins::{BUILTIN_PRIORITY, render_help};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use command::{
@@ -54,8 +59,8 @@ pub use discovery::{
 pub use engine::{
     CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
     ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
-    ObserverId, RegisterError, SessionError, SubmittedAttachment, api_provider, command_name,
-    fold_log, valid_id,
+    ObserverId, RegisterError, ResolverHandle, SessionError, SubmittedAttachment, api_provider,
+    command_name, fold_log, valid_id,
 };
 pub use event::{
     AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,

@@ -155,14 +155,9 @@ fn rt() -> tokio::runtime::Runtime {
 
 async fn engine_at(dir: &Path) -> Engine {
     let log = Log::open(dir.join("log.redb"), LogConfig::default()).unwrap();
-    let engine = Engine::open(
-        log,
-        EngineConfig {
-            clock: Arc::new(FixedClock::at(1)),
-        },
-    )
-    .await
-    .unwrap();
+    let engine = Engine::open(log, EngineConfig::with_clock(Arc::new(FixedClock::at(1))))
+        .await
+        .unwrap();
     engine
         .ensure_session("s", "main", Mode::NonInteractive)
         .await

@@ -13,9 +13,7 @@ async fn open(dir: &tempfile::TempDir) -> Engine {
     let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
     let engine = Engine::open(
         log,
-        EngineConfig {
-            clock: Arc::new(FixedClock::at(1_000)),
-        },
+        EngineConfig::with_clock(Arc::new(FixedClock::at(1_000))),
     )
     .await
     .unwrap();

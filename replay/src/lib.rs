@@ -5,13 +5,16 @@
 //!   entries included, with what shadows them and why.
 //! - [`SessionView`]: one session's runs, outcomes, prompts, model and permissions.
 //! - [`verify`]: the chain, the seqs and every lifecycle invariant of DESIGN §7.
+//! - [`plan_gc`] / [`collect`]: blobs no event references, past a grace period.
 //!
 //! No projection reads the clock or the filesystem: time is a field of each event.
 
+mod gc;
 mod registry_view;
 mod session_view;
 mod verify;
 
+pub use gc::{BlobInfo, GcError, GcPlan, collect, plan_gc, referenced_blobs};
 pub use registry_view::{CommandEntry, RegistryView, registry_diff_names};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, verify};

@@ -89,9 +89,7 @@ fn engine_written_logs_verify_clean_and_replay_to_the_live_state() {
     rt().block_on(async {
         let engine = Engine::open(
             new_log(&dir),
-            EngineConfig {
-                clock: Arc::new(FixedClock::at(7)),
-            },
+            EngineConfig::with_clock(Arc::new(FixedClock::at(7))),
         )
         .await
         .unwrap();
