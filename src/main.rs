@@ -535,16 +535,17 @@ async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> Outcome_ {
                     "{}",
                     json!({"session": session, "delivered": false, "command_id": execution.command_id, "name": execution.name, "outcome": execution.outcome})
                 )?;
-                return Ok(if execution.outcome.is_error() {
-                    SETTLED_ERROR
-                } else {
-                    0
-                });
+                return Ok(exit_code(&execution.outcome));
             }
             drop(out);
             print_outcome(&execution)
         }
     }
+}
+
+/// 0 for a success, 1 for a command that settled as an error.
+fn exit_code(outcome: &Outcome) -> u8 {
+    if outcome.is_error() { SETTLED_ERROR } else { 0 }
 }
 
 /// Prints a settled execution: success text on stdout, an error on stderr (exit 1).
@@ -617,11 +618,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
                 "done": execution.done,
             })
         )?;
-        return Ok(if execution.outcome.is_error() {
-            SETTLED_ERROR
-        } else {
-            0
-        });
+        return Ok(exit_code(&execution.outcome));
     }
     drop(out);
     print_outcome(&execution)

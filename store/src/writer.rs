@@ -241,8 +241,8 @@ fn write_batch(
     {
         let mut records_table = txn.open_table(RECORDS)?;
         let mut streams_table = txn.open_table(STREAMS)?;
-        let mut blobs_table = None;
-        let mut blob_meta_table = None;
+        let mut blobs = txn.open_table(BLOBS)?;
+        let mut meta = txn.open_table(BLOB_META)?;
         for request in batch {
             match request {
                 Request::Append { records, .. } => {
@@ -264,14 +264,6 @@ fn write_batch(
                     }));
                 }
                 Request::PutBlob { hash, bytes, .. } => {
-                    if blobs_table.is_none() {
-                        blobs_table = Some(txn.open_table(BLOBS)?);
-                        blob_meta_table = Some(txn.open_table(BLOB_META)?);
-                    }
-                    let (blobs, meta) = (
-                        blobs_table.as_mut().expect("opened above"),
-                        blob_meta_table.as_mut().expect("opened above"),
-                    );
                     if meta.get(&hash.0)?.is_none() {
                         debug_assert_eq!(BlobHash::of(bytes), *hash);
                         blobs.insert(&hash.0, bytes.as_slice())?;
@@ -280,14 +272,6 @@ fn write_batch(
                     receipts.push(None);
                 }
                 Request::RemoveBlobs { hashes, .. } => {
-                    if blobs_table.is_none() {
-                        blobs_table = Some(txn.open_table(BLOBS)?);
-                        blob_meta_table = Some(txn.open_table(BLOB_META)?);
-                    }
-                    let (blobs, meta) = (
-                        blobs_table.as_mut().expect("opened above"),
-                        blob_meta_table.as_mut().expect("opened above"),
-                    );
                     let mut removed = 0;
                     for hash in hashes {
                         if meta.remove(&hash.0)?.is_some() {

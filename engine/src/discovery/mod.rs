@@ -277,6 +277,25 @@ impl Pass<'_> {
         });
     }
 
+    fn found(
+        &mut self,
+        provider: usize,
+        item: usize,
+        file: FileText,
+        command: CommandSpec,
+        template: String,
+    ) {
+        self.out.commands.push(Discovered {
+            provider: provider_ref(provider, item),
+            origin: Origin {
+                path: file.path,
+                content_hash: file.content_hash,
+            },
+            command,
+            template,
+        });
+    }
+
     fn markdown(
         &mut self,
         provider: usize,
@@ -431,15 +450,7 @@ impl Pass<'_> {
             };
             let template = fm.body.trim().to_string();
             let command = markdown_spec(name, &fm.fields, &template, plugin);
-            self.out.commands.push(Discovered {
-                provider: provider_ref(provider, item),
-                origin: Origin {
-                    path: file.path,
-                    content_hash: file.content_hash,
-                },
-                command,
-                template,
-            });
+            self.found(provider, item, file, command, template);
         }
         Ok(())
     }
@@ -494,15 +505,7 @@ impl Pass<'_> {
             command.dialect = Some(Dialect::Gemini);
             command.model_invocable = true;
             command.description = describe(parsed.description.as_deref(), &prompt);
-            self.out.commands.push(Discovered {
-                provider: provider_ref(provider, item),
-                origin: Origin {
-                    path: file.path,
-                    content_hash: file.content_hash,
-                },
-                command,
-                template: prompt,
-            });
+            self.found(provider, item, file, command, prompt);
         }
     }
 }
