@@ -16,7 +16,10 @@ use cmdlog_engine::{
     PromptError, PromptOutcome, PromptRequest, SessionError, StreamingBehavior,
     SubmittedAttachment, WorkspaceReceipts, discover, valid_id,
 };
-use cmdlog_replay::{RegistryView, SessionView, collect, plan_gc, state_at, verify};
+use cmdlog_replay::{
+    AuditFilter, AuditRow, RegistryDiff, RegistryView, SessionView, audit, collect, plan_gc,
+    sessions, show, state_at, verify,
+};
 use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
 
@@ -50,8 +53,14 @@ enum Verb {
     Prompt(PromptArgs),
     /// Print events
     Log(LogArgs),
-    /// Show the registry (or a session) as of a seq
+    /// Show the registry (or a session) as of a seq, or what changed between two
     Replay(ReplayArgs),
+    /// Every session with its time span, runs, errors and agents
+    Sessions,
+    /// A timeline of runs: input, attachments, outcome, duration
+    Audit(AuditArgs),
+    /// One event with its context (a run's done, registration and attachments)
+    Show(ShowArgs),
     /// Check the hash chain, seqs, lifecycle invariants and blobs
     Verify,
     /// Remove blobs no event references, once past a grace period
@@ -183,10 +192,35 @@ struct BlobArgs {
 }
 
 #[derive(Args, Debug)]
+struct AuditArgs {
+    /// Only this session
+    #[arg(long)]
+    session: Option<String>,
+    /// Only runs since a time (2026-11-28, 2026-11-28T09:30:00Z) or for a span back (24h, 2d)
+    #[arg(long)]
+    since: Option<String>,
+    /// Only this command
+    #[arg(long)]
+    command: Option<String>,
+    /// Only runs that settled as errors
+    #[arg(long)]
+    errors: bool,
+}
+
+#[derive(Args, Debug)]
+struct ShowArgs {
+    /// The event's seq
+    seq: u64,
+}
+
+#[derive(Args, Debug)]
 struct ReplayArgs {
     /// Replay up to and including this seq [default: the head]
-    #[arg(long)]
+    #[arg(long, conflicts_with = "diff")]
     until: Option<u64>,
+    /// What changed in the registry between seq N and seq M
+    #[arg(long, num_args = 2, value_names = ["N", "M"], conflicts_with = "session")]
+    diff: Option<Vec<u64>>,
     /// Show this session instead of the registry
     #[arg(long)]
     session: Option<String>,
@@ -274,6 +308,9 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Replay(args) => replay(&open_existing(&paths)?, args, json),
         Verb::Verify => verify_verb(&open_existing(&paths)?, json),
         Verb::Gc(args) => gc(&open_existing(&paths)?, args, json),
+        Verb::Sessions => sessions_verb(&open_existing(&paths)?, json),
+        Verb::Audit(args) => audit_verb(&open_existing(&paths)?, args, json),
+        Verb::Show(args) => show_verb(&open_existing(&paths)?, args, json),
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
 }
@@ -703,6 +740,30 @@ fn log_verb(log: &Log, args: LogArgs, json: bool) -> Outcome_ {
 
 fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
     let head = log.head().seq;
+    if let Some(points) = &args.diff {
+        let (from, to) = (points[0].min(points[1]), points[0].max(points[1]));
+        if to > head {
+            return Err(Failure::new(
+                NOT_FOUND,
+                format!(
+                    "seq {to} is past the head of the log (seq {head}); pick seqs up to {head}"
+                ),
+            ));
+        }
+        let mode = Mode::from(args.mode);
+        let view = |seq| -> Result<RegistryView, Failure> {
+            let state = state_at(log, seq).map_err(store_failure)?;
+            Ok(RegistryView::new(&state, &args.agent, mode))
+        };
+        let diff = RegistryDiff::between(&view(from)?, &view(to)?);
+        let mut out = io::stdout().lock();
+        if json {
+            print_json(&mut out, &diff)?;
+        } else {
+            write!(out, "{}", diff.render())?;
+        }
+        return Ok(0);
+    }
     let until = args.until.unwrap_or(head);
     if until > head {
         return Err(Failure::new(
@@ -874,4 +935,187 @@ fn blob(log: &Log, args: BlobArgs) -> Outcome_ {
         }
         Err(e) => Err(store_failure(e)),
     }
+}
+
+/// Whether to colour stdout: a terminal, and `NO_COLOR` unset.
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn paint(on: bool, code: &str, text: &str) -> String {
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn sessions_verb(log: &Log, json: bool) -> Outcome_ {
+    let list = sessions(log, |_| {}).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &list)?;
+        return Ok(0);
+    }
+    let on = colour();
+    writeln!(
+        out,
+        "{:<20} {:<23} {:<23} {:>5} {:>6} {:>11}  agents",
+        "session", "first", "last", "runs", "errors", "interrupted"
+    )?;
+    for s in &list {
+        let errors = if s.errors > 0 {
+            paint(on, "31", &format!("{:>6}", s.errors))
+        } else {
+            format!("{:>6}", 0)
+        };
+        let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
+        writeln!(
+            out,
+            "{:<20} {} {} {:>5} {errors} {:>11}  {}{}",
+            s.id,
+            render::utc(s.first_at),
+            render::utc(s.last_at),
+            s.runs,
+            s.interrupted,
+            agents.join(","),
+            s.ended
+                .as_deref()
+                .map(|e| format!("  ({e})"))
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(0)
+}
+
+/// `--since`: an absolute time (`2026-11-28`, `2026-11-28T09:30:00Z`) or a span back
+/// from now (`24h`, `2d`).
+fn parse_since(text: &str) -> Result<u64, Failure> {
+    if let Ok(span) = humantime::parse_duration(text) {
+        return Ok(now_ms().saturating_sub(span.as_millis() as u64));
+    }
+    let full = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_string()
+    };
+    humantime::parse_rfc3339_weak(&full)
+        .or_else(|_| humantime::parse_rfc3339(&full))
+        .map(|t| t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+        .map_err(|_| Failure::new(USAGE, format!("--since {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)")))
+}
+
+fn audit_verb(log: &Log, args: AuditArgs, json: bool) -> Outcome_ {
+    if let Some(s) = &args.session
+        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    let filter = AuditFilter {
+        session: args.session,
+        since_ms: args.since.as_deref().map(parse_since).transpose()?,
+        command: args
+            .command
+            .map(|c| c.trim_start_matches('/').to_lowercase()),
+        errors_only: args.errors,
+    };
+    let rows = audit(log, &filter, |_| {}).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &rows)?;
+        return Ok(0);
+    }
+    let on = colour();
+    writeln!(
+        out,
+        "{:<23} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} outcome",
+        "time", "seq", "session", "agent", "mode", "command", "duration"
+    )?;
+    for row in &rows {
+        writeln!(out, "{}", audit_line(row, on))?;
+    }
+    if rows.is_empty() {
+        writeln!(out, "(no runs match)")?;
+    }
+    Ok(0)
+}
+
+fn audit_line(row: &AuditRow, on: bool) -> String {
+    let input = match &row.input {
+        Some(i) => format!("/{}{i}", row.command),
+        None => format!("/{} (input not recorded)", row.command),
+    };
+    let input = if row.attachments.is_empty() {
+        input
+    } else {
+        format!("{input} [{}]", row.attachments.join(", "))
+    };
+    let input: String = if input.chars().count() > 40 {
+        format!("{}…", input.chars().take(39).collect::<String>())
+    } else {
+        input
+    };
+    let (outcome, code) = match &row.outcome {
+        None => (
+            "no done yet (in flight, or its process died)".to_string(),
+            "33",
+        ),
+        Some(
+            o @ Outcome::Error {
+                interrupted: true, ..
+            },
+        ) => (render::outcome_line(o), "33"),
+        Some(o @ Outcome::Error { .. }) => (render::outcome_line(o), "31"),
+        Some(o) => (render::outcome_line(o), "32"),
+    };
+    format!(
+        "{} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} {}",
+        render::utc(row.at),
+        row.seq,
+        row.session.as_deref().unwrap_or("-"),
+        row.agent.as_deref().unwrap_or("-"),
+        row.mode.as_str(),
+        input,
+        row.elapsed_us
+            .map(render::duration)
+            .unwrap_or_else(|| "-".into()),
+        paint(on, code, &outcome)
+    )
+}
+
+fn show_verb(log: &Log, args: ShowArgs, json: bool) -> Outcome_ {
+    let Some(shown) = show(log, args.seq).map_err(store_failure)? else {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "no event at seq {}; the log's head is seq {}",
+                args.seq,
+                log.head().seq
+            ),
+        ));
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &shown)?;
+        return Ok(0);
+    }
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).expect("events serialize");
+    writeln!(out, "{}", pretty(&shown.event))?;
+    for r in &shown.related {
+        writeln!(
+            out,
+            "\n{} (seq {}):\n{}",
+            r.role,
+            r.event["seq"],
+            pretty(&r.event)
+        )?;
+    }
+    if let Some(t) = &shown.template {
+        writeln!(out, "\ntemplate as registered:\n{t}")?;
+    }
+    Ok(0)
 }

@@ -9,13 +9,17 @@
 //!
 //! No projection reads the clock or the filesystem: time is a field of each event.
 
+mod audit;
 mod gc;
 mod registry_view;
 mod session_view;
 mod verify;
 
+pub use audit::{
+    AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
+};
 pub use gc::{BlobInfo, GcError, GcPlan, collect, plan_gc, referenced_blobs};
-pub use registry_view::{CommandEntry, RegistryView, registry_diff_names};
+pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, verify};
 

@@ -1,5 +1,7 @@
 //! The registry as of a seq, as people read it.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use cmdlog_engine::{CommandType, LogState, Mode, Registration, Seq};
@@ -163,23 +165,151 @@ impl RegistryView {
     }
 }
 
-/// Names whose winner differs between two views (added, removed or re-resolved).
-pub fn registry_diff_names(before: &RegistryView, after: &RegistryView) -> Vec<String> {
-    let winners = |v: &RegistryView| -> std::collections::BTreeMap<String, Seq> {
-        v.commands
-            .iter()
-            .filter(|c| c.shadowed_by.is_none())
-            .map(|c| (c.name.clone(), c.registration))
-            .collect()
-    };
-    let (a, b) = (winners(before), winners(after));
-    let mut names: Vec<String> = a
-        .keys()
-        .chain(b.keys())
-        .filter(|n| a.get(*n) != b.get(*n))
-        .cloned()
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+/// A name whose winner stayed but whose shadowed entries changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShadowingChange {
+    /// The name.
+    pub name: String,
+    /// Registrations shadowed before.
+    pub before: Vec<Seq>,
+    /// Registrations shadowed after.
+    pub after: Vec<Seq>,
+}
+
+/// A name whose winner changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WinnerChange {
+    /// The winner before.
+    pub before: CommandEntry,
+    /// The winner after.
+    pub after: CommandEntry,
+    /// Whether the template text differs.
+    pub template_changed: bool,
+}
+
+/// What changed in the registry between two views (same agent and mode).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegistryDiff {
+    /// The earlier seq.
+    pub from: Seq,
+    /// The later seq.
+    pub to: Seq,
+    /// Names that became available.
+    pub added: Vec<CommandEntry>,
+    /// Names that stopped being available.
+    pub removed: Vec<CommandEntry>,
+    /// Names that resolve to another registration (an edited file, a new provider).
+    pub changed: Vec<WinnerChange>,
+    /// Names with the same winner whose shadowed entries changed.
+    pub shadowing: Vec<ShadowingChange>,
+}
+
+impl RegistryDiff {
+    /// Compares two views.
+    pub fn between(before: &RegistryView, after: &RegistryView) -> Self {
+        fn by_name(v: &RegistryView) -> BTreeMap<&str, (&CommandEntry, Vec<Seq>)> {
+            let mut out: BTreeMap<&str, (&CommandEntry, Vec<Seq>)> = BTreeMap::new();
+            for c in &v.commands {
+                match c.shadowed_by {
+                    None => {
+                        out.entry(&c.name).or_insert((c, Vec::new()));
+                    }
+                    Some(_) => {
+                        if let Some((_, shadowed)) = out.get_mut(c.name.as_str()) {
+                            shadowed.push(c.registration);
+                        }
+                    }
+                }
+            }
+            out
+        }
+        let (a, b) = (by_name(before), by_name(after));
+        let mut diff = RegistryDiff {
+            from: before.until,
+            to: after.until,
+            added: Vec::new(),
+            removed: Vec::new(),
+            changed: Vec::new(),
+            shadowing: Vec::new(),
+        };
+        for (name, (old, old_shadowed)) in &a {
+            match b.get(name) {
+                None => diff.removed.push((*old).clone()),
+                Some((new, new_shadowed)) => {
+                    if old.registration != new.registration {
+                        diff.changed.push(WinnerChange {
+                            before: (*old).clone(),
+                            after: (*new).clone(),
+                            template_changed: old.template != new.template,
+                        });
+                    } else if old_shadowed != new_shadowed {
+                        diff.shadowing.push(ShadowingChange {
+                            name: name.to_string(),
+                            before: old_shadowed.clone(),
+                            after: new_shadowed.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        for (name, (new, _)) in &b {
+            if !a.contains_key(name) {
+                diff.added.push((*new).clone());
+            }
+        }
+        diff
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.shadowing.is_empty()
+    }
+
+    /// A plain-text report.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "registry changes from seq {} to seq {}\n",
+            self.from, self.to
+        );
+        for c in &self.added {
+            out.push_str(&format!(
+                "  + /{:<20} seq {:<6} {}\n",
+                c.name, c.registration, c.provider
+            ));
+        }
+        for c in &self.removed {
+            out.push_str(&format!(
+                "  - /{:<20} seq {:<6} {}\n",
+                c.name, c.registration, c.provider
+            ));
+        }
+        for c in &self.changed {
+            let what = if c.template_changed {
+                "template changed"
+            } else {
+                "now resolves elsewhere"
+            };
+            out.push_str(&format!(
+                "  ~ /{:<20} seq {} ({}) -> seq {} ({}): {what}\n",
+                c.before.name,
+                c.before.registration,
+                c.before.provider,
+                c.after.registration,
+                c.after.provider
+            ));
+        }
+        for s in &self.shadowing {
+            out.push_str(&format!(
+                "  ! /{:<20} shadowed {:?} -> {:?}\n",
+                s.name, s.before, s.after
+            ));
+        }
+        if self.is_empty() {
+            out.push_str("  (no change)\n");
+        }
+        out
+    }
 }

@@ -157,10 +157,22 @@ fn replay_until_shows_the_registry_as_it_was_with_shadowing() {
             .collect::<Vec<_>>(),
         vec![(1, "active")]
     );
+    let diff = cmdlog_replay::RegistryDiff::between(&at2, &at3);
+    assert_eq!(diff.changed.len(), 1);
     assert_eq!(
-        cmdlog_replay::registry_diff_names(&at2, &at3),
-        vec!["x".to_string()]
+        (
+            diff.changed[0].before.registration,
+            diff.changed[0].after.registration
+        ),
+        (2, 1)
     );
+    let diff = cmdlog_replay::RegistryDiff::between(&at1, &at2);
+    assert_eq!(
+        diff.changed.len(),
+        1,
+        "the priority-20 registration took over"
+    );
+    assert!(cmdlog_replay::RegistryDiff::between(&at1, &at1).is_empty());
 }
 
 #[test]

@@ -1,0 +1,393 @@
+//! The audit index: sessions at a glance, a timeline of runs, one event in its
+//! context. Reads only the log; no clock, no filesystem.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use cmdlog_engine::{DecodeError, Event, EventData, Mode, Outcome, Seq};
+use cmdlog_store::{BlobHash, Log, ReadError};
+
+/// Reading for the audit failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// Reading the log failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A record is not a valid event.
+    #[error("{0}; run `cmdlog verify`")]
+    Decode(#[from] DecodeError),
+}
+
+/// Scans `from..=until` (or one session's events) and calls `f` with each event.
+fn each_event(
+    log: &Log,
+    session: Option<&str>,
+    mut f: impl FnMut(Event),
+    mut progress: impl FnMut(Seq),
+) -> Result<(), AuditError> {
+    let mut failure = None;
+    let mut visit = |seq: Seq, bytes: &[u8]| match Event::decode(seq, bytes) {
+        Ok(e) => {
+            progress(seq);
+            f(e);
+            true
+        }
+        Err(e) => {
+            failure = Some(e);
+            false
+        }
+    };
+    match session {
+        Some(s) => {
+            for record in log.stream(s, 0)? {
+                if !visit(record.seq, &record.bytes) {
+                    break;
+                }
+            }
+        }
+        None => log.scan(1, log.head().seq, |r| visit(r.seq, &r.bytes))?,
+    }
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// One session at a glance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// First event time, unix ms.
+    pub first_at: u64,
+    /// Last event time, unix ms.
+    pub last_at: u64,
+    /// Events in it.
+    pub events: u64,
+    /// Command runs.
+    pub runs: u64,
+    /// Runs that settled as errors (interrupted ones included).
+    pub errors: u64,
+    /// Runs closed as interrupted by crash recovery.
+    pub interrupted: u64,
+    /// Agents seen.
+    pub agents: BTreeSet<String>,
+    /// `closed` or `died`, if it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+}
+
+/// Every session, by first appearance.
+pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSummary>, AuditError> {
+    let mut by_id: BTreeMap<String, SessionSummary> = BTreeMap::new();
+    let mut order = Vec::new();
+    each_event(
+        log,
+        None,
+        |e| {
+            let Some(id) = &e.session else { return };
+            let s = by_id.entry(id.clone()).or_insert_with(|| {
+                order.push(id.clone());
+                SessionSummary {
+                    id: id.clone(),
+                    first_at: e.at,
+                    last_at: e.at,
+                    events: 0,
+                    runs: 0,
+                    errors: 0,
+                    interrupted: 0,
+                    agents: BTreeSet::new(),
+                    ended: None,
+                }
+            });
+            s.events += 1;
+            s.first_at = s.first_at.min(e.at);
+            s.last_at = s.last_at.max(e.at);
+            if let Some(a) = &e.agent
+                && !s.agents.contains(a)
+            {
+                s.agents.insert(a.clone());
+            }
+            match &e.data {
+                EventData::CommandRun(_) => s.runs += 1,
+                EventData::CommandDone(d) => {
+                    if let Outcome::Error { interrupted, .. } = d.outcome {
+                        s.errors += 1;
+                        s.interrupted += u64::from(interrupted);
+                    }
+                }
+                EventData::SessionClosed(_) => s.ended = Some("closed".into()),
+                EventData::SessionDied(_) => s.ended = Some("died".into()),
+                _ => {}
+            }
+        },
+        progress,
+    )?;
+    Ok(order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .collect())
+}
+
+/// Which runs an audit shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this session (read through the session index).
+    pub session: Option<String>,
+    /// Only runs at or after this time, unix ms.
+    pub since_ms: Option<u64>,
+    /// Only this command.
+    pub command: Option<String>,
+    /// Only runs that settled as errors.
+    pub errors_only: bool,
+}
+
+/// One run in the timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditRow {
+    /// Seq of the run (the command id).
+    pub seq: Seq,
+    /// When it started, unix ms.
+    pub at: u64,
+    /// Its session.
+    pub session: Option<String>,
+    /// Its agent.
+    pub agent: Option<String>,
+    /// Its mode.
+    pub mode: Mode,
+    /// The command.
+    pub command: String,
+    /// The registration that ran.
+    pub registration: Seq,
+    /// The raw input; `None` when the command does not record it.
+    pub input: Option<String>,
+    /// Names of the admitted attachments.
+    pub attachments: Vec<String>,
+    /// How it settled; `None` while it has no done.
+    pub outcome: Option<Outcome>,
+    /// Seq of its done.
+    pub done: Option<Seq>,
+    /// Handler time.
+    pub elapsed_us: Option<u64>,
+}
+
+impl AuditRow {
+    /// Whether it settled as an error.
+    pub fn is_error(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_error)
+    }
+}
+
+/// The timeline of runs that pass `filter`, in seq order.
+pub fn audit(
+    log: &Log,
+    filter: &AuditFilter,
+    progress: impl FnMut(Seq),
+) -> Result<Vec<AuditRow>, AuditError> {
+    let mut rows: Vec<AuditRow> = Vec::new();
+    let mut row_of_run: HashMap<Seq, usize> = HashMap::new();
+    let mut attachment_names: HashMap<Seq, String> = HashMap::new();
+    each_event(
+        log,
+        filter.session.as_deref(),
+        |e| match &e.data {
+            EventData::AttachmentAdmitted(a) => {
+                attachment_names.insert(e.seq, a.name.clone());
+            }
+            EventData::CommandRun(run) => {
+                if filter.since_ms.is_some_and(|since| e.at < since)
+                    || filter.command.as_deref().is_some_and(|c| c != run.name)
+                {
+                    return;
+                }
+                row_of_run.insert(e.seq, rows.len());
+                rows.push(AuditRow {
+                    seq: e.seq,
+                    at: e.at,
+                    session: e.session.clone(),
+                    agent: e.agent.clone(),
+                    mode: run.mode,
+                    command: run.name.clone(),
+                    registration: run.registration,
+                    input: run.raw_input.clone(),
+                    attachments: run
+                        .attachments
+                        .iter()
+                        .map(|s| {
+                            attachment_names
+                                .remove(s)
+                                .unwrap_or_else(|| format!("seq {s}"))
+                        })
+                        .collect(),
+                    outcome: None,
+                    done: None,
+                    elapsed_us: None,
+                });
+            }
+            EventData::CommandDone(done) => {
+                if let Some(&i) = row_of_run.get(&done.run) {
+                    let row = &mut rows[i];
+                    if row.done.is_none() {
+                        row.done = Some(e.seq);
+                        row.outcome = Some(done.outcome.clone());
+                        row.elapsed_us = Some(done.elapsed_us);
+                    }
+                }
+            }
+            _ => {}
+        },
+        progress,
+    )?;
+    if filter.errors_only {
+        rows.retain(AuditRow::is_error);
+    }
+    Ok(rows)
+}
+
+/// An event with the events it is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shown {
+    /// The event, as `cmdlog log --json` prints it.
+    pub event: serde_json::Value,
+    /// Related events: `done`, `run`, `registration`, `attachment`, `ended_by`.
+    pub related: Vec<Related>,
+    /// The template text of the registration involved (prompt commands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+/// A related event and what it is to the shown one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Related {
+    /// What it is: `done`, `run`, `registration`, `attachment`, `unregistered`.
+    pub role: &'static str,
+    /// The event.
+    pub event: serde_json::Value,
+}
+
+fn load(log: &Log, seq: Seq) -> Result<Option<Event>, AuditError> {
+    match log.get(seq)? {
+        Some(r) => Ok(Some(Event::decode(r.seq, &r.bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// The first event after `seq` (in its session when it has one) that `matches`.
+fn find_after(
+    log: &Log,
+    session: Option<&str>,
+    seq: Seq,
+    mut matches: impl FnMut(&Event) -> bool,
+) -> Result<Option<Event>, AuditError> {
+    let mut found = None;
+    let mut failure = None;
+    let mut visit = |s: Seq, bytes: &[u8]| match Event::decode(s, bytes) {
+        Ok(e) if matches(&e) => {
+            found = Some(e);
+            false
+        }
+        Ok(_) => true,
+        Err(e) => {
+            failure = Some(e);
+            false
+        }
+    };
+    match session {
+        Some(s) => {
+            for r in log.stream(s, seq)? {
+                if !visit(r.seq, &r.bytes) {
+                    break;
+                }
+            }
+        }
+        None => log.scan(seq + 1, log.head().seq, |r| visit(r.seq, &r.bytes))?,
+    }
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(found),
+    }
+}
+
+fn template_text(log: &Log, registration: &Event) -> Option<String> {
+    let EventData::Registered(r) = &registration.data else {
+        return None;
+    };
+    let hash = BlobHash::from_hex(r.template.as_deref()?)?;
+    let bytes = log.get_blob(&hash).ok()??;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Event `seq` with its context: for a run, its done, its registration as it was
+/// (with the template text) and its attachments; for a done, its run; for an
+/// unregister, the registration it ended; for a registration, its template and
+/// what ended it. `None` when there is no such seq.
+pub fn show(log: &Log, seq: Seq) -> Result<Option<Shown>, AuditError> {
+    let Some(event) = load(log, seq)? else {
+        return Ok(None);
+    };
+    let mut related = Vec::new();
+    let mut template = None;
+    let mut push = |role, e: Option<Event>| {
+        if let Some(e) = e {
+            related.push(Related {
+                role,
+                event: e.to_json(),
+            });
+        }
+    };
+    match &event.data {
+        EventData::CommandRun(run) => {
+            let done = find_after(
+                log,
+                event.session.as_deref(),
+                seq,
+                |e| matches!(&e.data, EventData::CommandDone(d) if d.run == seq),
+            )?;
+            push("done", done);
+            let registration = load(log, run.registration)?;
+            template = registration.as_ref().and_then(|r| template_text(log, r));
+            push("registration", registration);
+            for a in &run.attachments {
+                push("attachment", load(log, *a)?);
+            }
+        }
+        EventData::CommandDone(done) => {
+            let run = load(log, done.run)?;
+            if let Some(EventData::CommandRun(r)) = run.as_ref().map(|e| &e.data) {
+                let registration = load(log, r.registration)?;
+                template = registration
+                    .as_ref()
+                    .and_then(|reg| template_text(log, reg));
+            }
+            push("run", run);
+        }
+        EventData::Unregistered(u) => push("registration", load(log, u.registration)?),
+        EventData::Registered(_) => {
+            template = template_text(log, &event);
+            let ended = find_after(
+                log,
+                None,
+                seq,
+                |e| matches!(&e.data, EventData::Unregistered(u) if u.registration == seq),
+            )?;
+            push("unregistered", ended);
+        }
+        EventData::AttachmentAdmitted(_) => {
+            let run = find_after(
+                log,
+                event.session.as_deref(),
+                seq,
+                |e| matches!(&e.data, EventData::CommandRun(r) if r.attachments.contains(&seq)),
+            )?;
+            push("run", run);
+        }
+        _ => {}
+    }
+    Ok(Some(Shown {
+        event: event.to_json(),
+        related,
+        template,
+    }))
+}
