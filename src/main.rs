@@ -17,8 +17,8 @@ use cmdlog_engine::{
     SubmittedAttachment, WorkspaceReceipts, discover, valid_id,
 };
 use cmdlog_replay::{
-    AuditFilter, AuditRow, RegistryDiff, RegistryView, SessionView, audit, collect, plan_gc,
-    sessions, show, state_at, verify,
+    AuditFilter, AuditRow, RegistryDiff, RegistryView, SessionView, audit, collect, export, import,
+    plan_gc_with, sessions, show, state_at_with, verify,
 };
 use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
@@ -67,6 +67,10 @@ enum Verb {
     Gc(GcArgs),
     /// Write a blob's verified bytes to stdout
     Blob(BlobArgs),
+    /// Write the log (or one session) as JSON lines
+    Export(ExportArgs),
+    /// Read a whole-log export into a new, empty log
+    Import(ImportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -208,6 +212,22 @@ struct AuditArgs {
 }
 
 #[derive(Args, Debug)]
+struct ExportArgs {
+    /// Only this session's events (for reading; an import needs a whole-log export)
+    #[arg(long)]
+    session: Option<String>,
+    /// Write to this file instead of stdout
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// The export to read (`-` for stdin)
+    file: PathBuf,
+}
+
+#[derive(Args, Debug)]
 struct ShowArgs {
     /// The event's seq
     seq: u64,
@@ -311,6 +331,8 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Sessions => sessions_verb(&open_existing(&paths)?, json),
         Verb::Audit(args) => audit_verb(&open_existing(&paths)?, args, json),
         Verb::Show(args) => show_verb(&open_existing(&paths)?, args, json),
+        Verb::Export(args) => export_verb(&open_existing(&paths)?, args),
+        Verb::Import(args) => import_verb(&paths, args, json),
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
 }
@@ -752,7 +774,9 @@ fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
         }
         let mode = Mode::from(args.mode);
         let view = |seq| -> Result<RegistryView, Failure> {
-            let state = state_at(log, seq).map_err(store_failure)?;
+            let bar = Progress::new(seq, "replay");
+            let state = state_at_with(log, seq, bar.tick()).map_err(store_failure)?;
+            bar.finish();
             Ok(RegistryView::new(&state, &args.agent, mode))
         };
         let diff = RegistryDiff::between(&view(from)?, &view(to)?);
@@ -822,7 +846,9 @@ fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
         }
         return Ok(0);
     }
-    let state = state_at(log, until).map_err(store_failure)?;
+    let bar = Progress::new(until, "replay");
+    let state = state_at_with(log, until, bar.tick()).map_err(store_failure)?;
+    bar.finish();
     let view = RegistryView::new(&state, &args.agent, Mode::from(args.mode));
     if json {
         print_json(&mut out, &view)?;
@@ -833,7 +859,9 @@ fn replay(log: &Log, args: ReplayArgs, json: bool) -> Outcome_ {
 }
 
 fn verify_verb(log: &Log, json: bool) -> Outcome_ {
-    let report = verify(log, |_| {}).map_err(store_failure)?;
+    let bar = Progress::new(log.head().seq, "verify");
+    let report = verify(log, bar.tick()).map_err(store_failure)?;
+    bar.finish();
     let mut out = io::stdout().lock();
     if json {
         print_json(&mut out, &report)?;
@@ -880,7 +908,9 @@ fn now_ms() -> u64 {
 
 fn gc(log: &Log, args: GcArgs, json: bool) -> Outcome_ {
     let grace_ms = args.grace.as_millis() as u64;
-    let plan = plan_gc(log, now_ms(), grace_ms).map_err(store_failure)?;
+    let bar = Progress::new(log.head().seq, "gc");
+    let plan = plan_gc_with(log, now_ms(), grace_ms, bar.tick()).map_err(store_failure)?;
+    bar.finish();
     let removed = if args.dry_run {
         0
     } else {
@@ -1118,4 +1148,152 @@ fn show_verb(log: &Log, args: ShowArgs, json: bool) -> Outcome_ {
         writeln!(out, "\ntemplate as registered:\n{t}")?;
     }
     Ok(0)
+}
+
+/// Logs at least this long get progress bars.
+const PROGRESS_EVENTS_MIN: u64 = 20_000;
+
+/// A progress bar on stderr, drawn only when stderr is a terminal and the work is
+/// large; silent otherwise.
+struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    fn new(total: u64, what: &str) -> Self {
+        use std::io::IsTerminal;
+        if total < PROGRESS_EVENTS_MIN || !io::stderr().is_terminal() {
+            return Progress(None);
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg:>8} {wide_bar} {pos}/{len} events, {eta} left",
+        ) {
+            bar.set_style(style);
+        }
+        bar.set_message(what.to_string());
+        Progress(Some(bar))
+    }
+
+    fn tick(&self) -> impl FnMut(u64) + '_ {
+        move |seq| {
+            if let Some(bar) = &self.0 {
+                bar.set_position(seq);
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn export_verb(log: &Log, args: ExportArgs) -> Outcome_ {
+    if let Some(s) = &args.session
+        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    let bar = Progress::new(log.head().seq, "export");
+    let summary = match &args.output {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| {
+                Failure::new(USAGE, format!("cannot create {}: {e}", path.display()))
+            })?;
+            let mut out = io::BufWriter::new(file);
+            export(log, args.session.as_deref(), &mut out, bar.tick())
+        }
+        None => export(
+            log,
+            args.session.as_deref(),
+            &mut io::BufWriter::new(io::stdout().lock()),
+            bar.tick(),
+        ),
+    }
+    .map_err(|e| match e {
+        cmdlog_replay::ExportError::Write(io) => Failure::from(io),
+        other => store_failure(other),
+    })?;
+    bar.finish();
+    eprintln!(
+        "exported {} events and {} blobs; head seq {} hash {}",
+        summary.events, summary.blobs, summary.head_seq, summary.head_hash
+    );
+    Ok(0)
+}
+
+fn import_verb(paths: &Paths, args: ImportArgs, json: bool) -> Outcome_ {
+    let input: Box<dyn io::BufRead> = if args.file.as_os_str() == "-" {
+        Box::new(io::BufReader::new(io::stdin().lock()))
+    } else {
+        let file = std::fs::File::open(&args.file).map_err(|e| {
+            Failure::new(
+                NOT_FOUND,
+                format!("cannot open {}: {e}", args.file.display()),
+            )
+        })?;
+        Box::new(io::BufReader::new(file))
+    };
+    let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
+    let summary = import(&log, input, |_| {}).map_err(|e| match e {
+        cmdlog_replay::ImportError::NotEmpty { .. } | cmdlog_replay::ImportError::Line { .. } => {
+            Failure::new(USAGE, e.to_string())
+        }
+        other => store_failure(other),
+    })?;
+    let bar = Progress::new(log.head().seq, "verify");
+    let report = verify(&log, bar.tick()).map_err(store_failure)?;
+    bar.finish();
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({"import": summary, "verify_clean": report.is_clean(), "violations": report.violations})
+        )?;
+    } else {
+        writeln!(
+            out,
+            "imported {} events and {} blobs into {}",
+            summary.events,
+            summary.blobs,
+            paths.log.display()
+        )?;
+        writeln!(
+            out,
+            "head seq {} hash {}",
+            summary.head_seq, summary.head_hash
+        )?;
+        match &summary.expected_head_hash {
+            Some(h) if *h == summary.head_hash => writeln!(out, "matches the export's head hash")?,
+            Some(h) => writeln!(
+                out,
+                "DIFFERS from the export's head hash {h}: the export was edited or damaged"
+            )?,
+            None => writeln!(
+                out,
+                "the export had no trailer to compare the head hash with"
+            )?,
+        }
+        if report.is_clean() {
+            writeln!(out, "verify: ok")?;
+        } else {
+            for v in &report.violations {
+                writeln!(
+                    out,
+                    "violation at seq {}: {}",
+                    v.seq.unwrap_or(0),
+                    v.message
+                )?;
+            }
+        }
+    }
+    Ok(if summary.matches() && report.is_clean() {
+        0
+    } else {
+        SETTLED_ERROR
+    })
 }

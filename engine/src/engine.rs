@@ -437,11 +437,23 @@ pub fn fold_log(
     from: Seq,
     until: Seq,
 ) -> Result<(), EngineOpenError> {
+    fold_log_with(log, state, from, until, |_| {})
+}
+
+/// [`fold_log`], calling `progress` with each seq folded.
+pub fn fold_log_with(
+    log: &Log,
+    state: &mut LogState,
+    from: Seq,
+    until: Seq,
+    mut progress: impl FnMut(Seq),
+) -> Result<(), EngineOpenError> {
     let mut failure = None;
     log.scan(from, until, |record| {
         match Event::decode(record.seq, &record.bytes) {
             Ok(event) => {
                 state.apply(&event);
+                progress(record.seq);
                 true
             }
             Err(e) => {

@@ -51,6 +51,14 @@ pub enum GcError {
 /// (`template`, attachment `blob`); for types this version does not know, any string
 /// that is a blob hash counts as a reference, so a newer writer's blobs are safe.
 pub fn referenced_blobs(log: &Log) -> Result<BTreeSet<BlobHash>, GcError> {
+    referenced_blobs_with(log, |_| {})
+}
+
+/// [`referenced_blobs`], calling `progress` with each seq read.
+pub fn referenced_blobs_with(
+    log: &Log,
+    mut progress: impl FnMut(cmdlog_store::Seq),
+) -> Result<BTreeSet<BlobHash>, GcError> {
     let mut referenced = BTreeSet::new();
     let mut failure = None;
     log.scan(1, log.head().seq, |record| {
@@ -70,6 +78,7 @@ pub fn referenced_blobs(log: &Log) -> Result<BTreeSet<BlobHash>, GcError> {
                 return false;
             }
         }
+        progress(record.seq);
         true
     })?;
     match failure {
@@ -89,7 +98,17 @@ fn hashes_in(value: &serde_json::Value, out: &mut BTreeSet<BlobHash>) {
 
 /// Plans a collection at `now_ms` with a grace period of `grace_ms`.
 pub fn plan_gc(log: &Log, now_ms: u64, grace_ms: u64) -> Result<GcPlan, GcError> {
-    let referenced = referenced_blobs(log)?;
+    plan_gc_with(log, now_ms, grace_ms, |_| {})
+}
+
+/// [`plan_gc`], calling `progress` with each seq read while marking.
+pub fn plan_gc_with(
+    log: &Log,
+    now_ms: u64,
+    grace_ms: u64,
+    progress: impl FnMut(cmdlog_store::Seq),
+) -> Result<GcPlan, GcError> {
+    let referenced = referenced_blobs_with(log, progress)?;
     let mut plan = GcPlan {
         referenced: 0,
         in_grace: Vec::new(),

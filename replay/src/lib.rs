@@ -9,26 +9,40 @@
 //!
 //! No projection reads the clock or the filesystem: time is a field of each event.
 
+mod archive;
 mod audit;
 mod gc;
 mod registry_view;
 mod session_view;
 mod verify;
 
+pub use archive::{ExportError, ExportSummary, ImportError, ImportSummary, export, import};
 pub use audit::{
     AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
 };
-pub use gc::{BlobInfo, GcError, GcPlan, collect, plan_gc, referenced_blobs};
+pub use gc::{
+    BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,
+    referenced_blobs_with,
+};
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, verify};
 
-use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log};
+use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log_with};
 use cmdlog_store::Log;
 
 /// The folded state as of `until` (the whole log when `until` is past the head).
 pub fn state_at(log: &Log, until: Seq) -> Result<LogState, EngineOpenError> {
+    state_at_with(log, until, |_| {})
+}
+
+/// [`state_at`], calling `progress` with each seq folded.
+pub fn state_at_with(
+    log: &Log,
+    until: Seq,
+    progress: impl FnMut(Seq),
+) -> Result<LogState, EngineOpenError> {
     let mut state = LogState::default();
-    fold_log(log, &mut state, 1, until.min(log.head().seq))?;
+    fold_log_with(log, &mut state, 1, until.min(log.head().seq), progress)?;
     Ok(state)
 }
