@@ -324,10 +324,10 @@ fn dispatch(cli: Cli) -> Outcome_ {
         }
         Verb::Run(args) => with_engine(&paths, async |engine| run(engine, args, json).await),
         Verb::Prompt(args) => with_engine(&paths, async |engine| prompt(engine, args, json).await),
-        Verb::Log(args) => log_verb(&open_existing(&paths)?, args, json),
+        Verb::Log(args) => log_verb(&paths, args, json),
         Verb::Replay(args) => replay(&open_existing(&paths)?, args, json),
         Verb::Verify => verify_verb(&open_existing(&paths)?, json),
-        Verb::Gc(args) => gc(&open_existing(&paths)?, args, json),
+        Verb::Gc(args) => gc(&open_existing_writable(&paths)?, args, json),
         Verb::Sessions => sessions_verb(&open_existing(&paths)?, json),
         Verb::Audit(args) => audit_verb(&open_existing(&paths)?, args, json),
         Verb::Show(args) => show_verb(&open_existing(&paths)?, args, json),
@@ -348,6 +348,16 @@ fn open_existing(paths: &Paths) -> Result<Log, Failure> {
             ),
         ));
     }
+    match Log::open_read_only(&paths.log, LogConfig::default()) {
+        // A crash left the file mid-commit: a writable open recovers it.
+        Err(cmdlog_store::OpenError::NeedsRecovery { .. }) => open_existing_writable(paths),
+        other => other.map_err(store_failure),
+    }
+}
+
+/// Opens a log that must already exist, for writing (gc).
+fn open_existing_writable(paths: &Paths) -> Result<Log, Failure> {
+    open_existing(paths).map(drop)?;
     Log::open(&paths.log, LogConfig::default()).map_err(store_failure)
 }
 
@@ -704,32 +714,26 @@ fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io::Result<()
     }
 }
 
-fn log_verb(log: &Log, args: LogArgs, json: bool) -> Outcome_ {
-    if let Some(session) = &args.session
-        && !args.follow
-        && log
-            .stream_seqs(session, 0)
-            .map_err(store_failure)?
-            .is_empty()
-    {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!(
-                "no events for session {session:?}; `cmdlog log --type session/created` lists sessions"
-            ),
-        ));
-    }
+/// How often `log --follow` looks for new events.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+fn log_verb(paths: &Paths, args: LogArgs, json: bool) -> Outcome_ {
     let until = args.until.unwrap_or(u64::MAX);
     let mut out = io::stdout().lock();
-    let print_range = |from: u64, to: u64, out: &mut io::StdoutLock<'_>| -> Outcome_ {
+    // Prints the wanted events after `last` up to `until`; returns the last seq seen.
+    let print_new = |log: &Log, last: u64, out: &mut io::StdoutLock<'_>| -> Result<u64, Failure> {
+        let to = until.min(log.head().seq);
+        if to <= last {
+            return Ok(last);
+        }
         let records = match &args.session {
             Some(s) => log
-                .stream(s, from.saturating_sub(1))
+                .stream(s, last)
                 .map_err(store_failure)?
                 .into_iter()
                 .filter(|r| r.seq <= to)
                 .collect(),
-            None => log.range(from, to).map_err(store_failure)?,
+            None => log.range(last + 1, to).map_err(store_failure)?,
         };
         for record in records {
             let event = Event::decode(record.seq, &record.bytes).map_err(store_failure)?;
@@ -741,20 +745,42 @@ fn log_verb(log: &Log, args: LogArgs, json: bool) -> Outcome_ {
                 print_event(out, &event, json)?;
             }
         }
-        Ok(0)
+        Ok(to)
     };
-    let mut last = until.min(log.head().seq);
-    print_range(args.from, last, &mut out)?;
-    if args.follow {
-        last = last.max(args.from.saturating_sub(1));
+    let log = open_existing(paths)?;
+    if let Some(session) = &args.session
+        && !args.follow
+        && log
+            .stream_seqs(session, 0)
+            .map_err(store_failure)?
+            .is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {session:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    let mut last = print_new(&log, args.from.saturating_sub(1), &mut out)?;
+    drop(log);
+    if !args.follow {
+        return Ok(0);
+    }
+    // Other processes append while we wait: hold the file only for each short read.
+    let quick = LogConfig {
+        lock_wait: Duration::ZERO,
+        ..LogConfig::default()
+    };
+    while last < until {
         out.flush()?;
-        while last < until {
-            let head = log.wait_for(last, Duration::from_secs(1));
-            if head > last {
-                print_range(last + 1, head.min(until), &mut out)?;
-                out.flush()?;
-                last = head;
-            }
+        std::thread::sleep(FOLLOW_POLL);
+        match Log::open_read_only(&paths.log, quick.clone()) {
+            Ok(log) => last = print_new(&log, last, &mut out)?,
+            // A writer holds the file right now, or is recovering it: look again soon.
+            Err(
+                cmdlog_store::OpenError::Locked { .. }
+                | cmdlog_store::OpenError::NeedsRecovery { .. },
+            ) => {}
+            Err(e) => return Err(store_failure(e)),
         }
     }
     Ok(0)

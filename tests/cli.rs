@@ -248,20 +248,12 @@ fn log_prints_json_lines_with_filters() {
 }
 
 #[test]
-fn a_second_process_gets_a_clear_lock_error() {
+fn a_process_holding_the_log_gives_others_a_clear_lock_error() {
     let ws = Workspace::new();
     ws.run(&["run", "/help"]);
-    let mut follower = ws
-        .cmd(&["log", "--follow"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the follower holds the log (it has printed the existing events).
-    let mut first = [0u8; 1];
-    std::io::Read::read_exact(follower.stdout.as_mut().unwrap(), &mut first).unwrap();
+    // Another process (this test) holds the log for longer than the CLI waits.
+    let holder = cmdlog_store::Log::open(ws.log_path(), Default::default()).unwrap();
     let o = ws.run(&["run", "/help"]);
-    follower.kill().unwrap();
-    follower.wait().unwrap();
     assert_eq!(code(&o), 4);
     assert!(
         stderr(&o).contains("held by another process"),
@@ -272,6 +264,72 @@ fn a_second_process_gets_a_clear_lock_error() {
         !stderr(&o).contains("Database already open"),
         "no raw redb error"
     );
+    assert_eq!(
+        code(&ws.run(&["verify"])),
+        4,
+        "readers wait too, then say so"
+    );
+    drop(holder);
+    assert_eq!(code(&ws.run(&["run", "/help"])), 0);
+}
+
+#[test]
+fn concurrent_runs_wait_for_each_other() {
+    let ws = Workspace::new();
+    ws.run(&["run", "/help"]);
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            ws.cmd(&["run", "--session", &format!("c{i}"), "/model m"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(code(&ws.run(&["verify"])), 0);
+}
+
+#[test]
+fn log_follow_prints_what_other_processes_append() {
+    use std::io::BufRead;
+    let ws = Workspace::new();
+    ws.run(&["run", "--session", "a", "/help"]);
+    let mut follower = ws
+        .cmd(&["log", "--follow", "--json", "--type", "command/"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follower.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["type"], "command/run");
+    assert!(lines.next().unwrap().unwrap().contains("command/done"));
+    // Appended by another process while the follower waits.
+    let o = ws.run(&["run", "--session", "b", "/model follow-me"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.take(2) {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let run = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the new run is printed");
+    let done = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("and its done");
+    follower.kill().unwrap();
+    follower.wait().unwrap();
+    let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+    assert_eq!(
+        (run["type"].as_str(), run["session"].as_str()),
+        (Some("command/run"), Some("b"))
+    );
+    assert!(done.contains("Model set to follow-me"), "{done}");
 }
 
 fn tamper(path: &Path, seq: u64) {

@@ -16,6 +16,14 @@ pub enum OpenError {
         /// The log file.
         path: PathBuf,
     },
+    /// The file was left mid-commit by a crash; read-only opens cannot recover it.
+    #[error(
+        "{path} needs crash recovery; open it for writing once (any `cmdlog run`) to recover it"
+    )]
+    NeedsRecovery {
+        /// The log file.
+        path: PathBuf,
+    },
     /// The file or its folder could not be opened or created.
     #[error("cannot open {path}: {source}")]
     Io {
@@ -86,6 +94,9 @@ pub enum AppendError {
     /// The log was closed.
     #[error("the log is closed")]
     Closed,
+    /// The log was opened read-only.
+    #[error("the log was opened read-only; open it for writing to append")]
+    ReadOnly,
 }
 
 /// A read failed.

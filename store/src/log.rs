@@ -33,6 +33,9 @@ pub struct LogConfig {
     pub batch_records_max: usize,
     /// redb page cache. Default 64 MiB.
     pub cache_bytes: usize,
+    /// How long an open waits for another process to release the file before it
+    /// reports [`OpenError::Locked`]. Default 2 s: CLI runs hold the file briefly.
+    pub lock_wait: Duration,
 }
 
 impl Default for LogConfig {
@@ -43,6 +46,7 @@ impl Default for LogConfig {
             record_bytes_max: 16 * 1024 * 1024,
             batch_records_max: 4096,
             cache_bytes: 64 * 1024 * 1024,
+            lock_wait: Duration::from_secs(2),
         }
     }
 }
@@ -84,8 +88,31 @@ pub enum ChainBreak {
     },
 }
 
+/// The redb handle: writable (with a writer thread) or read-only (a snapshot reader
+/// that never blocks writers for long).
+pub(crate) enum Db {
+    Writable(Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+
+    pub(crate) fn writable(&self) -> &Database {
+        match self {
+            Db::Writable(db) => db,
+            Db::ReadOnly(_) => unreachable!("only a writable log has a writer thread"),
+        }
+    }
+}
+
 pub(crate) struct Shared {
-    pub(crate) db: Database,
+    pub(crate) db: Db,
     pub(crate) config: LogConfig,
     pub(crate) head: Mutex<Head>,
     pub(crate) committed: Condvar,
@@ -112,7 +139,8 @@ impl std::fmt::Debug for Log {
 }
 
 impl Log {
-    /// Opens the log at `path`, creating it (and its folder) if needed.
+    /// Opens the log at `path`, creating it (and its folder) if needed. Waits up to
+    /// `config.lock_wait` for another process to release the file.
     pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -121,11 +149,28 @@ impl Log {
                 source,
             })?;
         }
-        let db = redb::Builder::new()
-            .set_cache_size(config.cache_bytes)
-            .create(&path)
-            .map_err(|e| open_error(&path, e))?;
+        let mut builder = redb::Builder::new();
+        builder.set_cache_size(config.cache_bytes);
+        let db = waiting_for_lock(&path, config.lock_wait, || builder.create(&path))?;
         Self::from_db(db, path, config)
+    }
+
+    /// Opens an existing log for reading only. Writers are excluded only while it is
+    /// open, so open, read and drop it promptly. A file that needs crash recovery
+    /// cannot be opened read-only ([`OpenError::NeedsRecovery`]): open it writable once.
+    pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        let mut builder = redb::Builder::new();
+        builder.set_cache_size(config.cache_bytes);
+        let db = waiting_for_lock(&path, config.lock_wait, || builder.open_read_only(&path))?;
+        let db = Db::ReadOnly(db);
+        if !Self::initialized(&db, &path)? {
+            return Err(OpenError::Format {
+                path,
+                found: String::new(),
+            });
+        }
+        Self::start(db, path, config)
     }
 
     /// Opens a log on a custom redb storage backend (tests use [`crate::FaultyBackend`]).
@@ -142,14 +187,15 @@ impl Log {
     }
 
     fn from_db(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
+        let db = Db::Writable(db);
         if !Self::initialized(&db, &path)? {
-            Self::initialize(&db, &path)?;
+            Self::initialize(db.writable(), &path)?;
         }
         Self::start(db, path, config)
     }
 
     /// Whether the file already holds this format's tables (then opening writes nothing).
-    fn initialized(db: &Database, path: &Path) -> Result<bool, OpenError> {
+    fn initialized(db: &Db, path: &Path) -> Result<bool, OpenError> {
         let storage = storage_error(path);
         let read = db.begin_read().map_err(|e| storage(e.into()))?;
         let tables: Vec<String> = read
@@ -218,7 +264,7 @@ impl Log {
         Ok(())
     }
 
-    fn start(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
+    fn start(db: Db, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
         let head = {
             let storage = storage_error(&path);
             let read = db.begin_read().map_err(|e| storage(e.into()))?;
@@ -252,20 +298,26 @@ impl Log {
             poisoned: Mutex::new(None),
             hook: RwLock::new(None),
         });
-        let (tx, rx) = mpsc::channel();
-        let writer_shared = Arc::clone(&shared);
-        let writer = std::thread::Builder::new()
-            .name("cmdlog-writer".into())
-            .spawn(move || writer::run(writer_shared, rx))
-            .map_err(|source| OpenError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let (requests, writer) = match &shared.db {
+            Db::ReadOnly(_) => (None, None),
+            Db::Writable(_) => {
+                let (tx, rx) = mpsc::channel();
+                let writer_shared = Arc::clone(&shared);
+                let writer = std::thread::Builder::new()
+                    .name("cmdlog-writer".into())
+                    .spawn(move || writer::run(writer_shared, rx))
+                    .map_err(|source| OpenError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                (Some(tx), Some(writer))
+            }
+        };
         Ok(Log {
             shared,
             path,
-            requests: Mutex::new(Some(tx)),
-            writer: Mutex::new(Some(writer)),
+            requests: Mutex::new(requests),
+            writer: Mutex::new(writer),
         })
     }
 
@@ -296,6 +348,9 @@ impl Log {
     fn send(&self, request: Request) -> Result<(), AppendError> {
         if let Some(cause) = self.poisoned() {
             return Err(AppendError::Poisoned { cause });
+        }
+        if matches!(self.shared.db, Db::ReadOnly(_)) {
+            return Err(AppendError::ReadOnly);
         }
         let guard = self.requests.lock().unwrap_or_else(|p| p.into_inner());
         let tx = guard.as_ref().ok_or(AppendError::Closed)?;
@@ -695,6 +750,24 @@ fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
     })
 }
 
+/// Retries `open` while another process holds the file, up to `wait`.
+fn waiting_for_lock<T>(
+    path: &Path,
+    wait: Duration,
+    mut open: impl FnMut() -> Result<T, DatabaseError>,
+) -> Result<T, OpenError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match open() {
+            Err(DatabaseError::DatabaseAlreadyOpen) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(open_error(path, e)),
+            Ok(db) => return Ok(db),
+        }
+    }
+}
+
 fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
     move |e| OpenError::Storage {
         path: path.to_path_buf(),
@@ -705,6 +778,9 @@ fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
 fn open_error(path: &Path, e: DatabaseError) -> OpenError {
     match e {
         DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
+            path: path.to_path_buf(),
+        },
+        DatabaseError::RepairAborted => OpenError::NeedsRecovery {
             path: path.to_path_buf(),
         },
         DatabaseError::Storage(redb::StorageError::Io(source)) => OpenError::Io {

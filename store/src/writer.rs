@@ -116,7 +116,7 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<Request>) {
 }
 
 fn flush(shared: &Shared) -> Result<(), redb::Error> {
-    let mut txn = shared.db.begin_write()?;
+    let mut txn = shared.db.writable().begin_write()?;
     txn.set_durability(RedbDurability::Immediate)
         .map_err(|e| redb::Error::from(redb::StorageError::Backend(Box::new(e))))?;
     txn.commit()?;
@@ -229,7 +229,7 @@ fn write_batch(
     start: Head,
     batch: &[Request],
 ) -> Result<BatchResult, redb::Error> {
-    let mut txn = shared.db.begin_write()?;
+    let mut txn = shared.db.writable().begin_write()?;
     let durability = match shared.config.durability {
         Durability::Durable => RedbDurability::Immediate,
         Durability::Buffered => RedbDurability::None,

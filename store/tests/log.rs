@@ -431,3 +431,48 @@ fn removing_blobs_counts_what_existed() {
     assert_eq!(log.get_blob(&b).unwrap().unwrap(), b"b");
     assert_eq!(log.list_blobs().unwrap().len(), 1);
 }
+
+#[test]
+fn read_only_opens_read_and_refuse_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = open(&dir);
+    log.append(vec![rec("a").stream("s")]).unwrap();
+    let head = log.head();
+    drop(log);
+    let reader = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    assert_eq!(reader.head(), head);
+    assert_eq!(reader.stream("s", 0).unwrap()[0].bytes, b"a");
+    assert_eq!(reader.append(vec![rec("b")]), Err(AppendError::ReadOnly));
+    assert!(reader.verify_chain(|_| {}).unwrap().is_ok());
+    // Readers share the file with each other.
+    let second = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    assert_eq!(second.head(), head);
+}
+
+#[test]
+fn an_open_waits_briefly_for_the_holder_to_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    drop(open(&dir));
+    let reader = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        drop(reader);
+    });
+    let started = std::time::Instant::now();
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "it waited for the reader"
+    );
+    log.append(vec![rec("after the reader")]).unwrap();
+    release.join().unwrap();
+
+    let config = LogConfig {
+        lock_wait: Duration::from_millis(50),
+        ..LogConfig::default()
+    };
+    let err = Log::open_read_only(&path, config).unwrap_err();
+    assert!(matches!(err, OpenError::Locked { .. }), "{err:?}");
+}
