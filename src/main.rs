@@ -17,8 +17,8 @@ use cmdlog_engine::{
     SubmittedAttachment, WorkspaceReceipts, discover, valid_id,
 };
 use cmdlog_replay::{
-    AuditFilter, AuditRow, RegistryDiff, RegistryView, SessionView, audit, collect, export, import,
-    plan_gc_with, sessions, show, state_at_with, verify,
+    AuditFilter, AuditRow, DriftStatus, RegistryDiff, RegistryView, SessionView, audit, collect,
+    export, import, plan_gc_with, sessions, show, state_at_with, verify,
 };
 use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
@@ -67,6 +67,8 @@ enum Verb {
     Gc(GcArgs),
     /// Write a blob's verified bytes to stdout
     Blob(BlobArgs),
+    /// Re-expand recorded prompt runs: with the template then (must match) and today's file
+    Drift(DriftArgs),
     /// Write the log (or one session) as JSON lines
     Export(ExportArgs),
     /// Read a whole-log export into a new, empty log
@@ -212,6 +214,12 @@ struct AuditArgs {
 }
 
 #[derive(Args, Debug)]
+struct DriftArgs {
+    /// Only this run (the seq of its command/run)
+    run: Option<u64>,
+}
+
+#[derive(Args, Debug)]
 struct ExportArgs {
     /// Only this session's events (for reading; an import needs a whole-log export)
     #[arg(long)]
@@ -332,6 +340,7 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Audit(args) => audit_verb(&open_existing(&paths)?, args, json),
         Verb::Show(args) => show_verb(&open_existing(&paths)?, args, json),
         Verb::Export(args) => export_verb(&open_existing(&paths)?, args),
+        Verb::Drift(args) => drift_verb(&paths, args, json),
         Verb::Import(args) => import_verb(&paths, args, json),
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
@@ -1321,5 +1330,80 @@ fn import_verb(paths: &Paths, args: ImportArgs, json: bool) -> Outcome_ {
         0
     } else {
         SETTLED_ERROR
+    })
+}
+
+fn drift_verb(paths: &Paths, args: DriftArgs, json: bool) -> Outcome_ {
+    let today = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let log = open_existing(paths)?;
+    if let Some(run) = args.run {
+        let is_run = matches!(
+            log.get(run)
+                .map_err(store_failure)?
+                .map(|r| Event::decode(r.seq, &r.bytes)),
+            Some(Ok(Event {
+                data: cmdlog_engine::EventData::CommandRun(_),
+                ..
+            }))
+        );
+        if !is_run {
+            return Err(Failure::new(
+                NOT_FOUND,
+                format!(
+                    "seq {run} is not a command/run; `cmdlog audit` lists runs with their seqs"
+                ),
+            ));
+        }
+    }
+    let report = cmdlog_replay::drift(&log, args.run, &today).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &report)?;
+    } else {
+        for r in &report.runs {
+            let verdict = match r.status {
+                DriftStatus::Same => "same",
+                DriftStatus::Drifted => "template drifted",
+                DriftStatus::Regression => {
+                    "ENGINE REGRESSION: the recorded template expands differently now"
+                }
+                DriftStatus::FileGone => "same; the file is gone today",
+                DriftStatus::InputNotRecorded => "skipped: input not recorded",
+                DriftStatus::TemplateUnavailable => {
+                    "skipped: template blob missing or corrupt (run cmdlog verify)"
+                }
+            };
+            writeln!(
+                out,
+                "run {} /{} (registration {}{}): {verdict}",
+                r.run,
+                r.command,
+                r.registration,
+                r.path
+                    .as_deref()
+                    .map(|p| format!(", {p}"))
+                    .unwrap_or_default()
+            )?;
+            if let Some(diff) = &r.diff {
+                write!(out, "{diff}")?;
+            }
+        }
+        writeln!(
+            out,
+            "checked {} prompt runs: {} same, {} drifted, {} file gone, {} skipped, {} engine regressions",
+            report.runs.len(),
+            report.count(DriftStatus::Same),
+            report.count(DriftStatus::Drifted),
+            report.count(DriftStatus::FileGone),
+            report.count(DriftStatus::InputNotRecorded)
+                + report.count(DriftStatus::TemplateUnavailable),
+            report.regressions()
+        )?;
+    }
+    Ok(if report.regressions() > 0 {
+        SETTLED_ERROR
+    } else {
+        0
     })
 }

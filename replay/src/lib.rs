@@ -5,12 +5,14 @@
 //!   entries included, with what shadows them and why.
 //! - [`SessionView`]: one session's runs, outcomes, prompts, model and permissions.
 //! - [`verify`]: the chain, the seqs and every lifecycle invariant of DESIGN §7.
+//! - [`drift`]: recorded prompt runs re-expanded with the template then and the file today.
 //! - [`plan_gc`] / [`collect`]: blobs no event references, past a grace period.
 //!
 //! No projection reads the clock or the filesystem: time is a field of each event.
 
 mod archive;
 mod audit;
+mod drift;
 mod gc;
 mod registry_view;
 mod session_view;
@@ -20,6 +22,7 @@ pub use archive::{ExportError, ExportSummary, ImportError, ImportSummary, export
 pub use audit::{
     AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
 };
+pub use drift::{DriftReport, DriftStatus, RunDrift, drift};
 pub use gc::{
     BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,
     referenced_blobs_with,
