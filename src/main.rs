@@ -69,6 +69,8 @@ enum Verb {
     Blob(BlobArgs),
     /// Re-expand recorded prompt runs: with the template then (must match) and today's file
     Drift(DriftArgs),
+    /// Write a self-contained HTML report of a session (or the whole log)
+    Report(ReportArgs),
     /// Write the log (or one session) as JSON lines
     Export(ExportArgs),
     /// Read a whole-log export into a new, empty log
@@ -214,6 +216,16 @@ struct AuditArgs {
 }
 
 #[derive(Args, Debug)]
+struct ReportArgs {
+    /// Only this session
+    #[arg(long)]
+    session: Option<String>,
+    /// The HTML file to write
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+#[derive(Args, Debug)]
 struct DriftArgs {
     /// Only this run (the seq of its command/run)
     run: Option<u64>,
@@ -341,6 +353,7 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Show(args) => show_verb(&open_existing(&paths)?, args, json),
         Verb::Export(args) => export_verb(&open_existing(&paths)?, args),
         Verb::Drift(args) => drift_verb(&paths, args, json),
+        Verb::Report(args) => report_verb(&open_existing(&paths)?, args),
         Verb::Import(args) => import_verb(&paths, args, json),
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
@@ -1406,4 +1419,24 @@ fn drift_verb(paths: &Paths, args: DriftArgs, json: bool) -> Outcome_ {
     } else {
         0
     })
+}
+
+fn report_verb(log: &Log, args: ReportArgs) -> Outcome_ {
+    if let Some(s) = &args.session
+        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
+    std::fs::write(&args.output, html).map_err(|e| {
+        Failure::new(
+            USAGE,
+            format!("cannot write {}: {e}", args.output.display()),
+        )
+    })?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(0)
 }

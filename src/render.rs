@@ -4,25 +4,7 @@ use cmdlog_engine::{Event, EventData, Outcome};
 
 /// `YYYY-MM-DD HH:MM:SS.mmm` UTC for unix milliseconds.
 pub(crate) fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+    cmdlog_replay::format_utc(ms)
 }
 
 /// A short, one-line description of what an event says.
@@ -111,13 +93,6 @@ pub(crate) fn duration(us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00.000");
-        assert_eq!(utc(951_782_400_123), "2000-02-29 00:00:00.123");
-        assert_eq!(utc(1_796_000_000_000), "2026-11-30 00:53:20.000");
-    }
 
     #[test]
     fn durations() {

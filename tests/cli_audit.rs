@@ -432,3 +432,48 @@ fn drift_reports_template_drift_and_engine_regressions() {
         "seq 1 is not a run"
     );
 }
+
+#[test]
+fn report_is_one_self_contained_html_file() {
+    let w = history();
+    let path = w.ws.path().join("report.html");
+    w.ok(&["report", "--session", "alpha", "-o", path.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    for external in ["<script", "src=", "href=", "@import", "url("] {
+        assert!(
+            !html.contains(external),
+            "no external resources or scripts: found {external}"
+        );
+    }
+    assert_eq!(
+        html.matches("<tr>").count() + html.matches("<tr class").count(),
+        html.matches("</tr>").count()
+    );
+    assert!(
+        html.contains("Timeline of runs")
+            && html.contains("Registry as of the first event")
+            && html.contains("Registry as of the last event")
+    );
+    assert_eq!(
+        html.matches("class=\"bar ").count(),
+        3,
+        "one duration bar per run"
+    );
+    assert!(
+        html.contains("class=\"err\"")
+            && html.contains("error: invalid model id &quot;two words&quot;"),
+        "errors are coloured and escaped"
+    );
+    assert!(html.contains("/review b.rs") && html.contains("attachments: notes.txt"));
+    let whole = w.ws.path().join("all.html");
+    w.ok(&["report", "-o", whole.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&whole).unwrap();
+    assert!(html.contains("<h2>Sessions</h2>") && html.contains("beta"));
+    assert_eq!(
+        w.run(&["report", "--session", "nobody", "-o", "x.html"])
+            .status
+            .code(),
+        Some(3)
+    );
+}

@@ -15,6 +15,7 @@ mod audit;
 mod drift;
 mod gc;
 mod registry_view;
+mod report;
 mod session_view;
 mod verify;
 
@@ -28,6 +29,7 @@ pub use gc::{
     referenced_blobs_with,
 };
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
+pub use report::{escape_html, format_utc, render_report};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, verify};
 
