@@ -83,21 +83,30 @@ fn first_line(text: &str, max: usize) -> String {
 
 /// `1.2ms`-style durations.
 pub(crate) fn duration(us: u64) -> String {
-    match us {
-        0..1_000 => format!("{us}µs"),
-        1_000..1_000_000 => format!("{:.1}ms", us as f64 / 1e3),
-        _ => format!("{:.2}s", us as f64 / 1e6),
-    }
+    cmdlog_replay::format_duration(us)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cmdlog_engine::Outcome;
 
     #[test]
-    fn durations() {
-        assert_eq!(duration(12), "12µs");
-        assert_eq!(duration(1_500), "1.5ms");
-        assert_eq!(duration(2_000_000), "2.00s");
+    fn outcome_lines_are_one_short_line() {
+        assert_eq!(outcome_line(&Outcome::text("done")), "success: done");
+        assert_eq!(
+            outcome_line(&Outcome::error("two\nlines")),
+            "error: two ..."
+        );
+        let long = "x".repeat(80);
+        assert_eq!(
+            outcome_line(&Outcome::error(&long)),
+            format!("error: {}...", "x".repeat(50))
+        );
+        let interrupted = Outcome::Error {
+            text: "gone".into(),
+            interrupted: true,
+        };
+        assert_eq!(outcome_line(&interrupted), "interrupted: gone");
     }
 }

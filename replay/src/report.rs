@@ -49,6 +49,15 @@ pub fn format_utc(ms: u64) -> String {
     )
 }
 
+/// `12µs`, `1.5ms`, `2.00s`.
+pub fn format_duration(us: u64) -> String {
+    match us {
+        0..1_000 => format!("{us}µs"),
+        1_000..1_000_000 => format!("{:.1}ms", us as f64 / 1e3),
+        _ => format!("{:.2}s", us as f64 / 1e6),
+    }
+}
+
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:2em}\
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;vertical-align:top}\
@@ -218,6 +227,13 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(12), "12µs");
+        assert_eq!(format_duration(1_500), "1.5ms");
+        assert_eq!(format_duration(2_000_000), "2.00s");
+    }
 
     #[test]
     fn escaping() {
