@@ -1285,8 +1285,19 @@ fn import_verb(paths: &Paths, args: ImportArgs, json: bool) -> Outcome_ {
         })?;
         Box::new(io::BufReader::new(file))
     };
+    // For a file, count its lines first so the progress bar knows the total.
+    let lines = if args.file.as_os_str() == "-" {
+        0
+    } else {
+        std::fs::read(&args.file)
+            .map(|b| b.iter().filter(|c| **c == b'\n').count() as u64)
+            .unwrap_or(0)
+    };
     let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
-    let summary = import(&log, input, |_| {}).map_err(|e| match e {
+    let bar = Progress::new(lines, "import");
+    let summary = import(&log, input, bar.tick());
+    bar.finish();
+    let summary = summary.map_err(|e| match e {
         cmdlog_replay::ImportError::NotEmpty { .. } | cmdlog_replay::ImportError::Line { .. } => {
             Failure::new(USAGE, e.to_string())
         }
