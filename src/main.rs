@@ -3,6 +3,7 @@
 //! exit codes: 0 ok; 1 a command settled as error or verify found violations;
 //! 2 usage; 3 not found (unknown command, session, seq); 4 store error.
 
+mod daemon;
 mod render;
 
 use std::io::{self, Write};
@@ -75,6 +76,8 @@ enum Verb {
     Export(ExportArgs),
     /// Read a whole-log export into a new, empty log
     Import(ImportArgs),
+    /// Serve sessions over HTTP with SSE events from the log (docs/http.md)
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -242,6 +245,19 @@ struct ExportArgs {
 }
 
 #[derive(Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on (a non-loopback address needs a token)
+    #[arg(long, default_value = "127.0.0.1:4170")]
+    addr: std::net::SocketAddr,
+    /// Bearer token clients must send
+    #[arg(long, env = "CMDLOG_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Allow browser requests from this origin (CORS is off otherwise)
+    #[arg(long)]
+    allow_origin: Option<String>,
+}
+
+#[derive(Args, Debug)]
 struct ImportArgs {
     /// The export to read (`-` for stdin)
     file: PathBuf,
@@ -294,6 +310,26 @@ const STORE: u8 = 4;
 
 fn store_failure(e: impl std::fmt::Display) -> Failure {
     Failure::new(STORE, e.to_string())
+}
+
+/// An open failure; a lock held by `cmdlog serve` names the daemon and how to reach it.
+fn open_failure(e: cmdlog_store::OpenError) -> Failure {
+    if let cmdlog_store::OpenError::Locked { path } = &e
+        && let Ok(text) = std::fs::read_to_string(daemon::daemon_file(path))
+        && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        return Failure::new(
+            STORE,
+            format!(
+                "{} is held by cmdlog serve (pid {}, {}): use its HTTP API (docs/http.md), e.g. curl {}/session/ID/events, or stop it first",
+                path.display(),
+                info["pid"],
+                info["url"].as_str().unwrap_or("?"),
+                info["url"].as_str().unwrap_or("")
+            ),
+        );
+    }
+    store_failure(e)
 }
 
 impl From<io::Error> for Failure {
@@ -355,32 +391,39 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Drift(args) => drift_verb(&paths, args, json),
         Verb::Report(args) => report_verb(&open_existing(&paths)?, args),
         Verb::Import(args) => import_verb(&paths, args, json),
+        Verb::Serve(args) => serve_verb(&paths, args),
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
 }
 
-/// Opens a log that must already exist (read verbs never create one).
-fn open_existing(paths: &Paths) -> Result<Log, Failure> {
-    if !paths.log.exists() {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!(
-                "no log at {}; run a command first (cmdlog run /help) or pass --log",
-                paths.log.display()
-            ),
-        ));
+/// Refuses a missing log: read verbs never create one.
+fn require_log(paths: &Paths) -> Result<(), Failure> {
+    if paths.log.exists() {
+        return Ok(());
     }
+    Err(Failure::new(
+        NOT_FOUND,
+        format!(
+            "no log at {}; run a command first (cmdlog run /help) or pass --log",
+            paths.log.display()
+        ),
+    ))
+}
+
+/// Opens a log that must already exist, read-only.
+fn open_existing(paths: &Paths) -> Result<Log, Failure> {
+    require_log(paths)?;
     match Log::open_read_only(&paths.log, LogConfig::default()) {
         // A crash left the file mid-commit: a writable open recovers it.
         Err(cmdlog_store::OpenError::NeedsRecovery { .. }) => open_existing_writable(paths),
-        other => other.map_err(store_failure),
+        other => other.map_err(open_failure),
     }
 }
 
 /// Opens a log that must already exist, for writing (gc).
 fn open_existing_writable(paths: &Paths) -> Result<Log, Failure> {
-    open_existing(paths).map(drop)?;
-    Log::open(&paths.log, LogConfig::default()).map_err(store_failure)
+    require_log(paths)?;
+    Log::open(&paths.log, LogConfig::default()).map_err(open_failure)
 }
 
 /// The user's home folder: `$HOME`.
@@ -405,7 +448,7 @@ fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outco
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
+        let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
         let engine = Engine::open(log, EngineConfig::default())
             .await
             .map_err(store_failure)?;
@@ -1449,5 +1492,45 @@ fn report_verb(log: &Log, args: ReportArgs) -> Outcome_ {
         )
     })?;
     eprintln!("wrote {}", args.output.display());
+    Ok(0)
+}
+
+fn serve_verb(paths: &Paths, args: ServeArgs) -> Outcome_ {
+    let home = home()?;
+    let discovery = discover(&DiscoveryConfig::new(&home, &paths.workspace))
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    if !args.addr.ip().is_loopback() && args.token.is_none() {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "refusing to listen on {} without a token: pass --token or set CMDLOG_TOKEN, or bind a loopback address",
+                args.addr
+            ),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+        let engine = Engine::open(log, EngineConfig::default())
+            .await
+            .map_err(store_failure)?;
+        engine
+            .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
+            .map_err(store_failure)?;
+        engine.sync(&discovery).await.map_err(store_failure)?;
+        let config = daemon::ServeConfig {
+            addr: args.addr,
+            token: args.token,
+            allow_origin: args.allow_origin,
+            workspace: paths.workspace.clone(),
+            home,
+        };
+        daemon::serve(engine, config, &paths.log)
+            .await
+            .map_err(|e| Failure::new(STORE, e))
+    })?;
     Ok(0)
 }

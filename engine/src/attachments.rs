@@ -217,6 +217,7 @@ pub(crate) fn validate(
         let n = i + 1;
         let (name, bytes, must_be_image) = match attachment {
             SubmittedAttachment::Image { name, bytes } => (clean_name(name), bytes.clone(), true),
+            SubmittedAttachment::File { name, bytes } => (clean_name(name), bytes.clone(), false),
             SubmittedAttachment::FileReceipt { receipt } => {
                 let Some(resolver) = resolver else {
                     return Err(format!(

@@ -114,6 +114,13 @@ pub enum SubmittedAttachment {
         /// Bytes.
         bytes: Vec<u8>,
     },
+    /// File bytes sent with the request (the daemon's base64 attachments).
+    File {
+        /// Display name.
+        name: String,
+        /// Bytes.
+        bytes: Vec<u8>,
+    },
     /// A staged file receipt, resolved by the receipt resolver.
     FileReceipt {
         /// The receipt.

@@ -54,7 +54,7 @@ pub use command::{
 };
 pub use discovery::{
     BUNDLED, DESCRIPTION_CHARS_MAX, Discovered, Discovery, DiscoveryConfig, DiscoveryError,
-    Warning, describe, discover,
+    Warning, describe, discover, watch_roots,
 };
 pub use engine::{
     CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,

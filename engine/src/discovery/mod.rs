@@ -172,6 +172,49 @@ pub fn describe(frontmatter: Option<&str>, body: &str) -> String {
     }
 }
 
+/// The folders discovery reads (existing ones only), and whether each is read
+/// recursively: what a daemon watches for hot reload.
+pub fn watch_roots(config: &DiscoveryConfig) -> Vec<(PathBuf, bool)> {
+    let (home, ws) = (&config.home, &config.workspace);
+    let mut roots: Vec<(PathBuf, bool)> = [
+        ws.join(".cmdlog/commands"),
+        home.join(".cmdlog/commands"),
+        home.join(".claude/commands"),
+        ws.join(".claude/commands"),
+        home.join(".codex/commands"),
+        ws.join(".codex/commands"),
+        home.join(".codex/prompts"),
+        ws.join(".opencode/command"),
+        ws.join(".opencode/commands"),
+        home.join(".config/opencode/command"),
+        home.join(".config/opencode/commands"),
+        home.join(".claude/plugins"),
+    ]
+    .into_iter()
+    .map(|p| (p, false))
+    .chain(
+        [
+            home.join(".gemini/commands"),
+            ws.join(".gemini/commands"),
+            home.join(".qwen/commands"),
+            ws.join(".qwen/commands"),
+        ]
+        .into_iter()
+        .map(|p| (p, true)),
+    )
+    .filter(|(p, _)| p.is_dir())
+    .collect();
+    let mut plugins = Vec::new();
+    for plugin in plugins::installed(home, &mut Vec::new()) {
+        let dir = plugin.root.join("commands");
+        if dir.is_dir() {
+            plugins.push((dir, false));
+        }
+    }
+    roots.extend(plugins);
+    roots
+}
+
 struct Pass<'a> {
     config: &'a DiscoveryConfig,
     out: Discovery,
