@@ -3,6 +3,7 @@
 //! exit codes: 0 ok; 1 a command settled as error or verify found violations;
 //! 2 usage; 3 not found (unknown command, session, seq); 4 store error.
 
+mod attach;
 mod daemon;
 mod render;
 
@@ -78,6 +79,8 @@ enum Verb {
     Import(ImportArgs),
     /// Serve sessions over HTTP with SSE events from the log (docs/http.md)
     Serve(ServeArgs),
+    /// The terminal client of a running `cmdlog serve`
+    Attach(AttachArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -258,6 +261,19 @@ struct ServeArgs {
 }
 
 #[derive(Args, Debug)]
+struct AttachArgs {
+    /// The daemon's URL (`cmdlog serve` prints it; .cmdlog/daemon.json has it)
+    #[arg(long, env = "CMDLOG_DAEMON_URL")]
+    daemon_url: Option<String>,
+    /// Bearer token for the daemon
+    #[arg(long, env = "CMDLOG_DAEMON_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Session to attach to (created if new) [default: a new session]
+    #[arg(long)]
+    session: Option<String>,
+}
+
+#[derive(Args, Debug)]
 struct ImportArgs {
     /// The export to read (`-` for stdin)
     file: PathBuf,
@@ -392,6 +408,21 @@ fn dispatch(cli: Cli) -> Outcome_ {
         Verb::Report(args) => report_verb(&open_existing(&paths)?, args),
         Verb::Import(args) => import_verb(&paths, args, json),
         Verb::Serve(args) => serve_verb(&paths, args),
+        Verb::Attach(args) => {
+            let Some(url) = args.daemon_url else {
+                return Err(Failure::new(
+                    USAGE,
+                    "attach needs the daemon's URL: pass --daemon-url or set CMDLOG_DAEMON_URL (start one with `cmdlog serve`)",
+                ));
+            };
+            attach::attach(attach::AttachConfig {
+                url,
+                token: args.token,
+                session: args.session,
+            })
+            .map(|()| 0)
+            .map_err(|e| Failure::new(STORE, e))
+        }
         Verb::Blob(args) => blob(&open_existing(&paths)?, args),
     }
 }

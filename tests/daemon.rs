@@ -48,9 +48,13 @@ impl Workspace {
     }
 
     fn serve(&self, extra: &[&str]) -> Daemon {
+        self.serve_at("127.0.0.1:0", extra)
+    }
+
+    fn serve_at(&self, addr: &str, extra: &[&str]) -> Daemon {
         let _ = std::fs::remove_file(self.daemon_json());
         let child = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(extra)
             .current_dir(self.ws.path())
             .env("HOME", self.home.path())
@@ -88,7 +92,12 @@ fn agent() -> ureq::Agent {
 }
 
 fn post(url: &str, body: Value) -> (u16, Value) {
-    let mut res = agent()
+    post_with(&agent(), url, body)
+}
+
+/// A POST on a given agent, so a loop reuses one keep-alive connection.
+fn post_with(agent: &ureq::Agent, url: &str, body: Value) -> (u16, Value) {
+    let mut res = agent
         .post(url)
         .header("content-type", "application/json")
         .send(body.to_string())
@@ -117,7 +126,13 @@ fn read_events(
     last_event_id: Option<&str>,
     mut enough: impl FnMut(&[(u64, String, Value)]) -> bool,
 ) -> Vec<(u64, String, Value)> {
-    let mut request = agent().get(url);
+    // A stream has no overall deadline; a silent one fails after a while.
+    let streaming: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_recv_body(Some(Duration::from_secs(120)))
+        .build()
+        .into();
+    let mut request = streaming.get(url);
     if let Some(id) = last_event_id {
         request = request.header("Last-Event-ID", id);
     }
@@ -427,4 +442,313 @@ fn sse_resumes_from_the_log_across_drops_and_restarts() {
         assert_eq!(data["v"], 1);
         assert_eq!(data["type"].as_str(), Some(event.as_str()));
     }
+}
+
+#[test]
+fn command_files_reload_while_serving() {
+    let w = Workspace::new();
+    let d = w.serve(&[]);
+    let s = format!("{}/session/s1", d.url);
+    post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
+    let url = format!("{s}/events");
+    let reader = std::thread::spawn(move || {
+        read_events(&url, None, |f| {
+            f.iter().any(|(_, e, d)| {
+                e == "available_commands_update"
+                    && d["data"]["availableCommands"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| c["name"] == "fresh")
+            })
+        })
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    std::fs::write(w.ws.path().join(".claude/commands/fresh.md"), "Fresh $1\n").unwrap();
+    let frames = reader.join().unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(2), "reloaded in {elapsed:?}");
+    assert!(
+        frames
+            .iter()
+            .all(|(_, e, _)| e == "available_commands_update")
+    );
+    let (_, p) = post(&format!("{s}/prompt"), json!({"text": "/fresh x"}));
+    assert_eq!(p["text"], "Fresh x");
+    eprintln!("hot reload reached SSE subscribers in {elapsed:?}");
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// CMDLOG_SSE_SUBSCRIBERS × CMDLOG_SSE_EVENTS (10 × 1,000 by default; the figures in
+/// docs/performance.md are 100 × 10,000 with --release).
+#[test]
+fn many_subscribers_each_get_every_event_in_order() {
+    let (subscribers, events) = (
+        env_or("CMDLOG_SSE_SUBSCRIBERS", 10),
+        env_or("CMDLOG_SSE_EVENTS", 1_000),
+    );
+    let w = Workspace::new();
+    let d = w.serve(&[]);
+    let pid = d.child.id();
+    post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
+    let s = format!("{}/session/s1", d.url);
+    let rss_before = rss_kib(pid);
+    let started = Instant::now();
+    let readers: Vec<_> = (0..subscribers)
+        .map(|_| {
+            let url = format!("{s}/events?lastEventId=0");
+            std::thread::spawn(move || {
+                let frames = read_events(&url, None, |f| {
+                    f.iter().filter(|(_, e, _)| e == "session/update").count() >= events
+                });
+                frames
+                    .into_iter()
+                    .filter(|(_, e, _)| e == "session/update")
+                    .map(|(id, _, d)| (id, d["data"]["n"].as_u64().unwrap()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let posters: Vec<_> = (0..4)
+        .map(|t| {
+            let url = format!("{s}/update");
+            std::thread::spawn(move || {
+                let agent = agent();
+                for n in (t..events).step_by(4) {
+                    let (status, _) = post_with(&agent, &url, json!({"sessionUpdate": "agent_message_chunk", "n": n, "content": {"type": "text", "text": "x"}}));
+                    assert_eq!(status, 200);
+                }
+            })
+        })
+        .collect();
+    for p in posters {
+        p.join().unwrap();
+    }
+    let appended = started.elapsed();
+    let rss_peak = rss_kib(pid);
+    let mut expected: Option<Vec<(u64, u64)>> = None;
+    for r in readers {
+        let got = r.join().unwrap();
+        assert_eq!(got.len(), events);
+        assert!(
+            got.windows(2).all(|w| w[0].0 < w[1].0),
+            "ids strictly increase"
+        );
+        let mut ns: Vec<u64> = got.iter().map(|(_, n)| *n).collect();
+        ns.sort_unstable();
+        assert_eq!(
+            ns,
+            (0..events as u64).collect::<Vec<_>>(),
+            "every event exactly once"
+        );
+        match &expected {
+            None => expected = Some(got),
+            Some(e) => assert_eq!(&got, e, "every subscriber sees the same order"),
+        }
+    }
+    let total = started.elapsed();
+    eprintln!(
+        "{subscribers} subscribers x {events} events: appended in {appended:.2?} ({:.0} events/s over HTTP), all delivered in {total:.2?} ({:.0} frames/s); daemon RSS {rss_before} KiB before, {rss_peak} KiB after appending",
+        events as f64 / appended.as_secs_f64(),
+        (subscribers * events) as f64 / total.as_secs_f64()
+    );
+}
+
+/// Lines a child prints, collected as they come.
+struct Output {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Output {
+    fn collect(stream: impl std::io::Read + Send + 'static) -> Self {
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Output { lines }
+    }
+
+    fn wait_for(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "never saw {needle:?} in {:#?}",
+                self.lines.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn attach_smoke_plan_of_seed_003() {
+    use std::io::Write;
+    let w = Workspace::new();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let d = w.serve_at(&addr, &[]);
+    let u = d.url.clone();
+    let mut client = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        .args(["attach", "--session", "s1"])
+        .env("CMDLOG_DAEMON_URL", &u)
+        .env("HOME", w.home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Output::collect(client.stdout.take().unwrap());
+    let err = Output::collect(client.stderr.take().unwrap());
+    let mut input = client.stdin.take().unwrap();
+    let mut type_line = |line: &str| {
+        writeln!(input, "{line}").unwrap();
+        input.flush().unwrap();
+    };
+    err.wait_for("[attached to session s1");
+    let s = format!("{u}/session/s1");
+
+    // A typed prompt reaches the session; the agent's text shows in the client.
+    type_line("hello there");
+    let until_prompt = read_events(&format!("{s}/events?lastEventId=0"), None, |f| {
+        f.iter().any(|(_, e, _)| e == "session/prompt")
+    });
+    assert!(
+        until_prompt
+            .iter()
+            .any(|(_, _, d)| d["data"]["text"] == "hello there")
+    );
+    post(
+        &format!("{s}/update"),
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi from the agent\n"}}),
+    );
+    out.wait_for("Hi from the agent");
+
+    // A permission request can be answered.
+    post(
+        &format!("{s}/update"),
+        json!({"sessionUpdate": "permission_request", "requestId": "r1", "options": ["allow", "deny"]}),
+    );
+    out.wait_for("[permission r1 requested");
+    type_line("/allow");
+    out.wait_for("[permission r1 resolved: \"allow\"]");
+    post(
+        &format!("{s}/update"),
+        json!({"sessionUpdate": "permission_request", "requestId": "r2", "options": ["allow", "deny"]}),
+    );
+    out.wait_for("[permission r2 requested");
+    type_line("/deny");
+    out.wait_for("[permission r2 resolved: \"deny\"]");
+
+    // /model goes to the model route; the status shows it.
+    type_line("/model opus");
+    out.wait_for("[model: opus]");
+
+    // While the turn streams, a command line is queued as follow-up and expands.
+    type_line("/review x.rs");
+    out.wait_for("[/review] Review x.rs");
+
+    // Ctrl-C cancels the active prompt: the turn ends.
+    Command::new("kill")
+        .args(["-INT", &client.id().to_string()])
+        .status()
+        .unwrap();
+    err.wait_for("[cancelled]");
+    let cancelled = read_events(&format!("{s}/events?lastEventId=0"), None, |f| {
+        f.iter().any(|(_, e, _)| e == "session/cancelled")
+    });
+    assert!(cancelled.iter().any(|(_, e, _)| e == "session/cancelled"));
+
+    // The daemon restarts; the client resumes from the last id it saw.
+    drop(d);
+    err.wait_for("[connection lost; reconnecting from event");
+    let d = w.serve_at(&addr, &[]);
+    post(
+        &format!("{}/session/s1/update", d.url),
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "after restart\n"}}),
+    );
+    out.wait_for("after restart");
+    assert_eq!(
+        out.count("Hi from the agent"),
+        1,
+        "nothing is shown twice after resuming"
+    );
+    assert_eq!(out.count("[permission r1 requested"), 1);
+
+    type_line("/quit");
+    let status = client.wait().unwrap();
+    assert!(status.success());
+    drop(d);
+}
+
+#[test]
+fn attach_refuses_without_a_daemon() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        .args(["attach"])
+        .env_remove("CMDLOG_DAEMON_URL")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--daemon-url"));
+    let port = free_port();
+    let o = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        .args([
+            "attach",
+            "--daemon-url",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert!(o.stdout.is_empty(), "nothing is drawn");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cmdlog serve"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -1,0 +1,444 @@
+//! `cmdlog attach`: the terminal client of seed 003, in line mode. It renders a
+//! session's events with the same `SessionView` reducer replay uses, submits typed
+//! lines through `prompt`, and resumes the event stream with the last seen id after
+//! a dropped connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cmdlog_engine::Event;
+use cmdlog_replay::SessionView;
+use serde_json::{Value, json};
+
+/// The features a daemon must offer before the client starts.
+const REQUIRED_FEATURES: [&str; 3] = ["session_create", "session_prompt", "session_events"];
+
+/// How the client connects.
+pub(crate) struct AttachConfig {
+    pub(crate) url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) session: Option<String>,
+}
+
+struct Client {
+    agent: ureq::Agent,
+    url: String,
+    token: Option<String>,
+}
+
+impl Client {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), String> {
+        let url = format!("{}{path}", self.url);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let result = match (method, body) {
+            ("POST", body) => {
+                let mut r = self
+                    .agent
+                    .post(&url)
+                    .header("content-type", "application/json");
+                if let Some(a) = &auth {
+                    r = r.header("authorization", a);
+                }
+                r.send(body.unwrap_or(json!({})).to_string())
+            }
+            _ => {
+                let mut r = self.agent.get(&url);
+                if let Some(a) = &auth {
+                    r = r.header("authorization", a);
+                }
+                r.call()
+            }
+        };
+        let mut res = result.map_err(|e| {
+            format!(
+                "cannot reach the daemon at {}: {e}; start it with `cmdlog serve`",
+                self.url
+            )
+        })?;
+        let status = res.status().as_u16();
+        let text = res.body_mut().read_to_string().unwrap_or_default();
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+}
+
+/// What the renderer remembers between events, to print only what is new.
+#[derive(Default)]
+struct Screen {
+    view: SessionView,
+    text_len: usize,
+    thought_len: usize,
+    tools: Vec<(String, String)>,
+    permissions: usize,
+    resolved: usize,
+    model: Option<String>,
+    runs: usize,
+    last_id: u64,
+    died: bool,
+}
+
+impl Screen {
+    /// A screen for `session` (the reducer ignores other sessions' events).
+    fn new(session: &str) -> Self {
+        Screen {
+            view: SessionView::new(session),
+            ..Screen::default()
+        }
+    }
+
+    /// Folds one event and prints what changed.
+    fn show(&mut self, event: &Event, out: &mut impl Write) {
+        self.last_id = self.last_id.max(event.seq);
+        self.view.apply(event);
+        let v = &self.view;
+        if v.assistant_text.len() > self.text_len {
+            let _ = write!(out, "{}", &v.assistant_text[self.text_len..]);
+            self.text_len = v.assistant_text.len();
+        }
+        if v.thoughts.len() > self.thought_len {
+            // Thoughts are dimmed.
+            let _ = writeln!(
+                out,
+                "\x1b[2m(thinking) {}\x1b[0m",
+                &v.thoughts[self.thought_len..]
+            );
+            self.thought_len = v.thoughts.len();
+        }
+        for call in &v.tool_calls {
+            let seen = self.tools.iter_mut().find(|(id, _)| *id == call.id);
+            match seen {
+                Some((_, status)) if *status == call.status => {}
+                Some((_, status)) => {
+                    let _ = writeln!(out, "[tool {} {}: {}]", call.id, call.title, call.status);
+                    *status = call.status.clone();
+                }
+                None => {
+                    let _ = writeln!(out, "[tool {} {}: {}]", call.id, call.title, call.status);
+                    self.tools.push((call.id.clone(), call.status.clone()));
+                }
+            }
+        }
+        for p in &v.permissions[self.permissions..] {
+            let _ = writeln!(
+                out,
+                "[permission {} requested: answer /allow or /deny]",
+                p.request_id
+            );
+        }
+        self.permissions = v.permissions.len();
+        let resolved = v
+            .permissions
+            .iter()
+            .filter(|p| p.resolved.is_some())
+            .count();
+        if resolved > self.resolved {
+            for p in v
+                .permissions
+                .iter()
+                .filter(|p| p.resolved.is_some())
+                .skip(self.resolved)
+            {
+                let _ = writeln!(
+                    out,
+                    "[permission {} resolved: {}]",
+                    p.request_id,
+                    p.resolved
+                        .as_ref()
+                        .map(|(_, d)| d.to_string())
+                        .unwrap_or_default()
+                );
+            }
+            self.resolved = resolved;
+        }
+        if v.model != self.model {
+            let _ = writeln!(
+                out,
+                "[model: {}]",
+                v.model.as_deref().unwrap_or("(default)")
+            );
+            self.model = v.model.clone();
+        }
+        for run in v.runs.iter().skip(self.runs) {
+            if let Some(outcome) = &run.outcome {
+                let shown = match outcome {
+                    cmdlog_engine::Outcome::Success { text, prompt, .. } => prompt
+                        .as_deref()
+                        .or(text.as_deref())
+                        .unwrap_or("ok")
+                        .to_string(),
+                    cmdlog_engine::Outcome::Error { text, .. } => format!("error: {text}"),
+                };
+                let _ = writeln!(out, "[/{}] {shown}", run.name);
+                self.runs += 1;
+            } else {
+                break;
+            }
+        }
+        if v.ended.is_some() && !self.died {
+            let _ = writeln!(out, "[session ended: disconnected]");
+            self.died = true;
+        }
+        let _ = out.flush();
+    }
+}
+
+/// A frame's `data` back into the log event it carries; `None` for other frames
+/// (`available_commands_update`) and unknown shapes, which are ignored.
+fn frame_event(data: &Value) -> Option<Event> {
+    let seq = data.get("id")?.as_u64()?;
+    let record = json!({
+        "at": data.get("at")?,
+        "type": data.get("type")?,
+        "session": data.get("session"),
+        "agent": data.get("agent"),
+        "data": data.get("data")?,
+    });
+    Event::decode(seq, record.to_string().as_bytes()).ok()
+}
+
+/// Follows the session's events, reconnecting with the last seen id.
+fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
+    loop {
+        let last = screen.lock().unwrap_or_else(|p| p.into_inner()).last_id;
+        let url = format!("{}/session/{session}/events", client.url);
+        let mut request = client
+            .agent
+            .get(&url)
+            .header("Last-Event-ID", last.to_string());
+        if let Some(t) = &client.token {
+            request = request.header("authorization", format!("Bearer {t}"));
+        }
+        if let Ok(res) = request.call()
+            && res.status().as_u16() == 200
+        {
+            let mut data = String::new();
+            for line in BufReader::new(res.into_body().into_reader()).lines() {
+                let Ok(line) = line else { break };
+                if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                } else if line.is_empty() && !data.is_empty() {
+                    if let Ok(value) = serde_json::from_str::<Value>(&data)
+                        && let Some(event) = frame_event(&value)
+                    {
+                        let mut screen = screen.lock().unwrap_or_else(|p| p.into_inner());
+                        if event.seq > screen.last_id {
+                            screen.show(&event, &mut std::io::stdout().lock());
+                        }
+                        if screen.died {
+                            return;
+                        }
+                    }
+                    data.clear();
+                }
+            }
+        }
+        eprintln!(
+            "[connection lost; reconnecting from event {}]",
+            screen.lock().unwrap_or_else(|p| p.into_inner()).last_id
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Runs the client until stdin ends or `/quit`.
+pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let client = Arc::new(Client {
+        agent,
+        url: config.url.trim_end_matches('/').to_string(),
+        token: config.token,
+    });
+    let (status, caps) = client.request("GET", "/capabilities", None)?;
+    if status == 401 {
+        return Err("the daemon wants a token: pass --token or set CMDLOG_DAEMON_TOKEN".into());
+    }
+    let features: Vec<&str> = caps["features"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    if let Some(missing) = REQUIRED_FEATURES.iter().find(|f| !features.contains(f)) {
+        return Err(format!(
+            "the daemon at {} does not offer {missing}; attach needs {}",
+            client.url,
+            REQUIRED_FEATURES.join(", ")
+        ));
+    }
+    let (status, created) = client.request(
+        "POST",
+        "/session",
+        Some(json!({"sessionId": config.session})),
+    )?;
+    if status != 200 {
+        return Err(format!(
+            "cannot open the session: {}",
+            created["error"].as_str().unwrap_or("?")
+        ));
+    }
+    let session = created["sessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    eprintln!(
+        "[attached to session {session} at {}; /quit to leave, Ctrl-C cancels]",
+        client.url
+    );
+
+    let screen = Arc::new(Mutex::new(Screen::new(&session)));
+    {
+        let (client, session, screen) = (Arc::clone(&client), session.clone(), Arc::clone(&screen));
+        std::thread::spawn(move || follow(client, session, screen));
+    }
+    {
+        // Ctrl-C cancels the session's in-flight work instead of killing the client.
+        let (client, session) = (Arc::clone(&client), session.clone());
+        std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            while runtime.block_on(tokio::signal::ctrl_c()).is_ok() {
+                let _ = client.request("POST", &format!("/session/{session}/cancel"), None);
+                eprintln!("[cancelled]");
+            }
+        });
+    }
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let path = |route: &str| format!("/session/{session}/{route}");
+        let (status, answer) = if line == "/quit" {
+            break;
+        } else if let Some(model) = line.strip_prefix("/model ") {
+            client.request("POST", &path("model"), Some(json!({"model": model.trim()})))?
+        } else if let Some(rest) = line
+            .strip_prefix("/allow")
+            .or_else(|| line.strip_prefix("/deny"))
+        {
+            let decision = if line.starts_with("/allow") {
+                "allow"
+            } else {
+                "deny"
+            };
+            let pending = screen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .view
+                .permissions
+                .iter()
+                .rev()
+                .find(|p| p.resolved.is_none())
+                .map(|p| p.request_id.clone());
+            let id = Some(rest.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .or(pending);
+            let Some(id) = id else {
+                eprintln!("[no permission request is waiting]");
+                continue;
+            };
+            client.request(
+                "POST",
+                &path("permission"),
+                Some(json!({"requestId": id, "decision": decision})),
+            )?
+        } else {
+            let (status, answer) =
+                client.request("POST", &path("prompt"), Some(json!({"text": line})))?;
+            if status == 409
+                && answer["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("streaming"))
+            {
+                eprintln!("[a turn is running: queued as follow-up]");
+                client.request(
+                    "POST",
+                    &path("prompt"),
+                    Some(json!({"text": line, "streamingBehavior": "followUp"})),
+                )?
+            } else {
+                (status, answer)
+            }
+        };
+        if status != 200 {
+            eprintln!("[{}]", answer["error"].as_str().unwrap_or("request failed"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, kind: &str, data: Value) -> Event {
+        frame_event(&json!({"id": seq, "v": 1, "type": kind, "session": "s", "agent": "main", "at": seq, "data": data})).unwrap()
+    }
+
+    #[test]
+    fn renders_only_what_is_new() {
+        let mut screen = Screen::new("s");
+        let mut out = Vec::new();
+        screen.show(&event(1, "session/update", json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}})), &mut out);
+        screen.show(&event(2, "session/update", json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}})), &mut out);
+        screen.show(&event(3, "session/update", json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), &mut out);
+        screen.show(&event(4, "session/update", json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "pending"})), &mut out);
+        screen.show(&event(5, "session/update", json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})), &mut out);
+        screen.show(
+            &event(
+                6,
+                "permission/requested",
+                json!({"request_id": "r1", "options": ["allow"]}),
+            ),
+            &mut out,
+        );
+        screen.show(
+            &event(
+                7,
+                "permission/resolved",
+                json!({"request_id": "r1", "decision": "allow"}),
+            ),
+            &mut out,
+        );
+        screen.show(
+            &event(8, "session/model_switched", json!({"model": "opus"})),
+            &mut out,
+        );
+        screen.show(&event(9, "future/thing", json!({"x": 1})), &mut out);
+        screen.show(
+            &event(10, "session/died", json!({"reason": "crash"})),
+            &mut out,
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Hello\x1b[2m(thinking) hmm\x1b[0m\n[tool t1 read: pending]\n[tool t1 read: completed]\n[permission r1 requested: answer /allow or /deny]\n[permission r1 resolved: \"allow\"]\n[model: opus]\n[session ended: disconnected]\n"
+        );
+        assert!(screen.died);
+        assert_eq!(screen.last_id, 10);
+    }
+
+    #[test]
+    fn other_frames_are_ignored() {
+        assert!(
+            frame_event(&json!({"id": 3, "type": "available_commands_update", "data": {}}))
+                .is_none()
+        );
+        assert!(frame_event(&json!({"nonsense": true})).is_none());
+    }
+}
