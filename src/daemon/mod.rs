@@ -52,6 +52,8 @@ const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;
 const BODY_BYTES_MAX: usize = 1024 * 1024;
 /// Most events one SSE read takes from the log before sending them.
 const SSE_BATCH_EVENTS_MAX: u64 = 1000;
+/// How long a woken subscriber waits for more commits before reading.
+const SSE_COALESCE: Duration = Duration::from_millis(10);
 
 /// Shared by every route.
 pub(crate) struct AppState {
@@ -695,6 +697,9 @@ async fn events(
                 if c.head.changed().await.is_err() {
                     return None;
                 }
+                // Let a burst of commits land, so one read serves many of them: under
+                // load each subscriber reads batches instead of one event per commit.
+                tokio::time::sleep(SSE_COALESCE).await;
             }
         }
     });
