@@ -52,13 +52,21 @@ impl Workspace {
     }
 
     fn serve_at(&self, addr: &str, extra: &[&str]) -> Daemon {
+        self.serve_with(addr, extra, None)
+    }
+
+    fn serve_with(&self, addr: &str, extra: &[&str], token_env: Option<&str>) -> Daemon {
         let _ = std::fs::remove_file(self.daemon_json());
-        let child = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
+        match token_env {
+            Some(t) => command.env("CMDLOG_TOKEN", t),
+            None => command.env_remove("CMDLOG_TOKEN"),
+        };
+        let child = command
             .args(["serve", "--addr", addr])
             .args(extra)
             .current_dir(self.ws.path())
             .env("HOME", self.home.path())
-            .env_remove("CMDLOG_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
