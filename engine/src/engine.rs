@@ -437,6 +437,31 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Events folded past the snapshot at open before a fresh snapshot is written.
+const SNAPSHOT_TAIL_EVENTS: u64 = 10_000;
+/// The snapshot format this version writes and reads.
+const SNAPSHOT_VERSION: u64 = 1;
+
+/// The state of the latest snapshot, when it is of this format and matches this
+/// log (the chain hash of its seq); `None` means fold from the start.
+pub fn load_snapshot(log: &Log) -> Option<LogState> {
+    #[derive(serde::Deserialize)]
+    struct Snapshot {
+        version: u64,
+        seq: Seq,
+        hash: String,
+        state: LogState,
+    }
+    let (seq, bytes) = log.latest_snapshot().ok()??;
+    let snapshot: Snapshot = serde_json::from_slice(&bytes).ok()?;
+    let record = log.get(seq).ok()??;
+    let valid = snapshot.version == SNAPSHOT_VERSION
+        && snapshot.seq == seq
+        && snapshot.state.applied == seq
+        && BlobHash(record.hash).to_hex() == snapshot.hash;
+    valid.then_some(snapshot.state)
+}
+
 /// Folds every record of `log` in `from..=until` into `state`.
 pub fn fold_log(
     log: &Log,
@@ -481,8 +506,10 @@ impl Engine {
     /// registers the built-ins that are missing.
     pub async fn open(log: Log, config: EngineConfig) -> Result<Engine, EngineOpenError> {
         let log = Arc::new(log);
-        let mut state = LogState::default();
-        fold_log(&log, &mut state, 1, log.head().seq)?;
+        let head = log.head().seq;
+        let mut state = load_snapshot(&log).unwrap_or_default();
+        let folded_from = state.applied + 1;
+        fold_log(&log, &mut state, folded_from, head)?;
         let state = Arc::new(Mutex::new(state));
         let hook_state = Arc::clone(&state);
         log.set_commit_hook(Box::new(move |batch| {
@@ -509,6 +536,10 @@ impl Engine {
             }),
         };
         engine.recover().await?;
+        if head + 1 - folded_from >= SNAPSHOT_TAIL_EVENTS {
+            // A cache: if writing it fails, the next open folds the log again.
+            let _ = engine.snapshot().await;
+        }
         Ok(engine)
     }
 
@@ -582,6 +613,26 @@ impl Engine {
             self.notify();
         }
         Ok(())
+    }
+
+    /// Stores the current state as a snapshot (with the chain hash of its seq), so
+    /// the next open folds only the events after it. Snapshots are a cache:
+    /// deleting them changes no answer.
+    pub async fn snapshot(&self) -> Result<Seq, AppendError> {
+        let (seq, bytes) = {
+            let state = lock(&self.inner.state);
+            let hash = match self.inner.log.get(state.applied) {
+                Ok(Some(r)) => BlobHash(r.hash).to_hex(),
+                _ => return Ok(0),
+            };
+            let snapshot = serde_json::json!({"version": SNAPSHOT_VERSION, "seq": state.applied, "hash": hash, "state": &*state});
+            (
+                state.applied,
+                serde_json::to_vec(&snapshot).expect("the state serializes"),
+            )
+        };
+        self.inner.log.put_snapshot(seq, bytes).await?;
+        Ok(seq)
     }
 
     /// The log underneath.

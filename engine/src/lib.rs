@@ -60,7 +60,7 @@ pub use engine::{
     CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
     ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
     ObserverId, RegisterError, ResolverHandle, SessionError, SubmittedAttachment, api_provider,
-    command_name, fold_log, fold_log_with, valid_id,
+    command_name, fold_log, fold_log_with, load_snapshot, valid_id,
 };
 pub use event::{
     AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,

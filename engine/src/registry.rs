@@ -81,7 +81,7 @@ pub struct ProviderRef {
 }
 
 /// One registration as the fold knows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registration {
     /// Seq of its `registry/registered` event.
     pub seq: Seq,
@@ -94,13 +94,13 @@ pub struct Registration {
     /// The command.
     pub command: CommandSpec,
     /// Template blob hash (prompt commands).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
     /// Source file.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<Origin>,
     /// Seq and reason of its `registry/unregistered`, once ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<(Seq, UnregisterReason)>,
 }
 
@@ -170,6 +170,29 @@ pub struct Registry {
     registrations: BTreeMap<Seq, Registration>,
     /// name or alias -> seqs of active registrations answering to it.
     by_name: BTreeMap<String, BTreeSet<Seq>>,
+}
+
+// Serialized as its registrations; the name index is rebuilt on load.
+impl Serialize for Registry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.registrations.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Registry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let registrations = BTreeMap::<Seq, Registration>::deserialize(d)?;
+        let mut by_name: BTreeMap<String, BTreeSet<Seq>> = BTreeMap::new();
+        for r in registrations.values().filter(|r| r.is_active()) {
+            for name in names(&r.command) {
+                by_name.entry(name).or_default().insert(r.seq);
+            }
+        }
+        Ok(Registry {
+            registrations,
+            by_name,
+        })
+    }
 }
 
 /// Why an event did not apply to the registry (the fold ignores it; `verify` reports it).

@@ -4,14 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::command::Mode;
 use crate::event::{Event, EventData, Seq};
 use crate::registry::Registry;
 
 /// A `command/run` without a `command/done` yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenRun {
     /// Its seq (the command id).
     pub seq: Seq,
@@ -24,7 +24,7 @@ pub struct OpenRun {
 }
 
 /// What the fold knows of a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct SessionState {
     /// Seq of its `session/created`, if seen.
     pub created: Option<Seq>,
@@ -42,7 +42,7 @@ pub struct SessionState {
 }
 
 /// The fold over the whole log.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogState {
     /// The registry.
     pub registry: Registry,

@@ -576,3 +576,50 @@ async fn run_append_failure_is_loud_and_done_failure_on_the_error_path_is_contai
     assert!(error_text(&ex.outcome).contains("handler broke"));
     assert_eq!(ex.done, None);
 }
+
+#[tokio::test]
+async fn snapshots_are_a_cache_that_changes_no_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(&dir).await;
+    for i in 0..20 {
+        engine.execute(req(&format!("/model m{i}"))).await.unwrap();
+    }
+    let seq = engine.snapshot().await.unwrap();
+    assert_eq!(seq, engine.log().head().seq);
+    engine.execute(req("/model after-snapshot")).await.unwrap();
+    let live = engine.state();
+    drop(engine);
+
+    // Reopened from the snapshot plus the tail: the same state as a full fold.
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    assert_eq!(load_snapshot(&log).unwrap().applied, seq);
+    let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+    assert_eq!(engine.state(), live);
+    assert_eq!(engine.state(), replayed(&engine));
+    assert_eq!(
+        engine.session("s1").unwrap().model.as_deref(),
+        Some("after-snapshot")
+    );
+
+    // A snapshot that does not match this log (or is not a snapshot) is ignored.
+    engine
+        .log()
+        .put_snapshot(seq, b"not a snapshot".to_vec())
+        .await
+        .unwrap();
+    assert!(load_snapshot(engine.log()).is_none());
+    let forged =
+        serde_json::json!({"version": 1, "seq": seq, "hash": "00".repeat(32), "state": live});
+    engine
+        .log()
+        .put_snapshot(seq, serde_json::to_vec(&forged).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        load_snapshot(engine.log()).is_none(),
+        "the chain hash must match"
+    );
+    drop(engine);
+    let engine = open(&dir).await;
+    assert_eq!(engine.state(), replayed(&engine));
+}

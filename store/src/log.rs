@@ -13,7 +13,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::error::{AppendError, BlobError, OpenError, ReadError, read_err};
 use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
-use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
+use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, SNAPSHOTS, STREAMS};
 use crate::writer::{self, Request};
 
 /// Called on the writer thread with each committed batch, in seq order, before any
@@ -390,6 +390,28 @@ impl Log {
         let (reply, rx) = oneshot::channel();
         self.send(Request::RemoveBlobs { hashes, reply })?;
         rx.blocking_recv().unwrap_or(Err(AppendError::Closed))
+    }
+
+    /// Stores a snapshot of a projection as of `seq`, replacing any earlier one. The
+    /// store never reads it: it is a cache its owner can always rebuild.
+    pub async fn put_snapshot(&self, seq: Seq, bytes: Vec<u8>) -> Result<(), AppendError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Request::PutSnapshot { seq, bytes, reply })?;
+        rx.await.unwrap_or(Err(AppendError::Closed)).map(|_| ())
+    }
+
+    /// The latest snapshot and its seq, if any.
+    pub fn latest_snapshot(&self) -> Result<Option<(Seq, Vec<u8>)>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let table = match read.open_table(SNAPSHOTS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(read_err(e)),
+        };
+        Ok(table
+            .last()
+            .map_err(read_err)?
+            .map(|(k, v)| (k.value(), v.value().to_vec())))
     }
 
     /// Appends `records` atomically and blocks until they are committed.

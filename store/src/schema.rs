@@ -18,6 +18,10 @@ pub(crate) const BLOBS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new
 pub(crate) const BLOB_META: TableDefinition<&[u8; 32], (u64, u64)> =
     TableDefinition::new("blob_meta");
 
+/// `seq -> snapshot bytes`: a cache of a projection as of that seq, opaque to the
+/// store. Only the latest is kept.
+pub(crate) const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
+
 /// `key -> value` facts about the file itself.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 

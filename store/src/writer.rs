@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::error::AppendError;
 use crate::log::{Head, Shared};
 use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt};
-use crate::schema::{self, BLOB_META, BLOBS, RECORDS, STREAMS};
+use crate::schema::{self, BLOB_META, BLOBS, RECORDS, SNAPSHOTS, STREAMS};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
 pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
@@ -36,6 +36,12 @@ pub(crate) enum Request {
         hashes: Vec<BlobHash>,
         reply: oneshot::Sender<Result<u64, AppendError>>,
     },
+    /// Replaces every snapshot with this one.
+    PutSnapshot {
+        seq: u64,
+        bytes: Vec<u8>,
+        reply: oneshot::Sender<Result<u64, AppendError>>,
+    },
     PutBlob {
         hash: BlobHash,
         bytes: Vec<u8>,
@@ -49,7 +55,10 @@ impl Request {
         match self {
             Request::Append { records, .. } => records.len(),
             Request::RemoveBlobs { hashes, .. } => hashes.len(),
-            Request::AppendBuilt { .. } | Request::PutBlob { .. } | Request::Shutdown => 1,
+            Request::AppendBuilt { .. }
+            | Request::PutBlob { .. }
+            | Request::PutSnapshot { .. }
+            | Request::Shutdown => 1,
         }
     }
 
@@ -61,7 +70,7 @@ impl Request {
             Request::PutBlob { reply, .. } => {
                 let _ = reply.send(Err(error));
             }
-            Request::RemoveBlobs { reply, .. } => {
+            Request::RemoveBlobs { reply, .. } | Request::PutSnapshot { reply, .. } => {
                 let _ = reply.send(Err(error));
             }
             Request::Shutdown => {}
@@ -203,7 +212,7 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>) {
                     Request::PutBlob { reply, .. } => {
                         let _ = reply.send(Ok(()));
                     }
-                    Request::RemoveBlobs { reply, .. } => {
+                    Request::RemoveBlobs { reply, .. } | Request::PutSnapshot { reply, .. } => {
                         let _ = reply.send(Ok(receipt.map_or(0, |r| r.last)));
                     }
                     Request::AppendBuilt { .. } | Request::Shutdown => {}
@@ -283,6 +292,21 @@ fn write_batch(
                     receipts.push(Some(Receipt {
                         first: 0,
                         last: removed,
+                    }));
+                }
+                Request::PutSnapshot { seq, bytes, .. } => {
+                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+                    let old: Vec<u64> = snapshots
+                        .iter()?
+                        .map(|e| e.map(|(k, _)| k.value()))
+                        .collect::<Result<_, _>>()?;
+                    for k in old {
+                        snapshots.remove(k)?;
+                    }
+                    snapshots.insert(*seq, bytes.as_slice())?;
+                    receipts.push(Some(Receipt {
+                        first: 0,
+                        last: *seq,
                     }));
                 }
                 Request::AppendBuilt { .. } => unreachable!("materialized before the transaction"),

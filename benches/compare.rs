@@ -1,0 +1,529 @@
+//! The comparison harness: the same workloads on cmdlog, on SQLite (WAL,
+//! `synchronous=FULL`, one table) and on the machine's limit (a raw file with
+//! `write` + `fdatasync`, batched the same way), printed as one table of events/s
+//! and ratios. Run with `cargo bench --bench compare` (about two minutes).
+//! `CMDLOG_COMPARE_EVENTS` sets the replay log size (default 1,000,000).
+
+use std::io::Write as _;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use cmdlog_engine::*;
+use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
+
+const RECORD: &[u8] = br#"{"at":1796000000000,"type":"command/run","session":"s-3f2a9c1d7e4b","agent":"main","data":{"registration":12,"name":"review","mode":"non_interactive","source":"user","raw_input":" src/parser.rs please","attachments":[]}}"#;
+
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn sqlite(path: &std::path::Path) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.pragma_update(None, "journal_mode", "WAL").unwrap();
+    c.pragma_update(None, "synchronous", "FULL").unwrap();
+    c.busy_timeout(Duration::from_secs(60)).unwrap();
+    c.execute_batch("CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, session TEXT, record BLOB NOT NULL)").unwrap();
+    c
+}
+
+struct Row {
+    workload: String,
+    unit: &'static str,
+    cmdlog: f64,
+    limit: Option<f64>,
+    sqlite: Option<f64>,
+    note: String,
+}
+
+fn rate(n: usize, elapsed: Duration) -> f64 {
+    n as f64 / elapsed.as_secs_f64()
+}
+
+/// 1. One appender, one durable event per append.
+fn single_appender(rows: &mut Vec<Row>) -> Duration {
+    const N: usize = 2000;
+    let d = dir();
+    let log = Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap();
+    let t = Instant::now();
+    for _ in 0..N {
+        log.append(vec![NewRecord::new(RECORD.to_vec()).stream("s1")])
+            .unwrap();
+    }
+    let cmdlog = rate(N, t.elapsed());
+
+    let raw = std::fs::File::create(d.path().join("raw.bin")).unwrap();
+    let t = Instant::now();
+    for i in 0..N {
+        raw.write_all_at(RECORD, (i * RECORD.len()) as u64).unwrap();
+        raw.sync_data().unwrap();
+    }
+    let raw_elapsed = t.elapsed();
+    let limit = rate(N, raw_elapsed);
+
+    let c = sqlite(&d.path().join("sqlite.db"));
+    let t = Instant::now();
+    for _ in 0..N {
+        c.execute(
+            "INSERT INTO events (session, record) VALUES (?1, ?2)",
+            rusqlite::params!["s1", RECORD],
+        )
+        .unwrap();
+    }
+    let sqlite_rate = rate(N, t.elapsed());
+    rows.push(Row {
+        workload: "1. durable append, 1 appender".into(),
+        unit: "events/s",
+        cmdlog,
+        limit: Some(limit),
+        sqlite: Some(sqlite_rate),
+        note: format!("{N} appends"),
+    });
+    raw_elapsed / N as u32
+}
+
+/// 2. 64 concurrent appenders.
+fn concurrent_appenders(rows: &mut Vec<Row>) {
+    const THREADS: usize = 64;
+    const EACH: usize = 100;
+    let d = dir();
+    let log = Arc::new(Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap());
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (log, start) = (Arc::clone(&log), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..EACH {
+                    log.append(vec![
+                        NewRecord::new(RECORD.to_vec()).stream(format!("s{i}")),
+                    ])
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let cmdlog = rate(THREADS * EACH, t.elapsed());
+
+    let mut raw = std::fs::File::create(d.path().join("raw.bin")).unwrap();
+    let t = Instant::now();
+    for _ in 0..EACH {
+        for _ in 0..THREADS {
+            raw.write_all(RECORD).unwrap();
+        }
+        raw.sync_data().unwrap();
+    }
+    let limit = rate(THREADS * EACH, t.elapsed());
+
+    let path = d.path().join("sqlite.db");
+    drop(sqlite(&path));
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (path, start) = (path.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let c = sqlite(&path);
+                start.wait();
+                for _ in 0..EACH / 4 {
+                    c.execute(
+                        "INSERT INTO events (session, record) VALUES (?1, ?2)",
+                        rusqlite::params![format!("s{i}"), RECORD],
+                    )
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let sqlite_rate = rate(THREADS * EACH / 4, t.elapsed());
+    rows.push(Row {
+        workload: "2. durable append, 64 appenders".into(),
+        unit: "events/s",
+        cmdlog,
+        limit: Some(limit),
+        sqlite: Some(sqlite_rate),
+        note: "limit: 64 writes per fdatasync".into(),
+    });
+}
+
+/// 3. `execute` of a no-op local command from 64 concurrent sessions.
+fn concurrent_executions(rows: &mut Vec<Row>, fsync: Duration) {
+    const SESSIONS: usize = 64;
+    const EACH: usize = 30;
+    let d = dir();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (rate_cmdlog, p50, p99) = runtime.block_on(async {
+        let log = Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap();
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        let mut spec = CommandSpec::new(
+            CommandName::new("noop").unwrap(),
+            CommandSource::PluginCommand,
+            CommandKind::Skill,
+        );
+        spec.command_type = Some(CommandType::Local);
+        spec.supported_modes = Some(Mode::ALL.to_vec());
+        engine
+            .register(NewRegistration::handler(spec, |_i: Invocation| async {
+                Ok(CommandResult::text(""))
+            }))
+            .await
+            .unwrap()
+            .forget();
+        for s in 0..SESSIONS {
+            engine
+                .ensure_session(&format!("s{s}"), "main", Mode::NonInteractive)
+                .await
+                .unwrap();
+        }
+        let t = Instant::now();
+        let tasks: Vec<_> = (0..SESSIONS)
+            .map(|s| {
+                let engine = engine.clone();
+                tokio::spawn(async move {
+                    let mut latencies = Vec::with_capacity(EACH);
+                    for _ in 0..EACH {
+                        let started = Instant::now();
+                        engine
+                            .execute(ExecuteRequest::new(
+                                &format!("s{s}"),
+                                "main",
+                                Mode::NonInteractive,
+                                "/noop",
+                            ))
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        latencies.push(started.elapsed());
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        let elapsed = t.elapsed();
+        all.sort();
+        (
+            rate(SESSIONS * EACH, elapsed),
+            all[all.len() / 2],
+            all[all.len() * 99 / 100],
+        )
+    });
+    rows.push(Row {
+        workload: "3. execute no-op, 64 sessions".into(),
+        unit: "execs/s",
+        cmdlog: rate_cmdlog,
+        limit: None,
+        sqlite: None,
+        note: format!(
+            "p50 {:.2} ms, p99 {:.2} ms = {:.1} fsync times (fsync {:.2} ms)",
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+            p99.as_secs_f64() / fsync.as_secs_f64(),
+            fsync.as_secs_f64() * 1e3
+        ),
+    });
+}
+
+/// 4 and 5. Replay of a large log, and reopen until the first command can run.
+fn replay_and_reopen(rows: &mut Vec<Row>) {
+    let events: usize = std::env::var("CMDLOG_COMPARE_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let d = dir();
+    let path = d.path().join("log.redb");
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = LogConfig {
+            durability: Durability::Buffered,
+            ..LogConfig::default()
+        };
+        let log = Log::open(&path, config).unwrap();
+        let (registration, head) = runtime.block_on(async {
+            let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+            let help = engine
+                .find("main", Mode::NonInteractive, "help")
+                .unwrap()
+                .seq;
+            (help, engine.log().head().seq)
+        });
+        // Runs and dones of /help over 1,000 sessions, appended in batches.
+        let log = Log::open(
+            &path,
+            LogConfig {
+                durability: Durability::Buffered,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+        let mut seq = head;
+        let mut batch = Vec::new();
+        let mut i = 0usize;
+        while (seq as usize) < events {
+            let session = format!("s{}", i % 1000);
+            let at = 1_795_000_000_000 + seq;
+            let new = |data| NewEvent {
+                at,
+                session: Some(session.clone()),
+                agent: Some("main".into()),
+                data,
+            };
+            if i < 1000 {
+                batch.push(
+                    new(EventData::SessionCreated(SessionCreated {
+                        mode: Some(Mode::NonInteractive),
+                    }))
+                    .to_record(),
+                );
+                seq += 1;
+            }
+            let run = seq + 1;
+            batch.push(
+                new(EventData::CommandRun(CommandRun {
+                    registration,
+                    name: "help".into(),
+                    mode: Mode::NonInteractive,
+                    source: InvocationSource::User,
+                    raw_input: Some(String::new()),
+                    attachments: vec![],
+                }))
+                .to_record(),
+            );
+            batch.push(
+                new(EventData::CommandDone(CommandDone {
+                    run,
+                    outcome: Outcome::text("ok"),
+                    elapsed_us: 3,
+                }))
+                .to_record(),
+            );
+            seq += 2;
+            i += 1;
+            if batch.len() >= 2000 {
+                log.append(std::mem::take(&mut batch)).unwrap();
+            }
+        }
+        if !batch.is_empty() {
+            log.append(batch).unwrap();
+        }
+    }
+    let log = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    let head = log.head().seq;
+    let t = Instant::now();
+    let mut state = LogState::default();
+    fold_log(&log, &mut state, 1, head).unwrap();
+    let replay = rate(head as usize, t.elapsed());
+    let t = Instant::now();
+    let mut decoded = 0usize;
+    log.scan(1, head, |r| {
+        let _: serde_json::Value = serde_json::from_slice(&r.bytes).unwrap();
+        decoded += 1;
+        true
+    })
+    .unwrap();
+    let limit = rate(decoded, t.elapsed());
+
+    // SQLite holding the same records: read them back and decode them the same way.
+    let db = d.path().join("sqlite.db");
+    let c = sqlite(&db);
+    c.execute_batch("BEGIN").unwrap();
+    log.scan(1, head, |r| {
+        c.execute(
+            "INSERT INTO events (seq, session, record) VALUES (?1, ?2, ?3)",
+            rusqlite::params![r.seq as i64, r.stream, r.bytes],
+        )
+        .unwrap();
+        true
+    })
+    .unwrap();
+    c.execute_batch("COMMIT").unwrap();
+    let t = Instant::now();
+    let mut stmt = c.prepare("SELECT record FROM events ORDER BY seq").unwrap();
+    let mut rows_iter = stmt.query([]).unwrap();
+    let mut n = 0usize;
+    while let Some(row) = rows_iter.next().unwrap() {
+        let bytes: Vec<u8> = row.get(0).unwrap();
+        let _: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        n += 1;
+    }
+    let sqlite_rate = rate(n, t.elapsed());
+    drop(log);
+    rows.push(Row {
+        workload: format!("4. replay {head} events"),
+        unit: "events/s",
+        cmdlog: replay,
+        limit: Some(limit),
+        sqlite: Some(sqlite_rate),
+        note: "limit: serde_json decode of each record".into(),
+    });
+
+    // Reopen until the first command can run.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let t = Instant::now();
+    let ran = runtime.block_on(async {
+        let log = Log::open(&path, LogConfig::default()).unwrap();
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        engine
+            .ensure_session("bench", "main", Mode::NonInteractive)
+            .await
+            .unwrap();
+        engine
+            .execute(ExecuteRequest::new(
+                "bench",
+                "main",
+                Mode::NonInteractive,
+                "/help",
+            ))
+            .await
+            .unwrap()
+            .is_some()
+    });
+    assert!(ran);
+    let reopen = t.elapsed();
+    rows.push(Row {
+        workload: format!("5. reopen {head} events to first run"),
+        unit: "ms",
+        cmdlog: reopen.as_secs_f64() * 1e3,
+        limit: None,
+        sqlite: None,
+        note: "target: under 50 ms".into(),
+    });
+}
+
+/// 6. 8 MiB attachment admission.
+fn attachment(rows: &mut Vec<Row>) {
+    const SIZE: usize = 8 * 1024 * 1024;
+    const N: usize = 8;
+    let d = dir();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mb = |elapsed: Duration| (N * SIZE) as f64 / 1e6 / elapsed.as_secs_f64();
+    let cmdlog = runtime.block_on(async {
+        let log = Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap();
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        let mut spec = CommandSpec::new(
+            CommandName::new("take").unwrap(),
+            CommandSource::PluginCommand,
+            CommandKind::Skill,
+        );
+        spec.command_type = Some(CommandType::Local);
+        spec.supported_modes = Some(Mode::ALL.to_vec());
+        spec.input = Some(InputDescriptor {
+            hint: String::new(),
+            attachments: true,
+        });
+        engine
+            .register(NewRegistration::handler(spec, |_i: Invocation| async {
+                Ok(CommandResult::text(""))
+            }))
+            .await
+            .unwrap()
+            .forget();
+        engine
+            .ensure_session("s", "main", Mode::NonInteractive)
+            .await
+            .unwrap();
+        let t = Instant::now();
+        for i in 0..N {
+            let mut bytes = vec![(i % 251) as u8; SIZE];
+            bytes[0] = i as u8;
+            let mut request = ExecuteRequest::new("s", "main", Mode::NonInteractive, "/take");
+            request.attachments = vec![SubmittedAttachment::File {
+                name: format!("f{i}.bin"),
+                bytes,
+            }];
+            let ex = engine.execute(request).await.unwrap().unwrap();
+            assert!(!ex.outcome.is_error(), "{:?}", ex.outcome);
+        }
+        mb(t.elapsed())
+    });
+    let raw = std::fs::File::create(d.path().join("raw.bin")).unwrap();
+    let bytes = vec![7u8; SIZE];
+    let t = Instant::now();
+    for i in 0..N {
+        raw.write_all_at(&bytes, (i * SIZE) as u64).unwrap();
+        raw.sync_data().unwrap();
+    }
+    let limit = mb(t.elapsed());
+    let c = sqlite(&d.path().join("sqlite.db"));
+    let t = Instant::now();
+    for _ in 0..N {
+        c.execute(
+            "INSERT INTO events (session, record) VALUES ('s', ?1)",
+            rusqlite::params![bytes],
+        )
+        .unwrap();
+    }
+    let sqlite_rate = mb(t.elapsed());
+    rows.push(Row {
+        workload: "6. 8 MiB attachment admission".into(),
+        unit: "MB/s",
+        cmdlog,
+        limit: Some(limit),
+        sqlite: Some(sqlite_rate),
+        note: format!("{N} admissions"),
+    });
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful either.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let fsync = single_appender(&mut rows);
+    concurrent_appenders(&mut rows);
+    concurrent_executions(&mut rows, fsync);
+    replay_and_reopen(&mut rows);
+    attachment(&mut rows);
+    let ratio = |a: f64, b: Option<f64>| {
+        b.map(|b| format!("{:.2}x", a / b))
+            .unwrap_or_else(|| "-".into())
+    };
+    let num = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+    println!(
+        "\n| workload | unit | cmdlog | limit | SQLite | cmdlog/limit | cmdlog/SQLite | note |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+            r.workload,
+            r.unit,
+            r.cmdlog,
+            num(r.limit),
+            num(r.sqlite),
+            ratio(r.cmdlog, r.limit),
+            ratio(r.cmdlog, r.sqlite),
+            r.note
+        );
+    }
+    println!(
+        "\nmachine: {} cores; total {:.1?}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        started.elapsed()
+    );
+}
