@@ -149,7 +149,9 @@ fn read_events(
     let mut lines = BufReader::new(res.into_body().into_reader()).lines();
     let mut frames = Vec::new();
     let (mut id, mut event, mut data) = (None, String::new(), String::new());
-    while !enough(&frames) {
+    // `enough` runs once per frame, not per line.
+    let mut done = enough(&frames);
+    while !done {
         let line = lines.next().expect("the stream stays open").unwrap();
         if line.is_empty() {
             if let Some(seq) = id.take() {
@@ -158,6 +160,7 @@ fn read_events(
                     std::mem::take(&mut event),
                     serde_json::from_str(&data).unwrap(),
                 ));
+                done = enough(&frames);
             }
             data.clear();
         } else if let Some(v) = line.strip_prefix("id: ") {
@@ -549,8 +552,14 @@ fn many_subscribers_each_get_every_event_in_order() {
         .map(|_| {
             let url = format!("{s}/events?lastEventId=0");
             std::thread::spawn(move || {
-                let frames = read_events(&url, None, |f| {
-                    f.iter().filter(|(_, e, _)| e == "session/update").count() >= events
+                // Count incrementally: rescanning every frame per line would make the
+                // client, not the daemon, the bottleneck.
+                let mut updates = 0;
+                let frames = read_events(&url, None, move |f| {
+                    if f.last().is_some_and(|(_, e, _)| e == "session/update") {
+                        updates += 1;
+                    }
+                    updates >= events
                 });
                 frames
                     .into_iter()

@@ -20,10 +20,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
 use cmdlog_engine::{
-    CancellationToken, DiscoveryConfig, Engine, Event, EventData, ExecuteRequest, InvocationSource,
-    Mode, Outcome, PermissionRequested, PermissionResolved, PromptError, PromptOutcome,
-    PromptRequest, SessionError, SessionState, StreamingBehavior, SubmittedAttachment, discover,
-    valid_id, watch_roots,
+    CancellationToken, DiscoveryConfig, Engine, EventData, ExecuteRequest, InvocationSource, Mode,
+    Outcome, PermissionRequested, PermissionResolved, PromptError, PromptOutcome, PromptRequest,
+    SessionError, SessionState, StreamingBehavior, SubmittedAttachment, discover, valid_id,
+    watch_roots,
 };
 use futures_util::Stream;
 use serde::Deserialize;
@@ -52,6 +52,8 @@ const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;
 const BODY_BYTES_MAX: usize = 1024 * 1024;
 /// Most events one SSE read takes from the log before sending them.
 const SSE_BATCH_EVENTS_MAX: u64 = 1000;
+/// Frames kept for sharing between subscribers.
+const SSE_CACHE_FRAMES: usize = 8192;
 /// How long a woken subscriber waits for more commits before reading.
 const SSE_COALESCE: Duration = Duration::from_millis(10);
 
@@ -63,6 +65,8 @@ pub(crate) struct AppState {
     running: Mutex<HashMap<String, Vec<CancellationToken>>>,
     /// Serializes permission votes so the first one wins.
     votes: tokio::sync::Mutex<()>,
+    /// Recent frames shared by SSE subscribers.
+    frames: Arc<sse::FrameCache>,
 }
 
 impl AppState {
@@ -72,6 +76,7 @@ impl AppState {
             token,
             running: Mutex::new(HashMap::new()),
             votes: tokio::sync::Mutex::new(()),
+            frames: Arc::new(sse::FrameCache::new(SSE_CACHE_FRAMES)),
         })
     }
 
@@ -636,9 +641,15 @@ async fn events(
         greeted: false,
     };
     let engine = state.engine.clone();
+    let frames = Arc::clone(&state.frames);
     let stream = futures_util::stream::unfold(cursor, move |mut c| {
-        let (log, engine, id, agent) =
-            (Arc::clone(&log), engine.clone(), id.clone(), agent.clone());
+        let (log, engine, id, agent, frames) = (
+            Arc::clone(&log),
+            engine.clone(),
+            id.clone(),
+            agent.clone(),
+            Arc::clone(&frames),
+        );
         async move {
             loop {
                 if !c.greeted {
@@ -654,40 +665,43 @@ async fn events(
                 let head = *c.head.borrow_and_update();
                 if head > c.seq {
                     let (from, to) = (c.seq + 1, head.min(c.seq + SSE_BATCH_EVENTS_MAX));
-                    let reader = Arc::clone(&log);
-                    let records = tokio::task::spawn_blocking(move || reader.range(from, to))
-                        .await
-                        .ok()?
-                        .ok()?;
+                    let (reader, cache) = (Arc::clone(&log), Arc::clone(&frames));
+                    let window =
+                        tokio::task::spawn_blocking(move || cache.window(&reader, from, to))
+                            .await
+                            .ok()?
+                            .ok()?;
                     // Registry changes before the session existed are not its news, and
                     // several in one batch collapse into the last (the list is current).
-                    let last_registry = records
+                    let last_registry = window
                         .iter()
                         .rev()
-                        .filter(|r| r.seq > created && r.stream.is_none())
-                        .find_map(|r| {
-                            Event::decode(r.seq, &r.bytes)
-                                .ok()
-                                .filter(|e| e.data.type_name().starts_with("registry/"))
-                                .map(|e| e.seq)
-                        });
-                    for record in records {
-                        let Ok(event) = Event::decode(record.seq, &record.bytes) else {
-                            continue;
-                        };
-                        if event.data.type_name().starts_with("registry/")
-                            && Some(event.seq) != last_registry
-                        {
-                            continue;
-                        }
-                        if let Some((name, data)) =
-                            sse::frame_for(&event, &id, || engine.list(&agent, mode), mode)
-                        {
+                        .find(|f| f.registry && f.seq > created)
+                        .map(|f| f.seq);
+                    for frame in window {
+                        if frame.registry {
+                            if Some(frame.seq) != last_registry {
+                                continue;
+                            }
+                            let data = json!({
+                                "id": frame.seq,
+                                "v": 1,
+                                "type": "available_commands_update",
+                                "session": id,
+                                "data": {"mode": mode, "availableCommands": sse::available_commands(&engine.list(&agent, mode))},
+                            });
                             c.pending.push_back(
                                 SseEvent::default()
-                                    .id(event.seq.to_string())
-                                    .event(name)
+                                    .id(frame.seq.to_string())
+                                    .event("available_commands_update")
                                     .data(data.to_string()),
+                            );
+                        } else if frame.session.as_deref() == Some(id.as_str()) {
+                            c.pending.push_back(
+                                SseEvent::default()
+                                    .id(frame.seq.to_string())
+                                    .event(frame.name.as_str())
+                                    .data(frame.data.as_str()),
                             );
                         }
                     }

@@ -1,8 +1,88 @@
 //! Server-Sent Events over the durable log: where a subscriber starts, and the
 //! frame each event becomes.
 
-use cmdlog_engine::{Event, EventData, Mode, Registration};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use cmdlog_engine::{Event, EventData, Registration};
+use cmdlog_store::{Log, ReadError, Seq};
 use serde_json::json;
+
+/// An event as every subscriber needs it: decoded once, its frame data serialised
+/// once, shared by all subscribers of its session.
+#[derive(Debug)]
+pub(crate) struct SharedFrame {
+    pub(crate) seq: Seq,
+    pub(crate) session: Option<String>,
+    /// `true` for `registry/*` events (each session renders its own command list).
+    pub(crate) registry: bool,
+    /// The SSE `event:` name.
+    pub(crate) name: String,
+    /// The SSE `data:` of a session event.
+    pub(crate) data: String,
+}
+
+/// The most recent frames, shared by every subscriber: under fan-out, the first
+/// subscriber to reach a seq decodes it and the others reuse it. Bounded: older
+/// frames are read from the log again.
+#[derive(Debug)]
+pub(crate) struct FrameCache {
+    frames: Mutex<BTreeMap<Seq, Arc<SharedFrame>>>,
+    capacity: usize,
+}
+
+impl FrameCache {
+    pub(crate) fn new(capacity: usize) -> Self {
+        FrameCache {
+            frames: Mutex::new(BTreeMap::new()),
+            capacity,
+        }
+    }
+
+    /// The frames of every record in `from..=to`, in seq order.
+    pub(crate) fn window(
+        &self,
+        log: &Log,
+        from: Seq,
+        to: Seq,
+    ) -> Result<Vec<Arc<SharedFrame>>, ReadError> {
+        {
+            let frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+            let hit: Vec<Arc<SharedFrame>> = frames
+                .range(from..=to)
+                .map(|(_, f)| Arc::clone(f))
+                .collect();
+            if hit.len() as u64 == to + 1 - from {
+                return Ok(hit);
+            }
+        }
+        let built: Vec<Arc<SharedFrame>> = log
+            .range(from, to)?
+            .into_iter()
+            .filter_map(|r| Event::decode(r.seq, &r.bytes).ok())
+            .map(|e| {
+                Arc::new(SharedFrame {
+                    seq: e.seq,
+                    session: e.session.clone(),
+                    registry: matches!(
+                        e.data,
+                        EventData::Registered(_) | EventData::Unregistered(_)
+                    ),
+                    name: e.data.type_name().to_string(),
+                    data: frame_data(&e).to_string(),
+                })
+            })
+            .collect();
+        let mut frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        for f in &built {
+            frames.insert(f.seq, Arc::clone(f));
+        }
+        while frames.len() > self.capacity {
+            frames.pop_first();
+        }
+        Ok(built)
+    }
+}
 
 /// Where a subscriber's cursor starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,33 +151,6 @@ pub(crate) fn available_commands(list: &[Registration]) -> serde_json::Value {
         })
         .collect();
     serde_json::Value::Array(commands)
-}
-
-/// What a session's subscriber gets for `event`: its own events as they are,
-/// registry changes as an `available_commands_update` for its agent and mode,
-/// nothing for other sessions' events.
-pub(crate) fn frame_for(
-    event: &Event,
-    session: &str,
-    commands: impl FnOnce() -> Vec<Registration>,
-    mode: Mode,
-) -> Option<(String, serde_json::Value)> {
-    match &event.data {
-        EventData::Registered(_) | EventData::Unregistered(_) => {
-            let data = json!({
-                "id": event.seq,
-                "v": 1,
-                "type": "available_commands_update",
-                "session": session,
-                "data": {"mode": mode, "availableCommands": available_commands(&commands())},
-            });
-            Some(("available_commands_update".to_string(), data))
-        }
-        _ if event.session.as_deref() == Some(session) => {
-            Some((event.data.type_name().to_string(), frame_data(event)))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
