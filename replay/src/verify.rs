@@ -75,7 +75,11 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     let mut blobs: BTreeMap<String, Seq> = BTreeMap::new();
     let mut ended_sessions: BTreeMap<String, Seq> = BTreeMap::new();
     let mut events = 0u64;
-    log.scan(1, head.seq, |record| {
+    // A record whose stored layout is broken is named, and the scan goes on after it.
+    let mut from = 1;
+    let mut layout_breaks = Vec::new();
+    loop {
+        let scanned = log.scan(from, head.seq, |record| {
         let seq = record.seq;
         let event = match Event::decode(seq, &record.bytes) {
             Ok(e) => e,
@@ -85,6 +89,16 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
             }
         };
         events += 1;
+        // The stream key is outside the hash chain: it must agree with the event.
+        if record.stream != event.session {
+            flag(
+                Some(seq),
+                format!(
+                    "indexed under stream {:?} but the event's session is {:?}: the stored record was altered",
+                    record.stream, event.session
+                ),
+            );
+        }
         if let Some(session) = &event.session
             && let Some(ended) = ended_sessions.get(session)
         {
@@ -188,7 +202,19 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         state.apply(&event);
         progress(seq);
         true
-    })?;
+    });
+        match scanned {
+            Ok(()) => break,
+            Err(ReadError::Corrupt { seq, message }) => {
+                layout_breaks.push((seq, message));
+                from = seq + 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for (seq, message) in layout_breaks {
+        flag(Some(seq), format!("seq {seq}: {message}"));
+    }
 
     let mut checked = BTreeSet::new();
     for (hash, seq) in &blobs {
@@ -206,6 +232,23 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
             ),
             Err(e) => flag(Some(*seq), format!("blob {hash}: {e}")),
         }
+    }
+
+    // Every stored blob re-hashes, referenced or not.
+    for (hash, _, _) in log.list_blobs()? {
+        let hex = hash.to_hex();
+        if checked.contains(&hex) {
+            continue;
+        }
+        match log.get_blob(&hash) {
+            Ok(_) => {}
+            Err(BlobError::Mismatch { actual, .. }) => flag(
+                None,
+                format!("blob {hex} is corrupt: its bytes hash to {actual}"),
+            ),
+            Err(e) => flag(None, format!("blob {hex}: {e}")),
+        }
+        checked.insert(hex);
     }
 
     let mut again = LogState::default();
