@@ -245,6 +245,10 @@ struct ExportArgs {
     /// Write to this file instead of stdout
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace matches of this regular expression in event data with [REDACTED]
+    /// (repeatable); blobs are then left out
+    #[arg(long = "redact", value_name = "PATTERN")]
+    redact: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -1319,6 +1323,18 @@ fn export_verb(log: &Log, args: ExportArgs) -> Outcome_ {
             format!("no events for session {s:?}; `cmdlog sessions` lists them"),
         ));
     }
+    let redact = args
+        .redact
+        .iter()
+        .map(|p| {
+            regex::Regex::new(p).map_err(|e| {
+                Failure::new(
+                    USAGE,
+                    format!("--redact {p:?} is not a regular expression: {e}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let bar = Progress::new(log.head().seq, "export");
     let summary = match &args.output {
         Some(path) => {
@@ -1326,11 +1342,12 @@ fn export_verb(log: &Log, args: ExportArgs) -> Outcome_ {
                 Failure::new(USAGE, format!("cannot create {}: {e}", path.display()))
             })?;
             let mut out = io::BufWriter::new(file);
-            export(log, args.session.as_deref(), &mut out, bar.tick())
+            export(log, args.session.as_deref(), &redact, &mut out, bar.tick())
         }
         None => export(
             log,
             args.session.as_deref(),
+            &redact,
             &mut io::BufWriter::new(io::stdout().lock()),
             bar.tick(),
         ),
@@ -1408,7 +1425,7 @@ fn import_verb(paths: &Paths, args: ImportArgs, json: bool) -> Outcome_ {
             )?,
             None => writeln!(
                 out,
-                "the export had no trailer to compare the head hash with"
+                "no head hash to compare with (a redacted export, or no trailer)"
             )?,
         }
         if report.is_clean() {

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+use serde_json::Value;
+
 use cmdlog_engine::*;
 use cmdlog_store::{Log, LogConfig};
 
@@ -476,4 +478,38 @@ fn report_is_one_self_contained_html_file() {
             .code(),
         Some(3)
     );
+}
+
+#[test]
+fn export_redact_hides_matches_and_leaves_out_blobs() {
+    let w = history();
+    w.ok(&["run", "--session", "alpha", "/model sk-live-12345"]);
+    let out = w.ok(&["export", "--redact", "sk-live-[0-9]+", "--redact", "b\\.rs"]);
+    assert!(
+        !out.contains("sk-live-12345") && !out.contains("b.rs"),
+        "{out}"
+    );
+    assert!(out.contains("[REDACTED]"));
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines.iter().all(|l| l.get("blob").is_none()),
+        "blobs are left out"
+    );
+    assert_eq!(lines.last().unwrap()["export"]["redacted"], true);
+    // It still imports, and says the head hash cannot match.
+    let file = w.ws.path().join("redacted.jsonl");
+    std::fs::write(&file, &out).unwrap();
+    let copy = w.ws.path().join("redacted.redb");
+    let o = w.run(&[
+        "--log",
+        copy.to_str().unwrap(),
+        "import",
+        file.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("no head hash to compare with"), "{text}");
+    assert_eq!(w.run(&["export", "--redact", "("]).status.code(), Some(2));
 }

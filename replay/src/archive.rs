@@ -61,6 +61,38 @@ struct Trailer {
     version: u32,
     head_seq: Seq,
     head_hash: String,
+    /// Set when `--redact` changed events: the head hash cannot be reproduced.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    redacted: bool,
+}
+
+/// Replaces every match of `patterns` in the string values of an event's `data`
+/// (keys and structure are kept) and returns the event line.
+fn redacted_line(seq: Seq, bytes: &[u8], patterns: &[regex::Regex]) -> Vec<u8> {
+    fn walk(value: &mut serde_json::Value, patterns: &[regex::Regex]) {
+        match value {
+            serde_json::Value::String(text) => {
+                for p in patterns {
+                    if p.is_match(text) {
+                        *text = p.replace_all(text, "[REDACTED]").into_owned();
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| walk(v, patterns)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|v| walk(v, patterns)),
+            _ => {}
+        }
+    }
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+        return event_line(seq, b"{}");
+    };
+    if let Some(data) = value.get_mut("data") {
+        walk(data, patterns);
+    }
+    event_line(
+        seq,
+        &serde_json::to_vec(&value).expect("JSON values serialize"),
+    )
 }
 
 #[derive(Serialize, Deserialize)]
@@ -90,10 +122,13 @@ fn event_line(seq: Seq, bytes: &[u8]) -> Vec<u8> {
     line
 }
 
-/// Writes the log (or one session's events) as JSON lines.
+/// Writes the log (or one session's events) as JSON lines. With `redact` patterns,
+/// every match in the events' string data becomes `[REDACTED]` and no blob is
+/// written (blobs cannot be redacted and keep their address).
 pub fn export(
     log: &Log,
     session: Option<&str>,
+    redact: &[regex::Regex],
     out: &mut impl Write,
     mut progress: impl FnMut(Seq),
 ) -> Result<ExportSummary, ExportError> {
@@ -101,7 +136,11 @@ pub fn export(
     let mut events = 0u64;
     let mut write_error = None;
     let mut write = |seq: Seq, bytes: &[u8]| -> bool {
-        let mut line = event_line(seq, bytes);
+        let mut line = if redact.is_empty() {
+            event_line(seq, bytes)
+        } else {
+            redacted_line(seq, bytes, redact)
+        };
         line.push(b'\n');
         match out.write_all(&line) {
             Ok(()) => {
@@ -129,7 +168,7 @@ pub fn export(
         return Err(e.into());
     }
     let mut blobs = 0u64;
-    if session.is_none() {
+    if session.is_none() && redact.is_empty() {
         for hash in referenced_blobs(log)? {
             let Some(bytes) = log.get_blob(&hash)? else {
                 continue;
@@ -150,6 +189,7 @@ pub fn export(
             version: 1,
             head_seq: head.seq,
             head_hash: head_hash.clone(),
+            redacted: !redact.is_empty(),
         },
     };
     serde_json::to_writer(&mut *out, &trailer).map_err(std::io::Error::other)?;
@@ -298,7 +338,8 @@ pub fn import(
         } else if probe.export.is_some() {
             let trailer: TrailerLine =
                 serde_json::from_str(&line).map_err(|e| bad(format!("trailer: {e}")))?;
-            expected_head_hash = Some(trailer.export.head_hash);
+            // A redacted export cannot reproduce the original head hash.
+            expected_head_hash = (!trailer.export.redacted).then_some(trailer.export.head_hash);
         } else {
             return Err(bad(
                 "neither an event (seq), a blob nor the export trailer".into()

@@ -143,15 +143,24 @@ impl Log {
     /// `config.lock_wait` for another process to release the file.
     pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| OpenError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let io = |source| OpenError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
+            // Inputs and attachments may hold secrets: a new log's folder is the owner's.
+            std::fs::create_dir_all(parent).map_err(io)?;
+            set_mode(parent, 0o700).map_err(io)?;
         }
+        let new_file = !path.exists();
         let mut builder = redb::Builder::new();
         builder.set_cache_size(config.cache_bytes);
         let db = waiting_for_lock(&path, config.lock_wait, || builder.create(&path))?;
+        if new_file {
+            set_mode(&path, 0o600).map_err(io)?;
+        }
         Self::from_db(db, path, config)
     }
 
@@ -770,6 +779,11 @@ fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
         stream: stream.map(str::to_string),
         bytes: bytes.to_vec(),
     })
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
 /// Retries `open` while another process holds the file, up to `wait`.

@@ -476,3 +476,15 @@ fn an_open_waits_briefly_for_the_holder_to_let_go() {
     let err = Log::open_read_only(&path, config).unwrap_err();
     assert!(matches!(err, OpenError::Locked { .. }), "{err:?}");
 }
+
+#[test]
+fn a_new_log_and_its_folder_are_the_owners_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join(".cmdlog");
+    let path = folder.join("log.redb");
+    drop(Log::open(&path, LogConfig::default()).unwrap());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&path), 0o600);
+}
