@@ -54,3 +54,39 @@ proptest! {
         prop_assert_eq!(expand("<$1>", Dialect::Markdown, &format!("'{arg}'")), format!("<{arg}>"));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn event_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300), seq in any::<u64>()) {
+        let _ = cmdlog_engine::Event::decode(seq, &bytes);
+        // Near misses of real records too.
+        let mut record = br#"{"at":1,"type":"command/done","data":{"run":2,"outcome":{"kind":"success"},"elapsed_us":3}}"#.to_vec();
+        if !bytes.is_empty() {
+            let at = bytes[0] as usize % record.len();
+            record[at] = bytes[bytes.len() - 1];
+        }
+        let _ = cmdlog_engine::Event::decode(seq, &record);
+    }
+
+    #[test]
+    fn discovery_never_panics_on_any_file(markdown in "\\PC{0,200}", toml in "\\PC{0,200}", front in "(---\n)?[a-z:\\[\\]{}\" -]{0,60}\n(---\n)?") {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let claude = ws.path().join(".claude/commands");
+        let gemini = ws.path().join(".gemini/commands");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::create_dir_all(&gemini).unwrap();
+        std::fs::write(claude.join("a.md"), format!("{front}{markdown}")).unwrap();
+        std::fs::write(gemini.join("b.toml"), &toml).unwrap();
+        let native = ws.path().join(".cmdlog/commands");
+        std::fs::create_dir_all(&native).unwrap();
+        std::fs::write(native.join("c.md"), format!("{front}{markdown}")).unwrap();
+        // Native frontmatter errors are errors, never panics; the others still load.
+        let _ = cmdlog_engine::discover(&cmdlog_engine::DiscoveryConfig::new(home.path(), ws.path()));
+        std::fs::remove_file(native.join("c.md")).unwrap();
+        let found = cmdlog_engine::discover(&cmdlog_engine::DiscoveryConfig::new(home.path(), ws.path())).unwrap();
+        prop_assert!(found.commands.iter().any(|c| c.origin.path.ends_with("a.md")), "a Claude file always loads");
+    }
+}

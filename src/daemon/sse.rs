@@ -186,3 +186,28 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn last_event_id_never_panics_and_accepts_only_decimals(header in "\\PC{0,40}", query in "\\PC{0,40}") {
+            let parsed = resume_from(Some(&header), Some(&query));
+            let trimmed = header.trim();
+            match parsed {
+                Ok(Resume::After(n)) => prop_assert_eq!(trimmed.parse::<u64>().ok(), Some(n)),
+                Ok(Resume::Live) => prop_assert!(trimmed.is_empty()),
+                Err(_) => prop_assert!(trimmed.parse::<u64>().is_err() || !trimmed.bytes().all(|b| b.is_ascii_digit())),
+            }
+        }
+
+        #[test]
+        fn any_decimal_seq_round_trips(n in any::<u64>()) {
+            prop_assert_eq!(resume_from(Some(&n.to_string()), None), Ok(Resume::After(n)));
+            prop_assert_eq!(resume_from(None, Some(&n.to_string())), Ok(Resume::After(n)));
+        }
+    }
+}
