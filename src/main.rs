@@ -747,6 +747,25 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> Outcome_ {
             ),
         ));
     }
+    // A line that names no command logs nothing, not even a new session.
+    let name = args.line[1..].split_whitespace().next().unwrap_or("");
+    let unknown = || {
+        Failure::new(
+            NOT_FOUND,
+            format!(
+                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+                args.agent
+            ),
+        )
+    };
+    match cmdlog_engine::parse_line(&args.line) {
+        Some(parsed)
+            if engine
+                .find(&args.agent, mode, parsed.name.as_str())
+                .is_some() => {}
+        _ if !valid_id(&args.agent) => {}
+        _ => return Err(unknown()),
+    }
     let session = open_session(engine, args.session, &args.agent, mode).await?;
     // Each --attach is a staged file receipt: the path as typed, resolved by the
     // workspace resolver (relative paths stay inside the workspace).
