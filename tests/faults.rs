@@ -284,3 +284,153 @@ async fn storage_failures_during_admission_leave_only_unreferenced_blobs() {
         "some k fails after the blobs committed and before the run"
     );
 }
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Register,
+    Sync,
+    Gc,
+}
+
+/// The command files a sync registers.
+fn command_files(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (home, ws) = (root.join("home"), root.join("ws"));
+    let dir = ws.join(".claude/commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    for name in ["one", "two", "three"] {
+        std::fs::write(
+            dir.join(format!("{name}.md")),
+            format!("The {name} command: $ARGUMENTS\n"),
+        )
+        .unwrap();
+    }
+    (home, ws)
+}
+
+async fn run_op(engine: &Engine, op: Op, root: &Path) -> Result<(), String> {
+    match op {
+        Op::Register => {
+            let mut spec = CommandSpec::new(
+                CommandName::new("late").unwrap(),
+                CommandSource::SkillDirCommand,
+                CommandKind::File,
+            );
+            spec.command_type = Some(CommandType::Prompt);
+            engine
+                .register(NewRegistration::prompt(spec, "A late template $1"))
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Op::Sync => {
+            let (home, ws) = (root.join("home"), root.join("ws"));
+            let found = discover(&DiscoveryConfig::new(home, ws)).unwrap();
+            engine
+                .sync(&found)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Op::Gc => {
+            let log = Arc::clone(engine.log());
+            tokio::task::block_in_place(|| {
+                let plan = cmdlog_replay::plan_gc(&log, u64::MAX, 0).map_err(|e| e.to_string())?;
+                cmdlog_replay::collect(&log, &plan)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        }
+    }
+}
+
+/// Fails every write/sync op of `op`, one k at a time, sticky; each must give a
+/// clear error or succeed untouched, and the log must reopen and verify.
+async fn sweep_op(op: Op) {
+    let root = tempfile::tempdir().unwrap();
+    command_files(root.path());
+    let template_log = root.path().join("template.redb");
+    {
+        let log = Log::open(&template_log, LogConfig::default()).unwrap();
+        let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
+        if matches!(op, Op::Gc) {
+            // Orphans for gc to remove.
+            for i in 0..3 {
+                engine
+                    .log()
+                    .put_blob_async(format!("orphan {i}").into_bytes())
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    let ops = {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        std::fs::copy(&template_log, &path).unwrap();
+        let plan = FaultPlan::new();
+        plan.count_reads(false);
+        let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
+            .await
+            .unwrap();
+        let before = plan.ops();
+        run_op(&engine, op, root.path()).await.unwrap();
+        plan.ops() - before
+    };
+    assert!(ops > 0, "{op:?} writes");
+    let mut failed = 0;
+    for k in 1..=ops {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        std::fs::copy(&template_log, &path).unwrap();
+        let plan = FaultPlan::new();
+        plan.count_reads(false);
+        {
+            let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
+                .await
+                .unwrap();
+            plan.fail_after(k, FaultKind::Io, true);
+            if let Err(e) = run_op(&engine, op, root.path()).await {
+                assert!(is_clear(&e), "{op:?} k={k}: unclear error: {e}");
+                failed += 1;
+            }
+        }
+        let engine = Engine::open(
+            Log::open(&path, LogConfig::default()).unwrap(),
+            EngineConfig::default(),
+        )
+        .await
+        .unwrap();
+        let report = verify(engine.log(), |_| {}).unwrap();
+        assert!(report.is_clean(), "{op:?} k={k}: {:#?}", report.violations);
+        // And the operation succeeds once the disk is back (a registration that did
+        // commit before the fault is simply there).
+        let committed = matches!(op, Op::Register)
+            && engine.find("main", Mode::NonInteractive, "late").is_some();
+        if !committed {
+            run_op(&engine, op, root.path())
+                .await
+                .unwrap_or_else(|e| panic!("{op:?} k={k} after reopen: {e}"));
+        }
+        assert!(verify(engine.log(), |_| {}).unwrap().is_clean());
+    }
+    eprintln!(
+        "{op:?}: {ops} write/sync ops, {failed} gave a clear error, every log reopened and verified"
+    );
+    assert!(failed > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_failure_of_a_registration() {
+    sweep_op(Op::Register).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_failure_of_a_discovery_sync() {
+    sweep_op(Op::Sync).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_failure_of_a_gc() {
+    sweep_op(Op::Gc).await;
+}
