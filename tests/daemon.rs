@@ -794,3 +794,85 @@ fn attach_refuses_without_a_daemon() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A bounded loopback load test: CMDLOG_LOAD_SESSIONS sessions (200) each with an
+/// SSE subscriber, while 8 client threads send each session a fixed number of
+/// commands and updates. No request may fail, every subscriber must receive exactly
+/// its session's events, and the daemon's memory is reported.
+#[test]
+fn load_many_sessions_with_subscribers() {
+    let sessions = env_or("CMDLOG_LOAD_SESSIONS", 200);
+    const COMMANDS: usize = 3;
+    const UPDATES: usize = 3;
+    let w = Workspace::new();
+    let d = w.serve(&[]);
+    let pid = d.child.id();
+    let u = d.url.clone();
+    for i in 0..sessions {
+        let (status, _) = post(
+            &format!("{u}/session"),
+            json!({"sessionId": format!("load{i}")}),
+        );
+        assert_eq!(status, 200);
+    }
+    let rss_before = rss_kib(pid);
+    let started = Instant::now();
+    let subscribers: Vec<_> = (0..sessions)
+        .map(|i| {
+            let url = format!("{u}/session/load{i}/events?lastEventId=0");
+            std::thread::spawn(move || {
+                read_events(&url, None, |f| {
+                    f.last()
+                        .is_some_and(|(_, _, d)| d["data"]["sessionUpdate"] == "turn_complete")
+                })
+                .into_iter()
+                .filter(|(_, e, _)| e != "available_commands_update")
+                .map(|(id, e, _)| (id, e))
+                .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let clients: Vec<_> = (0..8)
+        .map(|t| {
+            let u = u.clone();
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut requests = 0;
+                for i in (t..sessions).step_by(8) {
+                    let s = format!("{u}/session/load{i}");
+                    for c in 0..COMMANDS {
+                        let (status, body) = post_with(&agent, &format!("{s}/command"), json!({"line": format!("/review f{c}.rs")}));
+                        assert_eq!(status, 200, "{body}");
+                        requests += 1;
+                    }
+                    for n in 0..UPDATES {
+                        let (status, _) = post_with(&agent, &format!("{s}/update"), json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{n}")}}));
+                        assert_eq!(status, 200);
+                        requests += 1;
+                    }
+                    let (status, _) = post_with(&agent, &format!("{s}/update"), json!({"sessionUpdate": "turn_complete"}));
+                    assert_eq!(status, 200);
+                    requests += 1;
+                }
+                requests
+            })
+        })
+        .collect();
+    let requests: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
+    let rss_peak = rss_kib(pid);
+    // created + (run, done) per command + updates + turn_complete
+    let expected = 1 + 2 * COMMANDS + UPDATES + 1;
+    for (i, s) in subscribers.into_iter().enumerate() {
+        let got = s.join().unwrap();
+        assert_eq!(got.len(), expected, "session load{i}: {got:?}");
+        assert!(
+            got.windows(2).all(|w| w[0].0 < w[1].0),
+            "session load{i}: in order"
+        );
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{sessions} sessions with subscribers: {requests} requests, {} events delivered in {elapsed:.2?}, no errors; daemon RSS {rss_before} KiB -> {rss_peak} KiB",
+        sessions * expected
+    );
+}
