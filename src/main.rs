@@ -474,6 +474,26 @@ fn home() -> Result<PathBuf, Failure> {
         })
 }
 
+/// Opens the log for writing, the engine with the workspace's receipt resolver, and
+/// syncs `discovery` into the log (printing new warnings).
+async fn open_engine(
+    paths: &Paths,
+    discovery: &cmdlog_engine::Discovery,
+) -> Result<Engine, Failure> {
+    let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+    let engine = Engine::open(log, EngineConfig::default())
+        .await
+        .map_err(store_failure)?;
+    engine
+        .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
+        .map_err(store_failure)?;
+    let report = engine.sync(discovery).await.map_err(store_failure)?;
+    for w in &report.warnings {
+        eprintln!("cmdlog: warning: {}: {}", w.path, w.message);
+    }
+    Ok(engine)
+}
+
 /// Opens the engine, syncs command-file discovery into the log, then runs `f`.
 fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outcome_ {
     let discovery = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
@@ -483,17 +503,7 @@ fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> Outcome_) -> Outco
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-        let engine = Engine::open(log, EngineConfig::default())
-            .await
-            .map_err(store_failure)?;
-        engine
-            .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
-            .map_err(store_failure)?;
-        let report = engine.sync(&discovery).await.map_err(store_failure)?;
-        for w in &report.warnings {
-            eprintln!("cmdlog: warning: {}: {}", w.path, w.message);
-        }
+        let engine = open_engine(paths, &discovery).await?;
         f(&engine).await
     })
 }
@@ -584,21 +594,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> Outcome_ {
         Format::Acp => {
             let list: Vec<_> = list
                 .iter()
-                .map(|r| {
-                    let mut c =
-                        json!({"name": r.command.name, "description": r.command.description});
-                    let hint = r
-                        .command
-                        .input
-                        .as_ref()
-                        .map(|i| i.hint.clone())
-                        .filter(|h| !h.is_empty())
-                        .or_else(|| r.command.argument_hint.clone());
-                    if let Some(hint) = hint {
-                        c["input"] = json!({ "hint": hint });
-                    }
-                    c
-                })
+                .map(|r| r.command.acp_available_command())
                 .collect();
             print_json(&mut out, &list)?;
         }
@@ -1580,14 +1576,7 @@ fn serve_verb(paths: &Paths, args: ServeArgs) -> Outcome_ {
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-        let engine = Engine::open(log, EngineConfig::default())
-            .await
-            .map_err(store_failure)?;
-        engine
-            .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
-            .map_err(store_failure)?;
-        engine.sync(&discovery).await.map_err(store_failure)?;
+        let engine = open_engine(paths, &discovery).await?;
         let config = daemon::ServeConfig {
             addr: args.addr,
             token: args.token,

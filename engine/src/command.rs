@@ -338,6 +338,22 @@ impl CommandSpec {
         self.name.as_str() == name || self.alt_names.iter().any(|a| a.as_str() == name)
     }
 
+    /// The ACP `AvailableCommand` object: `name`, `description`, and `input.hint`
+    /// (the input descriptor's hint, else the argument hint) when there is one.
+    pub fn acp_available_command(&self) -> serde_json::Value {
+        let mut c = serde_json::json!({"name": self.name, "description": self.description});
+        let hint = self
+            .input
+            .as_ref()
+            .map(|i| i.hint.clone())
+            .filter(|h| !h.is_empty())
+            .or_else(|| self.argument_hint.clone());
+        if let Some(hint) = hint {
+            c["input"] = serde_json::json!({ "hint": hint });
+        }
+        c
+    }
+
     /// `/name <argument hint>`, as listings show it.
     pub fn usage(&self) -> String {
         match &self.argument_hint {

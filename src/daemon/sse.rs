@@ -133,24 +133,11 @@ pub(crate) fn frame_data(event: &Event) -> serde_json::Value {
 
 /// ACP `AvailableCommand` objects for a listing.
 pub(crate) fn available_commands(list: &[Registration]) -> serde_json::Value {
-    let commands: Vec<serde_json::Value> = list
-        .iter()
-        .map(|r| {
-            let mut c = json!({"name": r.command.name, "description": r.command.description});
-            let hint = r
-                .command
-                .input
-                .as_ref()
-                .map(|i| i.hint.clone())
-                .filter(|h| !h.is_empty())
-                .or_else(|| r.command.argument_hint.clone());
-            if let Some(hint) = hint {
-                c["input"] = json!({ "hint": hint });
-            }
-            c
-        })
-        .collect();
-    serde_json::Value::Array(commands)
+    serde_json::Value::Array(
+        list.iter()
+            .map(|r| r.command.acp_available_command())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
