@@ -152,6 +152,12 @@ fn crash_cycles_lose_no_acknowledged_event() {
                 "cycle {cycle} (seed {seed}): interrupted runs were closed"
             );
         });
+        if (cycle + 1) % 50 == 0 {
+            eprintln!(
+                "{} cycles: {total_acks} acknowledged runs, none lost",
+                cycle + 1
+            );
+        }
     }
     assert!(
         total_acks > cycles,
