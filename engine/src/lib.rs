@@ -54,7 +54,7 @@ pub use command::{
 };
 pub use discovery::{
     BUNDLED, DESCRIPTION_CHARS_MAX, Discovered, Discovery, DiscoveryConfig, DiscoveryError,
-    Warning, describe, discover, watch_roots,
+    Warning, describe, discover, parse_frontmatter, parse_toml_command, watch_roots,
 };
 pub use engine::{
     CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
@@ -69,7 +69,7 @@ pub use event::{
     SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
 };
 pub use expand::expand;
-pub use parse::{ParsedLine, parse_command_args, parse_line};
+pub use parse::{ParsedLine, Resume, parse_command_args, parse_last_event_id, parse_line};
 pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
 pub use registry::{Candidate, ProviderRef, Registration, Registry, RegistryAnomaly, Scope};
 pub use state::{LogState, OpenRun, SessionState};

@@ -84,38 +84,7 @@ impl FrameCache {
     }
 }
 
-/// Where a subscriber's cursor starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Resume {
-    /// No `Last-Event-ID`: only events committed from now on.
-    Live,
-    /// Everything after this seq (`0` = the whole history).
-    After(u64),
-}
-
-/// Longest `Last-Event-ID` accepted, in characters (a u64 has at most 20 digits).
-const LAST_EVENT_ID_CHARS_MAX: usize = 20;
-
-/// Parses `Last-Event-ID` (the header wins over `?lastEventId=`). Only a plain
-/// decimal seq is accepted; anything else is refused with the reason.
-pub(crate) fn resume_from(header: Option<&str>, query: Option<&str>) -> Result<Resume, String> {
-    let Some(raw) = header.or(query) else {
-        return Ok(Resume::Live);
-    };
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Ok(Resume::Live);
-    }
-    if raw.len() > LAST_EVENT_ID_CHARS_MAX || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "Last-Event-ID {:?} is not an event id: send the decimal seq of the last event you saw (0 for the whole history)",
-            raw.chars().take(40).collect::<String>()
-        ));
-    }
-    raw.parse::<u64>()
-        .map(Resume::After)
-        .map_err(|_| format!("Last-Event-ID {raw} is larger than any seq"))
-}
+pub(crate) use cmdlog_engine::{Resume, parse_last_event_id as resume_from};
 
 /// The `data:` of an event frame: `{id, v: 1, type, data}` with the event's data as stored.
 pub(crate) fn frame_data(event: &Event) -> serde_json::Value {

@@ -215,6 +215,29 @@ pub fn watch_roots(config: &DiscoveryConfig) -> Vec<(PathBuf, bool)> {
     roots
 }
 
+/// Parses a command file's frontmatter as native files are read: `Ok((fields,
+/// body))`, or the 1-based line and message of the YAML error. Never panics.
+pub fn parse_frontmatter(
+    text: &str,
+) -> Result<(std::collections::BTreeMap<String, String>, String), (usize, String)> {
+    frontmatter::parse_strict(text)
+        .map(|f| (f.fields, f.body))
+        .map_err(|e| (e.line, e.message))
+}
+
+/// Parses a Gemini/Qwen TOML command: `Ok((prompt, description))`, or the error
+/// message. Never panics.
+pub fn parse_toml_command(text: &str) -> Result<(Option<String>, Option<String>), String> {
+    #[derive(Deserialize)]
+    struct TomlCommand {
+        prompt: Option<String>,
+        description: Option<String>,
+    }
+    toml::from_str::<TomlCommand>(text)
+        .map(|c| (c.prompt, c.description))
+        .map_err(|e| e.message().to_string())
+}
+
 struct Pass<'a> {
     config: &'a DiscoveryConfig,
     out: Discovery,
