@@ -461,6 +461,21 @@ fn open_existing_writable(paths: &Paths) -> Result<Log, Failure> {
     Log::open(&paths.log, LogConfig::default()).map_err(open_failure)
 }
 
+/// Refuses a session with no events, pointing at `cmdlog sessions`.
+fn require_session(log: &Log, session: &str) -> Result<(), Failure> {
+    if log
+        .stream_seqs(session, 0)
+        .map_err(store_failure)?
+        .is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {session:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    Ok(())
+}
+
 /// The user's home folder: `$HOME`.
 fn home() -> Result<PathBuf, Failure> {
     std::env::var_os("HOME")
@@ -865,15 +880,8 @@ fn log_verb(paths: &Paths, args: LogArgs, json: bool) -> Outcome_ {
     let log = open_existing(paths)?;
     if let Some(session) = &args.session
         && !args.follow
-        && log
-            .stream_seqs(session, 0)
-            .map_err(store_failure)?
-            .is_empty()
     {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!("no events for session {session:?}; `cmdlog sessions` lists them"),
-        ));
+        require_session(&log, session)?;
     }
     let mut last = print_new(&log, args.from.saturating_sub(1), &mut out)?;
     drop(log);
@@ -1178,13 +1186,8 @@ fn parse_since(text: &str) -> Result<u64, Failure> {
 }
 
 fn audit_verb(log: &Log, args: AuditArgs, json: bool) -> Outcome_ {
-    if let Some(s) = &args.session
-        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
-    {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
-        ));
+    if let Some(s) = &args.session {
+        require_session(log, s)?;
     }
     let filter = AuditFilter {
         session: args.session,
@@ -1330,13 +1333,8 @@ impl Progress {
 }
 
 fn export_verb(log: &Log, args: ExportArgs) -> Outcome_ {
-    if let Some(s) = &args.session
-        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
-    {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
-        ));
+    if let Some(s) = &args.session {
+        require_session(log, s)?;
     }
     let redact = args
         .redact
@@ -1539,13 +1537,8 @@ fn drift_verb(paths: &Paths, args: DriftArgs, json: bool) -> Outcome_ {
 }
 
 fn report_verb(log: &Log, args: ReportArgs) -> Outcome_ {
-    if let Some(s) = &args.session
-        && log.stream_seqs(s, 0).map_err(store_failure)?.is_empty()
-    {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!("no events for session {s:?}; `cmdlog sessions` lists them"),
-        ));
+    if let Some(s) = &args.session {
+        require_session(log, s)?;
     }
     let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
     std::fs::write(&args.output, html).map_err(|e| {
