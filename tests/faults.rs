@@ -21,6 +21,14 @@ fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
 
 const LINE: &str = "/model fault-test";
 
+/// A private copy of a prepared log, for one fault attempt.
+fn copy_of(template: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    std::fs::copy(template, &path).unwrap();
+    (dir, path)
+}
+
 /// Builds a log with a session and some history, then returns the number of I/O
 /// operations one execution of LINE takes.
 async fn prepare(path: &Path) -> u64 {
@@ -66,9 +74,7 @@ async fn sweep(kind: FaultKind, sticky: bool) {
     );
     let mut outcomes = [0usize; 3]; // loud error, contained error, untouched success
     for k in 1..=ops + 1 {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.redb");
-        std::fs::copy(&template_log, &path).unwrap();
+        let (_dir, path) = copy_of(&template_log);
         let plan = FaultPlan::new();
         let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
             .await
@@ -228,9 +234,7 @@ async fn storage_failures_during_admission_leave_only_unreferenced_blobs() {
     };
     let mut orphans_seen = 0;
     for k in 1..=ops + 1 {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.redb");
-        std::fs::copy(&template_log, &path).unwrap();
+        let (_dir, path) = copy_of(&template_log);
         let plan = FaultPlan::new();
         {
             let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
@@ -365,9 +369,7 @@ async fn sweep_op(op: Op) {
         }
     }
     let ops = {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.redb");
-        std::fs::copy(&template_log, &path).unwrap();
+        let (_dir, path) = copy_of(&template_log);
         let plan = FaultPlan::new();
         plan.count_reads(false);
         let engine = Engine::open(faulty_log(&path, &plan), EngineConfig::default())
@@ -380,9 +382,7 @@ async fn sweep_op(op: Op) {
     assert!(ops > 0, "{op:?} writes");
     let mut failed = 0;
     for k in 1..=ops {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.redb");
-        std::fs::copy(&template_log, &path).unwrap();
+        let (_dir, path) = copy_of(&template_log);
         let plan = FaultPlan::new();
         plan.count_reads(false);
         {
