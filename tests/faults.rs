@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cmdlog_engine::*;
 use cmdlog_replay::verify;
-use cmdlog_store::{FaultKind, FaultPlan, FaultyBackend, Log, LogConfig};
+use cmdlog_store::{FaultKind, FaultPlan, Log, LogConfig, open_faulty};
 
 #[allow(unused_imports)]
 use cmdlog_engine::{
@@ -15,8 +15,7 @@ use cmdlog_engine::{
 };
 
 fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
-    let backend = FaultyBackend::file(path, plan).unwrap();
-    Log::open_with_backend(backend, LogConfig::default()).unwrap()
+    open_faulty(path, plan, LogConfig::default()).unwrap()
 }
 
 const LINE: &str = "/model fault-test";

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cmdlog_engine::*;
-use cmdlog_store::{FaultKind, FaultPlan, FaultyBackend, Log, LogConfig, NewRecord};
+use cmdlog_store::{FaultKind, FaultPlan, Log, LogConfig, NewRecord, open_faulty};
 
 const NI: Mode = Mode::NonInteractive;
 
@@ -537,8 +537,7 @@ async fn unknown_event_types_are_skipped_by_the_fold() {
 async fn run_append_failure_is_loud_and_done_failure_on_the_error_path_is_contained() {
     let dir = tempfile::tempdir().unwrap();
     let plan = FaultPlan::new();
-    let backend = FaultyBackend::file(&dir.path().join("log.redb"), &plan).unwrap();
-    let log = Log::open_with_backend(backend, LogConfig::default()).unwrap();
+    let log = open_faulty(&dir.path().join("log.redb"), &plan, LogConfig::default()).unwrap();
     let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
     engine.ensure_session("s1", "main", NI).await.unwrap();
     plan.count_reads(false);
@@ -551,9 +550,8 @@ async fn run_append_failure_is_loud_and_done_failure_on_the_error_path_is_contai
 
     // Failure path: the handler fails, then the done append fails: contained.
     let plan = FaultPlan::new();
-    let backend = FaultyBackend::file(&dir.path().join("log.redb"), &plan).unwrap();
     let engine = Engine::open(
-        Log::open_with_backend(backend, LogConfig::default()).unwrap(),
+        open_faulty(&dir.path().join("log.redb"), &plan, LogConfig::default()).unwrap(),
         EngineConfig::default(),
     )
     .await

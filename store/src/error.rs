@@ -52,7 +52,7 @@ pub enum OpenError {
     },
 }
 
-/// An append was not acknowledged: nothing of it is in the log.
+/// An append was not acknowledged.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AppendError {
@@ -62,8 +62,11 @@ pub enum AppendError {
         /// The error that poisoned the writer.
         cause: String,
     },
-    /// The commit failed; the writer is now poisoned.
-    #[error("storage error while appending, nothing was written: {message}; reopen the log")]
+    /// The commit failed; the writer is now poisoned. The append was not
+    /// acknowledged: after a reopen it is in the log wholly or not at all.
+    #[error(
+        "storage error while appending, the append was not acknowledged: {message}; reopen the log"
+    )]
     Storage {
         /// What redb reported.
         message: String,

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redb::{BackendError, StorageBackend};
 
+use crate::journal::JournalIo;
+
 /// Which error an injected fault returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -178,4 +180,70 @@ impl<B: StorageBackend> StorageBackend for FaultyBackend<B> {
     fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
         self.inner.query_lock_range(start, end)
     }
+}
+
+/// A file for the write-ahead log that fails where its [`FaultPlan`] says (the plan
+/// shared with the log's [`FaultyBackend`], so one count covers both files).
+#[derive(Debug)]
+pub struct FaultyFile {
+    file: std::fs::File,
+    plan: Arc<FaultPlan>,
+}
+
+impl FaultyFile {
+    /// Opens (or creates) the file at `path` and wraps it.
+    pub fn open(path: &Path, plan: &Arc<FaultPlan>) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        Ok(FaultyFile {
+            file,
+            plan: Arc::clone(plan),
+        })
+    }
+}
+
+impl JournalIo for FaultyFile {
+    fn file_len(&self) -> std::io::Result<u64> {
+        JournalIo::file_len(&self.file)
+    }
+
+    fn read_at(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        self.plan.check(true)?;
+        JournalIo::read_at(&self.file, offset, out)
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.plan.check(false)?;
+        JournalIo::write_at(&self.file, offset, data)
+    }
+
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.plan.check(false)?;
+        JournalIo::set_len(&self.file, len)
+    }
+
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.plan.check(false)?;
+        JournalIo::sync_data(&self.file)
+    }
+}
+
+/// Opens the log at `path` with both of its files (the redb file and the
+/// write-ahead log beside it) failing where `plan` says.
+pub fn open_faulty(
+    path: &Path,
+    plan: &Arc<FaultPlan>,
+    config: crate::LogConfig,
+) -> Result<crate::Log, crate::OpenError> {
+    let io = |source| crate::OpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let backend = FaultyBackend::file(path, plan).map_err(io)?;
+    let journal = FaultyFile::open(&crate::journal_path(path), plan).map_err(io)?;
+    crate::Log::open_with_backend(backend, journal, config)
 }

@@ -24,13 +24,15 @@
 
 mod error;
 mod fault;
+mod journal;
 mod log;
 mod record;
 mod schema;
 mod writer;
 
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
-pub use fault::{FaultKind, FaultPlan, FaultyBackend};
+pub use fault::{FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty};
+pub use journal::{JournalIo, journal_path};
 pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig};
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;

@@ -12,6 +12,7 @@ use redb::{
 use tokio::sync::{oneshot, watch};
 
 use crate::error::{AppendError, BlobError, OpenError, ReadError, read_err};
+use crate::journal::{self, Journal, JournalIo, Op, journal_path};
 use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, SNAPSHOTS, STREAMS};
 use crate::writer::{self, Request};
@@ -161,7 +162,26 @@ impl Log {
         if new_file {
             set_mode(&path, 0o600).map_err(io)?;
         }
-        Self::from_db(db, path, config)
+        // redb's lock on the log file is held: no other writer touches the journal.
+        let wal = journal_path(&path);
+        let wal_io = |source| OpenError::Io {
+            path: wal.clone(),
+            source,
+        };
+        let journal = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                // Frames beside a log file that was just created belong to a
+                // deleted log: never apply them to this one.
+                .truncate(new_file)
+                .mode(0o600)
+                .open(&wal)
+                .map_err(wal_io)?
+        };
+        Self::from_db(db, path, Box::new(journal), wal, config)
     }
 
     /// Opens an existing log for reading only. Writers are excluded only while it is
@@ -172,6 +192,12 @@ impl Log {
         let mut builder = redb::Builder::new();
         builder.set_cache_size(config.cache_bytes);
         let db = waiting_for_lock(&path, config.lock_wait, || builder.open_read_only(&path))?;
+        // Holding redb's shared lock, no writer is running: frames in the write-ahead
+        // log are left from a crash and only a writable open applies them.
+        let wal = journal_path(&path);
+        if journal::has_frames(&path).map_err(|source| OpenError::Io { path: wal, source })? {
+            return Err(OpenError::NeedsRecovery { path });
+        }
         let db = Db::ReadOnly(db);
         if !Self::initialized(&db, &path)? {
             return Err(OpenError::Format {
@@ -179,12 +205,14 @@ impl Log {
                 found: String::new(),
             });
         }
-        Self::start(db, path, config)
+        Self::start(db, path, config, None)
     }
 
-    /// Opens a log on a custom redb storage backend (tests use [`crate::FaultyBackend`]).
+    /// Opens a log on a custom redb storage backend and write-ahead log file (tests
+    /// use [`crate::FaultyBackend`] and [`crate::FaultyFile`]).
     pub fn open_with_backend(
         backend: impl redb::StorageBackend,
+        journal: impl JournalIo + 'static,
         config: LogConfig,
     ) -> Result<Log, OpenError> {
         let path = PathBuf::from("<backend>");
@@ -192,15 +220,30 @@ impl Log {
             .set_cache_size(config.cache_bytes)
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
-        Self::from_db(db, path, config)
+        Self::from_db(
+            db,
+            path,
+            Box::new(journal),
+            PathBuf::from("<backend>-wal"),
+            config,
+        )
     }
 
-    fn from_db(db: Database, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
+    fn from_db(
+        db: Database,
+        path: PathBuf,
+        journal: Box<dyn JournalIo>,
+        wal: PathBuf,
+        config: LogConfig,
+    ) -> Result<Log, OpenError> {
         let db = Db::Writable(db);
         if !Self::initialized(&db, &path)? {
             Self::initialize(db.writable(), &path)?;
         }
-        Self::start(db, path, config)
+        let journal = recover(db.writable(), journal, wal)?;
+        // Buffered logs skip the write-ahead log: their commits are not durable anyway.
+        let journal = (config.durability == Durability::Durable).then_some(journal);
+        Self::start(db, path, config, journal)
     }
 
     /// Whether the file already holds this format's tables (then opening writes nothing).
@@ -273,7 +316,12 @@ impl Log {
         Ok(())
     }
 
-    fn start(db: Db, path: PathBuf, config: LogConfig) -> Result<Log, OpenError> {
+    fn start(
+        db: Db,
+        path: PathBuf,
+        config: LogConfig,
+        journal: Option<Journal>,
+    ) -> Result<Log, OpenError> {
         let head = {
             let storage = storage_error(&path);
             let read = db.begin_read().map_err(|e| storage(e.into()))?;
@@ -310,14 +358,12 @@ impl Log {
         let (requests, writer) = match &shared.db {
             Db::ReadOnly(_) => (None, None),
             Db::Writable(_) => {
-                let (tx, rx) = mpsc::channel();
-                let writer_shared = Arc::clone(&shared);
-                let writer = std::thread::Builder::new()
-                    .name("cmdlog-writer".into())
-                    .spawn(move || writer::run(writer_shared, rx))
-                    .map_err(|source| OpenError::Io {
-                        path: path.clone(),
-                        source,
+                let (tx, writer) =
+                    writer::spawn(Arc::clone(&shared), journal).map_err(|source| {
+                        OpenError::Io {
+                            path: path.clone(),
+                            source,
+                        }
                     })?;
                 (Some(tx), Some(writer))
             }
@@ -828,4 +874,110 @@ fn open_error(path: &Path, e: DatabaseError) -> OpenError {
             message: other.to_string(),
         },
     }
+}
+
+/// Applies the write-ahead log's frames that redb does not hold yet (left by a
+/// crash) in one durable commit, then starts its next generation.
+fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journal, OpenError> {
+    let (mut journal, ops) = Journal::open(io, wal.clone()).map_err(|source| OpenError::Io {
+        path: wal.clone(),
+        source,
+    })?;
+    if ops.is_empty() && journal.frame_bytes() == 0 {
+        return Ok(journal);
+    }
+    let fail = |message: String| OpenError::Storage {
+        path: wal.clone(),
+        message: format!(
+            "{message}; the log file itself is intact: move {} aside to open it without the unapplied events",
+            wal.display()
+        ),
+    };
+    let storage = |e: redb::Error| fail(format!("applying the write-ahead log failed: {e}"));
+    let txn = db.begin_write().map_err(|e| storage(e.into()))?;
+    {
+        let mut records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+        let mut streams = txn.open_table(STREAMS).map_err(|e| storage(e.into()))?;
+        let mut blobs = txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
+        let mut meta = txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
+        let mut head = match records.last().map_err(|e| storage(e.into()))? {
+            None => Head {
+                seq: 0,
+                hash: [0; 32],
+            },
+            Some((k, v)) => Head {
+                seq: k.value(),
+                hash: schema::decode_record(v.value())
+                    .map(|(hash, _, _)| hash)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "the last record, seq {}, is malformed; run `cmdlog verify`",
+                            k.value()
+                        ))
+                    })?,
+            },
+        };
+        for op in ops {
+            match op {
+                Op::Record { seq, value } if seq <= head.seq => {
+                    let stored = records.get(seq).map_err(|e| storage(e.into()))?;
+                    if stored.as_ref().map(|v| v.value()) != Some(value.as_slice()) {
+                        return Err(fail(format!(
+                            "its record at seq {seq} differs from the log's"
+                        )));
+                    }
+                }
+                Op::Record { seq, value } if seq == head.seq + 1 => {
+                    let Some((hash, stream, bytes)) = schema::decode_record(&value) else {
+                        return Err(fail(format!("its record at seq {seq} is malformed")));
+                    };
+                    if hash != schema::chain(&head.hash, seq, bytes) {
+                        return Err(fail(format!(
+                            "its record at seq {seq} does not continue the hash chain"
+                        )));
+                    }
+                    if let Some(key) = stream {
+                        streams
+                            .insert((key, seq), ())
+                            .map_err(|e| storage(e.into()))?;
+                    }
+                    records
+                        .insert(seq, value.as_slice())
+                        .map_err(|e| storage(e.into()))?;
+                    head = Head { seq, hash };
+                }
+                Op::Record { seq, .. } => {
+                    return Err(fail(format!(
+                        "it continues at seq {seq} but the log ends at seq {}",
+                        head.seq
+                    )));
+                }
+                Op::Blob {
+                    hash,
+                    added_ms,
+                    bytes,
+                } => {
+                    if meta.get(&hash).map_err(|e| storage(e.into()))?.is_none() {
+                        blobs
+                            .insert(&hash, bytes.as_slice())
+                            .map_err(|e| storage(e.into()))?;
+                        meta.insert(&hash, (added_ms, bytes.len() as u64))
+                            .map_err(|e| storage(e.into()))?;
+                    }
+                }
+                Op::RemoveBlobs(hashes) => {
+                    for hash in hashes {
+                        meta.remove(&hash).map_err(|e| storage(e.into()))?;
+                        blobs.remove(&hash).map_err(|e| storage(e.into()))?;
+                    }
+                }
+            }
+        }
+    }
+    txn.commit().map_err(|e| storage(e.into()))?;
+    journal.reset().map_err(|source| OpenError::Io {
+        path: wal.clone(),
+        source,
+    })?;
+    Ok(journal)
 }

@@ -7,8 +7,8 @@ use redb::ReadableTable;
 use std::time::Duration;
 
 use cmdlog_store::{
-    AppendError, BlobError, BlobHash, ChainBreak, FaultKind, FaultPlan, FaultyBackend, Log,
-    LogConfig, NewRecord, OpenError,
+    AppendError, BlobError, BlobHash, ChainBreak, FaultKind, FaultPlan, Log, LogConfig, NewRecord,
+    OpenError, open_faulty,
 };
 
 fn rec(text: &str) -> NewRecord {
@@ -306,8 +306,7 @@ fn a_file_that_is_not_a_log_is_refused_by_name() {
 }
 
 fn faulty(dir: &tempfile::TempDir, plan: &Arc<FaultPlan>) -> Log {
-    let backend = FaultyBackend::file(&dir.path().join("log.redb"), plan).unwrap();
-    Log::open_with_backend(backend, LogConfig::default()).unwrap()
+    open_faulty(&dir.path().join("log.redb"), plan, LogConfig::default()).unwrap()
 }
 
 #[test]
@@ -487,4 +486,5 @@ fn a_new_log_and_its_folder_are_the_owners_only() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&folder), 0o700);
     assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&cmdlog_store::journal_path(&path)), 0o600);
 }

@@ -1,0 +1,171 @@
+//! The write-ahead log: what it acknowledged is in the log after a crash, whatever
+//! redb's file held then.
+
+use std::path::{Path, PathBuf};
+
+use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path};
+
+fn rec(text: &str) -> NewRecord {
+    NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
+}
+
+/// Copies a log's two files as they are now: what a crash at this moment leaves.
+fn copy_files(from: &Path, to_dir: &Path, log: bool) -> PathBuf {
+    let to = to_dir.join("log.redb");
+    if log {
+        std::fs::copy(from, &to).unwrap();
+    }
+    std::fs::copy(journal_path(from), journal_path(&to)).unwrap();
+    to
+}
+
+fn texts(log: &Log) -> Vec<String> {
+    log.range(1, u64::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|r| String::from_utf8(r.bytes).unwrap())
+        .collect()
+}
+
+#[test]
+fn frames_redb_never_got_are_applied_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("before")]).unwrap();
+    drop(log);
+    // redb's file as of the last checkpoint (the clean close)...
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let gone = log.put_blob(b"collected".to_vec()).unwrap();
+    for i in 0..50 {
+        log.append(vec![rec(&format!("event {i}")), rec("pair")])
+            .unwrap();
+    }
+    let blob = log.put_blob(vec![9u8; 300_000]).unwrap();
+    assert_eq!(log.remove_blobs(vec![gone]).unwrap(), 1);
+    let head = log.head();
+    let expected = texts(&log);
+    // ...and the write-ahead log as the process left it when it died.
+    copy_files(&path, crashed.path(), false);
+    drop(log);
+
+    let err = Log::open_read_only(&crashed_path, LogConfig::default()).unwrap_err();
+    assert!(matches!(err, OpenError::NeedsRecovery { .. }), "{err}");
+    let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head(), head);
+    assert_eq!(texts(&log), expected);
+    assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap(), head);
+    assert_eq!(
+        log.stream("s1", 0).unwrap().len(),
+        expected.iter().filter(|t| t.len() % 3 == 1).count()
+    );
+    assert_eq!(log.get_blob(&blob).unwrap().unwrap(), vec![9u8; 300_000]);
+    assert!(
+        !log.has_blob(&gone).unwrap(),
+        "the removal was acknowledged"
+    );
+    drop(log);
+    // Applied once: a read-only open needs nothing now.
+    let log = Log::open_read_only(&crashed_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head(), head);
+}
+
+#[test]
+fn a_crash_after_redb_got_the_frames_applies_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    for i in 0..20 {
+        log.append(vec![rec(&format!("event {i}"))]).unwrap();
+    }
+    let head = log.head();
+    // Both files mid-run: redb holds the frames non-durably, here all of them.
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+    drop(log);
+    let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head(), head);
+    assert_eq!(log.range(1, u64::MAX).unwrap().len(), 20);
+    assert_eq!(log.append(vec![rec("next")]).unwrap().first, 21);
+}
+
+#[test]
+fn a_write_ahead_log_that_does_not_continue_the_log_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    drop(Log::open(&path, LogConfig::default()).unwrap());
+    let empty = tempfile::tempdir().unwrap();
+    let empty_path = copy_files(&path, empty.path(), true);
+
+    // Frames that start at seq 2, beside a log that ends at seq 0.
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("one")]).unwrap();
+    drop(log);
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("two")]).unwrap();
+    std::fs::copy(journal_path(&path), journal_path(&empty_path)).unwrap();
+    drop(log);
+
+    let err = Log::open(&empty_path, LogConfig::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("continues at seq 2 but the log ends at seq 0"),
+        "{message}"
+    );
+    assert!(message.contains("log.redb-wal aside"), "{message}");
+    // The way out works, and the log itself lost nothing.
+    std::fs::rename(journal_path(&empty_path), empty.path().join("aside")).unwrap();
+    let log = Log::open(&empty_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head().seq, 0);
+}
+
+#[test]
+fn a_new_log_never_takes_the_frames_of_a_deleted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("old")]).unwrap();
+    let crashed = tempfile::tempdir().unwrap();
+    copy_files(&path, crashed.path(), false);
+    drop(log);
+    // Only the write-ahead log is left; the log file was deleted.
+    let path = crashed.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert_eq!(log.head().seq, 0);
+}
+
+#[test]
+fn a_clean_close_leaves_no_frames_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("one")]).unwrap();
+    log.put_blob(b"bytes".to_vec()).unwrap();
+    drop(log);
+    let log = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    assert_eq!(log.head().seq, 1);
+    assert!(log.has_blob(&BlobHash::of(b"bytes")).unwrap());
+}
+
+#[test]
+fn a_large_blob_goes_to_redb_durably_and_checkpoints_the_frames_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    for i in 0..10 {
+        log.append(vec![rec(&format!("event {i}"))]).unwrap();
+    }
+    let big = log.put_blob(vec![3u8; 2 * 1024 * 1024]).unwrap();
+    // A crash now: redb's file alone holds everything.
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+    std::fs::remove_file(journal_path(&crashed_path)).unwrap();
+    let head = log.head();
+    drop(log);
+    let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head(), head);
+    assert_eq!(log.get_blob(&big).unwrap().unwrap().len(), 2 * 1024 * 1024);
+}
