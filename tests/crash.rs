@@ -13,6 +13,7 @@ use cmdlog_replay::verify;
 use cmdlog_store::{Log, LogConfig};
 
 const CHILD_ENV: &str = "CMDLOG_CRASH_CHILD_LOG";
+const CHECKPOINT_ENV: &str = "CMDLOG_CRASH_CHILD_CHECKPOINT_BYTES";
 /// Cycles that share one log before the test starts a fresh one.
 const LOG_CYCLES: usize = 50;
 
@@ -29,7 +30,16 @@ fn crash_child() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let log = Log::open(&path, LogConfig::default()).unwrap();
+        // Every other cycle checkpoints every few dozen frames, so kills also land
+        // inside checkpoints.
+        let mut config = LogConfig::default();
+        if let Some(bytes) = std::env::var(CHECKPOINT_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config.checkpoint_bytes = bytes;
+        }
+        let log = Log::open(&path, config).unwrap();
         let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
         let pid = std::process::id();
         let tasks: Vec<_> = (0..8)
@@ -110,6 +120,10 @@ fn crash_cycles_lose_no_acknowledged_event() {
                 "1",
             ])
             .env(CHILD_ENV, &path)
+            .env(
+                CHECKPOINT_ENV,
+                if cycle % 2 == 1 { "16384" } else { "67108864" },
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -37,6 +37,10 @@ pub struct LogConfig {
     /// How long an open waits for another process to release the file before it
     /// reports [`OpenError::Locked`]. Default 2 s: CLI runs hold the file briefly.
     pub lock_wait: Duration,
+    /// A checkpoint (one durable redb commit, after which the write-ahead log starts
+    /// over) is made once the write-ahead log holds this many bytes of frames, and
+    /// at close. Default 64 MiB: it bounds the file and the replay after a crash.
+    pub checkpoint_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -48,6 +52,7 @@ impl Default for LogConfig {
             batch_records_max: 4096,
             cache_bytes: 64 * 1024 * 1024,
             lock_wait: Duration::from_secs(2),
+            checkpoint_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! `batch_records_max` records), appends all of it as one frame to the write-ahead
 //! log and syncs it, writes it to redb in one non-durable transaction, runs the
 //! commit hook, wakes tailers, and only then acknowledges each request. Every
-//! 64 MiB of frames, and at shutdown, a durable redb commit checkpoints. A failed
+//! `checkpoint_bytes` of frames (64 MiB), and at shutdown, a durable redb commit checkpoints. A failed
 //! commit poisons the writer: the batch and every later request fail until the log
 //! is reopened.
 //!
@@ -149,7 +149,7 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
         commit_batch(shared, &mut journal, &mut head, batch);
         if journal
             .as_ref()
-            .is_some_and(|j| j.frame_bytes() >= CHECKPOINT_BYTES)
+            .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
             && let Err(message) = checkpoint(shared, &mut journal)
         {
             poison(shared, message);
@@ -213,9 +213,6 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
 
 /// A batch carrying this many blob bytes skips the write-ahead log.
 const DIRECT_BLOB_BYTES: usize = 1024 * 1024;
-
-/// A checkpoint is due once the write-ahead log's frames pass this many bytes.
-const CHECKPOINT_BYTES: u64 = crate::journal::PREALLOCATED_BYTES;
 
 fn journal_error(journal: &Journal, e: &std::io::Error) -> String {
     format!("write-ahead log {}: {e}", journal.path().display())
