@@ -1,8 +1,9 @@
 //! The comparison harness: the same workloads on cmdlog, on SQLite (WAL,
 //! `synchronous=FULL`, one table) and on the machine's limit (a raw file with
 //! `write` + `fdatasync`, batched the same way), printed as one table of events/s
-//! and ratios. Run with `cargo bench --bench compare` (about two minutes).
-//! `CMDLOG_COMPARE_EVENTS` sets the replay log size (default 1,000,000).
+//! and ratios. Run with `cargo bench --bench compare` (under a minute once built).
+//! `CMDLOG_COMPARE_EVENTS` sets the replay log size (default 1,000,000);
+//! `CMDLOG_COMPARE_ONLY=2,6` runs only those workloads (and 1).
 
 use std::io::Write as _;
 use std::os::unix::fs::FileExt;
@@ -554,13 +555,28 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // `CMDLOG_COMPARE_ONLY=2,6` runs some workloads (to profile one); 1 always runs
+    // because it measures the fsync time that row 3 is stated in.
+    let only = std::env::var("CMDLOG_COMPARE_ONLY").ok();
+    let run = |n: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w.trim() == n))
+    };
     let started = Instant::now();
     let mut rows = Vec::new();
     let fsync = single_appender(&mut rows);
-    concurrent_appenders(&mut rows);
-    concurrent_executions(&mut rows, fsync);
-    replay_and_reopen(&mut rows);
-    attachment(&mut rows);
+    if run("2") {
+        concurrent_appenders(&mut rows);
+    }
+    if run("3") {
+        concurrent_executions(&mut rows, fsync);
+    }
+    if run("4") || run("5") {
+        replay_and_reopen(&mut rows);
+    }
+    if run("6") {
+        attachment(&mut rows);
+    }
     let ratio = |a: f64, b: Option<f64>| {
         b.map(|b| format!("{:.2}x", a / b))
             .unwrap_or_else(|| "-".into())

@@ -14,7 +14,9 @@ use tokio::sync::{oneshot, watch};
 use crate::error::{AppendError, BlobError, OpenError, ReadError, read_err};
 use crate::journal::{self, Journal, JournalIo, Op, journal_path};
 use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
-use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, SNAPSHOTS, STREAMS};
+use crate::schema::{
+    self, BLOB_CHUNKS, BLOB_META, BLOBS, FORMAT, META, RECORDS, SNAPSHOTS, STREAMS,
+};
 use crate::writer::{self, Request};
 
 /// Called on the writer thread with each committed batch, in seq order, before any
@@ -696,11 +698,9 @@ impl Log {
     /// A blob's bytes, re-hashed: a mismatch is an error, never returned bytes.
     pub fn get_blob(&self, hash: &BlobHash) -> Result<Option<Vec<u8>>, BlobError> {
         let read = self.shared.db.begin_read().map_err(read_err)?;
-        let blobs = read.open_table(BLOBS).map_err(read_err)?;
-        let Some(value) = blobs.get(&hash.0).map_err(read_err)? else {
+        let Some(bytes) = schema::read_blob(&read, &hash.0).map_err(read_err)? else {
             return Ok(None);
         };
-        let bytes = value.value().to_vec();
         let actual = BlobHash::of(&bytes);
         if actual != *hash {
             return Err(BlobError::Mismatch {
@@ -904,6 +904,7 @@ fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journa
         let mut records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
         let mut streams = txn.open_table(STREAMS).map_err(|e| storage(e.into()))?;
         let mut blobs = txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
+        let mut chunks = txn.open_table(BLOB_CHUNKS).map_err(|e| storage(e.into()))?;
         let mut meta = txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
         let mut head = match records.last().map_err(|e| storage(e.into()))? {
             None => Head {
@@ -963,8 +964,7 @@ fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journa
                     bytes,
                 } => {
                     if meta.get(&hash).map_err(|e| storage(e.into()))?.is_none() {
-                        blobs
-                            .insert(&hash, bytes.as_slice())
+                        schema::insert_blob(&mut blobs, &mut chunks, &hash, &bytes)
                             .map_err(|e| storage(e.into()))?;
                         meta.insert(&hash, (added_ms, bytes.len() as u64))
                             .map_err(|e| storage(e.into()))?;
@@ -973,7 +973,8 @@ fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journa
                 Op::RemoveBlobs(hashes) => {
                     for hash in hashes {
                         meta.remove(&hash).map_err(|e| storage(e.into()))?;
-                        blobs.remove(&hash).map_err(|e| storage(e.into()))?;
+                        schema::remove_blob(&mut blobs, &mut chunks, &hash)
+                            .map_err(|e| storage(e.into()))?;
                     }
                 }
             }

@@ -10,8 +10,72 @@ pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("re
 /// `(stream key, seq) -> ()`: the index behind reads by stream.
 pub(crate) const STREAMS: TableDefinition<(&str, u64), ()> = TableDefinition::new("streams");
 
-/// `blake3 hash -> blob bytes`.
+/// `blake3 hash -> blob bytes`, for blobs of at most [`BLOB_CHUNK_BYTES`].
 pub(crate) const BLOBS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("blobs");
+
+/// `(blake3 hash, chunk index) -> chunk bytes`, for larger blobs: pieces of
+/// [`BLOB_CHUNK_BYTES`], the last one shorter. redb gives a value larger than a
+/// page a power-of-two run of pages; a whole 8 MiB blob plus its entry header took
+/// 16 MiB on disk (and in writes), while a chunk fits its 256 KiB run.
+pub(crate) const BLOB_CHUNKS: TableDefinition<(&[u8; 32], u32), &[u8]> =
+    TableDefinition::new("blob_chunks");
+
+/// The size of a blob chunk: 1 KiB under 256 KiB leaves room for the leaf's header.
+pub(crate) const BLOB_CHUNK_BYTES: usize = 255 * 1024;
+
+/// Stores a blob's bytes, whole or in chunks.
+pub(crate) fn insert_blob(
+    blobs: &mut redb::Table<&[u8; 32], &[u8]>,
+    chunks: &mut redb::Table<(&[u8; 32], u32), &[u8]>,
+    hash: &[u8; 32],
+    bytes: &[u8],
+) -> Result<(), redb::StorageError> {
+    if bytes.len() <= BLOB_CHUNK_BYTES {
+        blobs.insert(hash, bytes)?;
+    } else {
+        for (index, chunk) in bytes.chunks(BLOB_CHUNK_BYTES).enumerate() {
+            let index = u32::try_from(index).expect("a blob has fewer than 2^32 chunks");
+            chunks.insert((hash, index), chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a blob's bytes, whole or chunked.
+pub(crate) fn remove_blob(
+    blobs: &mut redb::Table<&[u8; 32], &[u8]>,
+    chunks: &mut redb::Table<(&[u8; 32], u32), &[u8]>,
+    hash: &[u8; 32],
+) -> Result<(), redb::StorageError> {
+    blobs.remove(hash)?;
+    chunks.retain_in((hash, 0)..=(hash, u32::MAX), |_, _| false)?;
+    Ok(())
+}
+
+/// A blob's stored bytes (not re-hashed), whole or put back together from chunks.
+pub(crate) fn read_blob(
+    read: &redb::ReadTransaction,
+    hash: &[u8; 32],
+) -> Result<Option<Vec<u8>>, redb::Error> {
+    let blobs = read.open_table(BLOBS)?;
+    if let Some(value) = blobs.get(hash)? {
+        return Ok(Some(value.value().to_vec()));
+    }
+    // Logs written before chunking have no chunk table.
+    let chunks = match read.open_table(BLOB_CHUNKS) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut bytes = Vec::new();
+    let mut found = false;
+    for entry in chunks.range((hash, 0)..=(hash, u32::MAX))? {
+        let (_, chunk) = entry?;
+        bytes.extend_from_slice(chunk.value());
+        found = true;
+    }
+    Ok(found.then_some(bytes))
+}
 
 /// `blake3 hash -> (added at, unix ms; size in bytes)`, kept apart from the bytes so
 /// listing blobs never reads them.

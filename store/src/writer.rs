@@ -24,7 +24,7 @@ use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
 use crate::log::{Head, Shared};
 use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
-use crate::schema::{self, BLOB_META, BLOBS, RECORDS, SNAPSHOTS, STREAMS};
+use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, RECORDS, SNAPSHOTS, STREAMS};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
 pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
@@ -436,6 +436,7 @@ fn write_batch(
         let mut records_table = txn.open_table(RECORDS)?;
         let mut streams_table = txn.open_table(STREAMS)?;
         let mut blobs = txn.open_table(BLOBS)?;
+        let mut chunks = txn.open_table(BLOB_CHUNKS)?;
         let mut meta = txn.open_table(BLOB_META)?;
         for request in batch {
             match request {
@@ -458,7 +459,7 @@ fn write_batch(
                 Request::PutBlob { hash, bytes, .. } => {
                     if meta.get(&hash.0)?.is_none() {
                         debug_assert_eq!(BlobHash::of(bytes), *hash);
-                        blobs.insert(&hash.0, bytes.as_slice())?;
+                        schema::insert_blob(&mut blobs, &mut chunks, &hash.0, bytes)?;
                         meta.insert(&hash.0, (added_ms, bytes.len() as u64))?;
                     }
                     receipts.push(None);
@@ -469,7 +470,7 @@ fn write_batch(
                         if meta.remove(&hash.0)?.is_some() {
                             removed += 1;
                         }
-                        blobs.remove(&hash.0)?;
+                        schema::remove_blob(&mut blobs, &mut chunks, &hash.0)?;
                     }
                     // The count rides in `last` of a receipt that names no records.
                     receipts.push(Some(Receipt {

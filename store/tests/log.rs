@@ -488,3 +488,51 @@ fn a_new_log_and_its_folder_are_the_owners_only() {
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(&cmdlog_store::journal_path(&path)), 0o600);
 }
+
+#[test]
+fn large_blobs_are_stored_in_chunks_verified_and_removed_whole() {
+    const CHUNKS: redb::TableDefinition<(&[u8; 32], u32), &[u8]> =
+        redb::TableDefinition::new("blob_chunks");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let bytes: Vec<u8> = (0..1_000_003u32).map(|i| (i % 251) as u8).collect();
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let hash = log.put_blob(bytes.clone()).unwrap();
+    assert_eq!(log.get_blob(&hash).unwrap().unwrap(), bytes);
+    drop(log);
+
+    // One flipped byte in one chunk is a mismatch, never returned bytes.
+    let chunk_keys = |path: &std::path::Path| -> Vec<u32> {
+        let db = redb::Database::create(path).unwrap();
+        let read = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let table = read.open_table(CHUNKS).unwrap();
+        redb::ReadableTable::iter(&table)
+            .unwrap()
+            .map(|e| e.unwrap().0.value().1)
+            .collect()
+    };
+    assert_eq!(chunk_keys(&path), [0, 1, 2, 3], "255 KiB chunks");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(CHUNKS).unwrap();
+            let mut chunk = table.get((&hash.0, 2)).unwrap().unwrap().value().to_vec();
+            chunk[100] ^= 1;
+            table.insert((&hash.0, 2), chunk.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert!(matches!(
+        log.get_blob(&hash),
+        Err(BlobError::Mismatch { .. })
+    ));
+    assert_eq!(log.remove_blobs(vec![hash]).unwrap(), 1);
+    assert_eq!(log.get_blob(&hash).unwrap(), None);
+    drop(log);
+    assert!(
+        chunk_keys(&path).is_empty(),
+        "every chunk went with the blob"
+    );
+}
