@@ -107,7 +107,9 @@ pub enum AppendError {
 #[non_exhaustive]
 pub enum ReadError {
     /// redb failed underneath.
-    #[error("storage error while reading the log: {message}")]
+    #[error(
+        "storage error while reading the log: {message}; a read changes nothing: retry, and if it fails again check the disk and run `cmdlog verify`"
+    )]
     Storage {
         /// What redb reported.
         message: String,
