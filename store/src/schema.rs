@@ -7,8 +7,14 @@ use redb::TableDefinition;
 /// `chain hash (32 bytes) | stream key length (u16 LE) | stream key (UTF-8) | record bytes`.
 pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("records");
 
-/// `(stream key, seq) -> ()`: the index behind reads by stream.
+/// `(stream key, seq) -> ()`: the index behind reads by stream. Complete through
+/// `META["streams_through"]` (a u64 LE; absent means through the head, as logs
+/// written before the index was deferred are); later records' entries are held in
+/// memory ([`crate::log::PendingStreams`]) and written in sorted batches.
 pub(crate) const STREAMS: TableDefinition<(&str, u64), ()> = TableDefinition::new("streams");
+
+/// The `META` key of the seq through which `STREAMS` is complete.
+pub(crate) const STREAMS_THROUGH: &str = "streams_through";
 
 /// `blake3 hash -> blob bytes`, for blobs of at most [`BLOB_CHUNK_BYTES`].
 pub(crate) const BLOBS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("blobs");

@@ -15,16 +15,16 @@
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use redb::{Durability as RedbDurability, ReadableTable};
 use tokio::sync::oneshot;
 
 use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
-use crate::log::{Head, Shared};
+use crate::log::{Head, PendingStreams, Shared};
 use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
-use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, RECORDS, SNAPSHOTS, STREAMS};
+use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, SNAPSHOTS, STREAMS};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
 pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
@@ -119,8 +119,12 @@ fn poisoned(shared: &Shared) -> Option<String> {
 fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
     let mut head = *shared.head.lock().unwrap_or_else(|p| p.into_inner());
     let mut shutting_down = false;
+    // Requests in the last group commit: with several appenders, the ones just
+    // acknowledged are still on their way back when the next batch is taken.
+    let mut last_batch = 0usize;
     while !shutting_down {
         let Ok(first) = rx.recv() else { break };
+        let deadline = Instant::now() + shared.config.commit_delay;
         let mut batch = Vec::new();
         let mut weight = 0;
         let mut next = Some(first);
@@ -133,8 +137,17 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             batch.push(request);
             if weight < shared.config.batch_records_max {
                 next = rx.try_recv().ok();
+                // Under concurrency, wait briefly for the batch to refill: one sync
+                // then carries them all instead of two syncs half as full.
+                if next.is_none() && last_batch > 1 && batch.len() < last_batch {
+                    let now = Instant::now();
+                    if now < deadline {
+                        next = rx.recv_timeout(deadline - now).ok();
+                    }
+                }
             }
         }
+        last_batch = batch.len();
         if batch.is_empty() {
             continue;
         }
@@ -147,6 +160,17 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             continue;
         }
         commit_batch(shared, &mut journal, &mut head, batch);
+        let pending = shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .count;
+        if pending >= STREAMS_FLUSH_ENTRIES
+            && poisoned(shared).is_none()
+            && let Err(e) = flush_streams(shared, RedbDurability::None)
+        {
+            poison(shared, e.to_string());
+        }
         if journal
             .as_ref()
             .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
@@ -169,18 +193,41 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
 /// Makes everything redb holds durable there, then starts the write-ahead log's
 /// next generation.
 fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
-    flush(shared).map_err(|e| e.to_string())?;
+    flush_streams(shared, RedbDurability::Immediate).map_err(|e| e.to_string())?;
     if let Some(journal) = journal.as_mut().filter(|j| j.frame_bytes() > 0) {
         journal.reset().map_err(|e| journal_error(journal, &e))?;
     }
     Ok(())
 }
 
-fn flush(shared: &Shared) -> Result<(), redb::Error> {
+/// Writes the pending stream index entries to the `streams` table, sorted, in one
+/// transaction that also records how far the table now reaches. Runs on the writer
+/// thread between batches, so no entry is added meanwhile.
+fn flush_streams(shared: &Shared, durability: RedbDurability) -> Result<(), redb::Error> {
+    let through = shared.head.lock().unwrap_or_else(|p| p.into_inner()).seq;
+    let entries = shared
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .seqs
+        .clone();
     let mut txn = shared.db.writable().begin_write()?;
-    txn.set_durability(RedbDurability::Immediate)
+    txn.set_durability(durability)
         .map_err(|e| redb::Error::from(redb::StorageError::Backend(Box::new(e))))?;
+    {
+        let mut streams = txn.open_table(STREAMS)?;
+        for (key, seqs) in &entries {
+            for seq in seqs {
+                streams.insert((key.as_str(), *seq), ())?;
+            }
+        }
+        txn.open_table(META)?
+            .insert(schema::STREAMS_THROUGH, through.to_le_bytes().as_slice())?;
+    }
     txn.commit()?;
+    // Readers that began before the commit still had the entries here; readers
+    // after it find them in both places and keep one.
+    *shared.pending.lock().unwrap_or_else(|p| p.into_inner()) = PendingStreams::default();
     Ok(())
 }
 
@@ -210,6 +257,10 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
     }
     out
 }
+
+/// Pending stream index entries are written to the `streams` table in batches of
+/// about this many (and at every checkpoint).
+const STREAMS_FLUSH_ENTRIES: usize = 16 * 1024;
 
 /// A batch carrying this many blob bytes skips the write-ahead log.
 const DIRECT_BLOB_BYTES: usize = 1024 * 1024;
@@ -367,6 +418,18 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
             return false;
         }
     };
+    {
+        let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let records = batch.iter().filter_map(|r| match r {
+            Request::Append { records, .. } => Some(records),
+            _ => None,
+        });
+        for (record, seq) in records.flatten().zip(start.seq + 1..) {
+            if let Some(key) = &record.stream {
+                pending.push(key, seq);
+            }
+        }
+    }
     let committed: Vec<CommittedRecord<'_>> = batch
         .iter()
         .filter_map(|r| match r {
@@ -434,7 +497,6 @@ fn write_batch(
     let mut values = prepared.iter();
     {
         let mut records_table = txn.open_table(RECORDS)?;
-        let mut streams_table = txn.open_table(STREAMS)?;
         let mut blobs = txn.open_table(BLOBS)?;
         let mut chunks = txn.open_table(BLOB_CHUNKS)?;
         let mut meta = txn.open_table(BLOB_META)?;
@@ -443,11 +505,8 @@ fn write_batch(
                 Request::Append { records, .. } => {
                     let mut first = None;
                     let mut last = 0;
-                    for (record, (seq, value)) in records.iter().zip(values.by_ref()) {
+                    for (seq, value) in values.by_ref().take(records.len()) {
                         records_table.insert(*seq, value.as_slice())?;
-                        if let Some(key) = &record.stream {
-                            streams_table.insert((key.as_str(), *seq), ())?;
-                        }
                         first.get_or_insert(*seq);
                         last = *seq;
                     }
