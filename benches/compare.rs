@@ -508,10 +508,16 @@ fn attachment(rows: &mut Vec<Row>) {
             .ensure_session("s", "main", Mode::NonInteractive)
             .await
             .unwrap();
+        // The callers' buffers exist before the clock starts, as the raw loop's does.
+        let buffers: Vec<Vec<u8>> = (0..N)
+            .map(|i| {
+                let mut bytes = vec![(i % 251) as u8; SIZE];
+                bytes[0] = i as u8;
+                bytes
+            })
+            .collect();
         let t = Instant::now();
-        for i in 0..N {
-            let mut bytes = vec![(i % 251) as u8; SIZE];
-            bytes[0] = i as u8;
+        for (i, bytes) in buffers.into_iter().enumerate() {
             let mut request = ExecuteRequest::new("s", "main", Mode::NonInteractive, "/take");
             request.attachments = vec![SubmittedAttachment::File {
                 name: format!("f{i}.bin"),

@@ -165,7 +165,9 @@ pub(crate) struct Admission {
     pub(crate) kind: AttachmentKind,
     pub(crate) name: String,
     pub(crate) media_type: String,
+    /// Taken by the blob store; `size` stays.
     pub(crate) bytes: Vec<u8>,
+    pub(crate) size: u64,
 }
 
 /// The media type of `bytes`, from their content, and whether it is an image.
@@ -206,18 +208,19 @@ fn clean_name(name: &str) -> String {
 pub(crate) fn validate(
     command: &str,
     session: &str,
-    submitted: &[SubmittedAttachment],
+    submitted: Vec<SubmittedAttachment>,
     resolver: Option<&dyn FileReceiptResolver>,
     limits: &AttachmentLimits,
 ) -> Result<Vec<Admission>, String> {
     let mut admissions = Vec::with_capacity(submitted.len());
     let mut total = 0u64;
     let mut images = 0usize;
-    for (i, attachment) in submitted.iter().enumerate() {
+    // The bytes move through to the blob store: an 8 MiB attachment is not copied.
+    for (i, attachment) in submitted.into_iter().enumerate() {
         let n = i + 1;
         let (name, bytes, must_be_image) = match attachment {
-            SubmittedAttachment::Image { name, bytes } => (clean_name(name), bytes.clone(), true),
-            SubmittedAttachment::File { name, bytes } => (clean_name(name), bytes.clone(), false),
+            SubmittedAttachment::Image { name, bytes } => (clean_name(&name), bytes, true),
+            SubmittedAttachment::File { name, bytes } => (clean_name(&name), bytes, false),
             SubmittedAttachment::FileReceipt { receipt } => {
                 let Some(resolver) = resolver else {
                     return Err(format!(
@@ -226,7 +229,7 @@ pub(crate) fn validate(
                 };
                 let bytes_max = limits.file_bytes_max.max(limits.image_bytes_max);
                 let file = resolver
-                    .resolve(session, receipt, bytes_max)
+                    .resolve(session, &receipt, bytes_max)
                     .map_err(|e| format!("/{command}: attachment {n}: {e}"))?;
                 (clean_name(&file.name), file.bytes, false)
             }
@@ -277,6 +280,7 @@ pub(crate) fn validate(
             name,
             media_type,
             bytes,
+            size,
         });
     }
     Ok(admissions)

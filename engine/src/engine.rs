@@ -940,7 +940,7 @@ impl Engine {
     /// a command or names no command for this agent and mode: nothing is logged.
     pub async fn execute(
         &self,
-        request: ExecuteRequest,
+        mut request: ExecuteRequest,
     ) -> Result<Option<Execution>, ExecuteError> {
         let Some(parsed) = parse_line(&request.line) else {
             return Ok(None);
@@ -967,12 +967,12 @@ impl Engine {
             attachments::validate(
                 &name,
                 &request.session,
-                &request.attachments,
+                std::mem::take(&mut request.attachments),
                 resolver.as_deref(),
                 &self.inner.limits,
             )
         };
-        let (admissions, refusal) = match validated {
+        let (mut admissions, refusal) = match validated {
             Ok(a) => (a, None),
             Err(text) => (Vec::new(), Some(text)),
         };
@@ -981,7 +981,12 @@ impl Engine {
         let hashes = self
             .inner
             .log
-            .put_blobs_async(admissions.iter().map(|a| a.bytes.clone()).collect())
+            .put_blobs_async(
+                admissions
+                    .iter_mut()
+                    .map(|a| std::mem::take(&mut a.bytes))
+                    .collect(),
+            )
             .await
             .map_err(|source| ExecuteError::AttachmentsNotStored {
                 name: name.clone(),
@@ -1004,7 +1009,7 @@ impl Engine {
                     kind: a.kind,
                     blob: hash.to_hex(),
                     media_type: a.media_type.clone(),
-                    size: a.bytes.len() as u64,
+                    size: a.size,
                     name: a.name.clone(),
                 }))
             })
@@ -1051,7 +1056,7 @@ impl Engine {
                 kind: a.kind,
                 name: a.name,
                 media_type: a.media_type,
-                size: a.bytes.len() as u64,
+                size: a.size,
                 blob,
             })
             .collect();
