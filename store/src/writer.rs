@@ -122,6 +122,7 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
     // Requests in the last group commit: with several appenders, the ones just
     // acknowledged are still on their way back when the next batch is taken.
     let mut last_batch = 0usize;
+    let mut wrote = false;
     while !shutting_down {
         let Ok(first) = rx.recv() else { break };
         let deadline = Instant::now() + shared.config.commit_delay;
@@ -160,6 +161,7 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             continue;
         }
         commit_batch(shared, &mut journal, &mut head, batch);
+        wrote = true;
         let pending = shared
             .pending
             .lock()
@@ -180,8 +182,14 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
         }
     }
     // Non-durable commits reach redb's file with the next durable one: make one now,
-    // so a clean close leaves nothing for the next open to apply.
-    if poisoned(shared).is_none() {
+    // so a clean close leaves nothing for the next open to apply. A log that took
+    // no writes (and had no crash to tidy up after) is left untouched.
+    let pending = shared
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .count;
+    if poisoned(shared).is_none() && (wrote || pending > 0) {
         let _ = checkpoint(shared, &mut journal);
     }
     // Refuse whatever raced in behind the shutdown.
