@@ -172,13 +172,20 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// Opens the write-ahead log and reads back the frames of its current
-    /// generation, in order. A missing or unreadable header starts generation 1.
+    /// generation, in order. A missing or unreadable header (a new file, or one torn
+    /// while a checkpoint rewrote it, when redb already held every frame) starts a
+    /// generation numbered from the clock, so no stale frame can carry it.
     pub(crate) fn open(io: Box<dyn JournalIo>, path: PathBuf) -> io::Result<(Journal, Vec<Op>)> {
         let generation = read_generation(io.as_ref())?;
+        let fresh = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        };
         let mut journal = Journal {
             io,
             path,
-            generation: generation.unwrap_or(0),
+            generation: generation.unwrap_or_else(fresh),
             end: HEADER_BYTES,
         };
         let ops = match generation {
@@ -457,6 +464,32 @@ mod tests {
         assert!(ops.is_empty(), "{ops:?}");
         assert_eq!(journal.frame_bytes(), 0);
         assert!(!has_frames(&dir.path().join("log.redb")).unwrap());
+    }
+
+    #[test]
+    fn a_torn_header_starts_a_generation_no_stale_frame_carries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb-wal");
+        let (mut journal, _) = open(&path);
+        let old_generation = journal.generation;
+        for seq in 1..=3 {
+            let mut frame = Frame::default();
+            frame.record(seq, b"same size");
+            journal.append(&frame).unwrap();
+        }
+        drop(journal);
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        JournalIo::write_at(&file, 20, b"torn").unwrap();
+        let (mut journal, ops) = open(&path);
+        assert!(ops.is_empty());
+        assert_ne!(journal.generation, old_generation);
+        // A frame of the same size as the stale ones: reading stops after it.
+        let mut frame = Frame::default();
+        frame.record(9, b"same size");
+        journal.append(&frame).unwrap();
+        drop(journal);
+        let (_, ops) = open(&path);
+        assert_eq!(ops.len(), 1, "{ops:?}");
     }
 
     #[test]
