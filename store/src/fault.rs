@@ -113,12 +113,7 @@ impl<B: StorageBackend> FaultyBackend<B> {
 impl FaultyBackend<redb::backends::FileBackend> {
     /// Opens (or creates) the file at `path` with redb's file backend and wraps it.
     pub fn file(path: &Path, plan: &Arc<FaultPlan>) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = open_read_write(path)?;
         let backend = redb::backends::FileBackend::new(file).map_err(std::io::Error::other)?;
         Ok(FaultyBackend::new(backend, Arc::clone(plan)))
     }
@@ -193,12 +188,7 @@ pub struct FaultyFile {
 impl FaultyFile {
     /// Opens (or creates) the file at `path` and wraps it.
     pub fn open(path: &Path, plan: &Arc<FaultPlan>) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = open_read_write(path)?;
         Ok(FaultyFile {
             file,
             plan: Arc::clone(plan),
@@ -246,4 +236,14 @@ pub fn open_faulty(
     let backend = FaultyBackend::file(path, plan).map_err(io)?;
     let journal = FaultyFile::open(&crate::journal_path(path), plan).map_err(io)?;
     crate::Log::open_with_backend(backend, journal, config)
+}
+
+/// Opens (or creates) a file for reading and writing, keeping its contents.
+fn open_read_write(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }

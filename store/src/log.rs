@@ -604,24 +604,36 @@ impl Log {
         Ok(out)
     }
 
+    /// A read transaction and what `f` takes from the pending stream entries, both
+    /// under the pending lock: a batch of entries moving to the `streams` table is
+    /// then seen in one place or in both, never in neither.
+    fn read_with_pending<T>(
+        &self,
+        f: impl FnOnce(&PendingStreams) -> T,
+    ) -> Result<(redb::ReadTransaction, T), ReadError> {
+        let pending = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        Ok((read, f(&pending)))
+    }
+
     /// The seqs of the records under stream key `key` after seq `after`, in order.
     pub fn stream_seqs(&self, key: &str, after: Seq) -> Result<Vec<Seq>, ReadError> {
-        // The pending entries and the read transaction are taken together, so a
-        // batch of entries moving to the table is seen in one place or both.
-        let (read, pending) = {
-            let pending = self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let read = self.shared.db.begin_read().map_err(read_err)?;
-            let seqs: Vec<Seq> = pending
+        let (read, pending) = self.read_with_pending(|pending| {
+            pending
                 .seqs
                 .get(key)
-                .map(|s| s.iter().copied().filter(|&seq| seq > after).collect())
-                .unwrap_or_default();
-            (read, seqs)
-        };
+                .map(|s| {
+                    s.iter()
+                        .copied()
+                        .filter(|&seq| seq > after)
+                        .collect::<Vec<Seq>>()
+                })
+                .unwrap_or_default()
+        })?;
         let streams = read.open_table(STREAMS).map_err(read_err)?;
         let mut seqs = Vec::new();
         let start = after.saturating_add(1);
@@ -658,15 +670,8 @@ impl Log {
 
     /// The distinct stream keys, sorted.
     pub fn streams(&self) -> Result<Vec<String>, ReadError> {
-        let (read, mut keys) = {
-            let pending = self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let read = self.shared.db.begin_read().map_err(read_err)?;
-            (read, pending.seqs.keys().cloned().collect::<Vec<String>>())
-        };
+        let (read, mut keys) =
+            self.read_with_pending(|pending| pending.seqs.keys().cloned().collect::<Vec<_>>())?;
         let streams = read.open_table(STREAMS).map_err(read_err)?;
         let mut iter = streams.iter().map_err(read_err)?;
         // Jump from one key straight past its entries (no seq reaches u64::MAX).

@@ -1,6 +1,7 @@
 //! The stream index is deferred: entries wait in memory and reach the `streams`
 //! table in sorted batches. Reads by stream must never notice.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,6 +14,15 @@ fn append_round(log: &Log, round: usize, sessions: usize) {
         .map(|s| NewRecord::new(format!("r{round} s{s}").into_bytes()).stream(format!("s{s}")))
         .collect();
     log.append(records).unwrap();
+}
+
+/// Both files of a live log as they are now: what a crash at this moment leaves.
+fn crash_copy(path: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("log.redb");
+    std::fs::copy(path, &to).unwrap();
+    std::fs::copy(journal_path(path), journal_path(&to)).unwrap();
+    (dir, to)
 }
 
 fn check_streams(log: &Log, sessions: usize, rounds: usize) {
@@ -81,10 +91,7 @@ fn entries_still_in_memory_at_a_crash_are_rebuilt_from_the_records() {
         append_round(&log, round, 10);
     }
     // A crash now: both files as they are, the 400 entries only in memory.
-    let crashed = tempfile::tempdir().unwrap();
-    let crashed_path = crashed.path().join("log.redb");
-    std::fs::copy(&path, &crashed_path).unwrap();
-    std::fs::copy(journal_path(&path), journal_path(&crashed_path)).unwrap();
+    let (_crashed, crashed_path) = crash_copy(&path);
     drop(log);
     let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
     check_streams(&log, 10, 40);
@@ -120,10 +127,7 @@ fn a_log_from_before_the_deferred_index_keeps_its_streams() {
     for round in 5..9 {
         append_round(&log, round, 4);
     }
-    let crashed = tempfile::tempdir().unwrap();
-    let crashed_path = crashed.path().join("log.redb");
-    std::fs::copy(&path, &crashed_path).unwrap();
-    std::fs::copy(journal_path(&path), journal_path(&crashed_path)).unwrap();
+    let (_crashed, crashed_path) = crash_copy(&path);
     drop(log);
     let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
     check_streams(&log, 4, 9);
