@@ -194,6 +194,7 @@ impl Log {
             // Inputs and attachments may hold secrets: a new log's folder is the owner's.
             std::fs::create_dir_all(parent).map_err(io)?;
             set_mode(parent, 0o700).map_err(io)?;
+            sync_parent(parent).map_err(io)?;
         }
         let new_file = !path.exists();
         let mut builder = redb::Builder::new();
@@ -208,6 +209,7 @@ impl Log {
             path: wal.clone(),
             source,
         };
+        let new_wal = !wal.exists();
         let journal = {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
@@ -221,6 +223,11 @@ impl Log {
                 .open(&wal)
                 .map_err(wal_io)?
         };
+        if new_file || new_wal {
+            // A synced frame in a file whose name is not yet durable in its folder
+            // could vanish with a power cut: make the new names durable first.
+            sync_parent(&path).map_err(io)?;
+        }
         Self::from_db(db, path, Box::new(journal), wal, config)
     }
 
@@ -937,6 +944,15 @@ fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
         stream: stream.map(str::to_string),
         bytes: bytes.to_vec(),
     })
+}
+
+/// `fsync`s the folder holding `path`, so a file created in it keeps its name.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)?.sync_all()
 }
 
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
