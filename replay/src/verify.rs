@@ -50,7 +50,8 @@ fn hex(bytes: &[u8; 32]) -> String {
 /// registration active and winning for its agent, mode and name at that seq; every
 /// unregister names an active registration; every referenced blob exists and
 /// re-hashes; every `permission/resolved` follows its request; nothing follows a
-/// session's close or death; replaying twice gives identical projections.
+/// session's close or death; the stream index lists exactly each session's records;
+/// replaying twice gives identical projections.
 /// `progress` is called with each seq checked.
 pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, ReadError> {
     let head = log.head();
@@ -75,6 +76,7 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     let mut blobs: BTreeMap<String, Seq> = BTreeMap::new();
     let mut ended_sessions: BTreeMap<String, Seq> = BTreeMap::new();
     let mut events = 0u64;
+    let mut by_stream: BTreeMap<String, Vec<Seq>> = BTreeMap::new();
     // A record whose stored layout is broken is named, and the scan goes on after it.
     let mut from = 1;
     let mut layout_breaks = Vec::new();
@@ -89,6 +91,9 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
             }
         };
         events += 1;
+        if let Some(key) = &record.stream {
+            by_stream.entry(key.clone()).or_default().push(seq);
+        }
         // The stream key is outside the hash chain: it must agree with the event.
         if record.stream != event.session {
             flag(
@@ -214,6 +219,33 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     }
     for (seq, message) in layout_breaks {
         flag(Some(seq), format!("seq {seq}: {message}"));
+    }
+
+    // The stream index (what reads by session use) lists exactly each stream's records.
+    let indexed: BTreeSet<String> = log.streams()?.into_iter().collect();
+    for key in indexed
+        .iter()
+        .chain(by_stream.keys().filter(|k| !indexed.contains(*k)))
+    {
+        let found = log.stream_seqs(key, 0)?;
+        let expected = by_stream.get(key).map(Vec::as_slice).unwrap_or_default();
+        if found != expected {
+            let first = found
+                .iter()
+                .zip(expected)
+                .find(|(f, e)| f != e)
+                .map(|(f, e)| *f.min(e))
+                .or_else(|| found.get(expected.len()).copied())
+                .or_else(|| expected.get(found.len()).copied());
+            flag(
+                first,
+                format!(
+                    "the stream index of {key:?} lists {} records where the log has {}: reads by session are wrong; export and import the log to rebuild it",
+                    found.len(),
+                    expected.len()
+                ),
+            );
+        }
     }
 
     let mut checked = BTreeSet::new();

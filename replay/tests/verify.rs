@@ -297,3 +297,49 @@ fn an_edited_record_is_named_by_seq() {
     );
     assert!(report.violations[0].message.contains("hash chain broken"));
 }
+
+#[test]
+fn a_stream_index_that_disagrees_with_the_records_is_named() {
+    const STREAMS: redb::TableDefinition<(&str, u64), ()> = redb::TableDefinition::new("streams");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = new_log(&dir);
+    for s in ["a", "b"] {
+        log.append(vec![ev(
+            Some(s),
+            EventData::SessionCreated(SessionCreated::default()),
+        )])
+        .unwrap();
+    }
+    log.append(vec![ev(Some("a"), registered("x", 1))]).unwrap(); // 3
+    assert!(violations(&log).is_empty(), "{:?}", violations(&log));
+    drop(log);
+
+    // The closed log's index is all in the table: drop a's seq 3, add a stray seq 2.
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(STREAMS).unwrap();
+            table.remove(("a", 3)).unwrap();
+            table.insert(("b", 3), ()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let log = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    let found = violations(&log);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, Some(3));
+    assert!(
+        found[0]
+            .1
+            .contains("stream index of \"a\" lists 1 records where the log has 2"),
+        "{found:?}"
+    );
+    assert!(
+        found[1]
+            .1
+            .contains("stream index of \"b\" lists 2 records where the log has 1"),
+        "{found:?}"
+    );
+}
