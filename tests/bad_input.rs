@@ -2,63 +2,25 @@
 //! must each get a clear error (exit code or status, and a message that names the
 //! thing), leaving the log untouched wherever nothing should be written.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::Workspace;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cmdlog_store::{Log, LogConfig};
 use serde_json::{Value, json};
 
-struct Workspace {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        let w = Workspace {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        w.write(
-            ".claude/commands/describe.md",
-            "---\nattachments: true\n---\nDescribe $ARGUMENTS\n",
-        );
-        w.write("notes.txt", "notes\n");
-        assert!(w.run(&["run", "--session", "s", "/help"]).status.success());
-        w
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let path = self.ws.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.ws.path().join(".cmdlog/log.redb")
-    }
-
-    fn head(&self) -> (u64, [u8; 32]) {
-        let h = Log::open_read_only(self.log_path(), LogConfig::default())
-            .unwrap()
-            .head();
-        (h.seq, h.hash)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(args)
-            .current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .env_remove("CMDLOG_LOG")
-            .env_remove("CMDLOG_SESSION")
-            .env_remove("CMDLOG_DAEMON_URL")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
+/// A workspace with a prompt command that takes attachments, a file, and a log
+/// holding one session `s`.
+fn workspace() -> Workspace {
+    let w = Workspace::new();
+    w.write(
+        ".claude/commands/describe.md",
+        "---\nattachments: true\n---\nDescribe $ARGUMENTS\n",
+    );
+    w.write("notes.txt", "notes\n");
+    assert!(w.run(&["run", "--session", "s", "/help"]).status.success());
+    w
 }
 
 /// One CLI case: arguments, the exit code, words the error must contain, and
@@ -88,7 +50,7 @@ fn logged<'a>(args: &[&str], code: i32, says: &'a str) -> Case<'a> {
 
 #[test]
 fn cli_catalogue() {
-    let w = Workspace::new();
+    let w = workspace();
     let dir = w.ws.path().join("a-folder");
     std::fs::create_dir_all(&dir).unwrap();
     let text_log = w.write("not-a-log.redb", "plain text, not a database");
@@ -280,7 +242,7 @@ fn cli_catalogue() {
 
 #[test]
 fn command_file_catalogue() {
-    let w = Workspace::new();
+    let w = workspace();
     let before = w.head();
     // Broken native frontmatter: fatal, with the path and line, before anything is written.
     w.write(
@@ -429,7 +391,7 @@ type HttpCase<'a> = (
 
 #[test]
 fn http_catalogue() {
-    let w = Workspace::new();
+    let w = workspace();
     let d = serve(&w, None);
     let u = d.url.clone();
     let s = format!("{u}/session/s");

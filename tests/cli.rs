@@ -1,43 +1,12 @@
 //! The `cmdlog` binary as a person uses it: a temp HOME and a temp workspace per test.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::Workspace;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
 
 use redb::ReadableTable;
-
-struct Workspace {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        Workspace {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.path().join(".cmdlog").join("log.redb")
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
-        cmd.args(args)
-            .current_dir(self.dir.path())
-            .env("HOME", self.home.path())
-            .env_remove("CMDLOG_LOG")
-            .env_remove("CMDLOG_SESSION")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -118,7 +87,7 @@ fn read_verbs_on_a_missing_log_say_so_and_create_nothing() {
         assert_eq!(code(&o), 3, "{verb:?}");
         assert!(stderr(&o).contains("no log at"), "{}", stderr(&o));
     }
-    assert!(!ws.dir.path().join(".cmdlog").exists());
+    assert!(!ws.ws.path().join(".cmdlog").exists());
 }
 
 #[test]

@@ -1,71 +1,36 @@
 //! Attachments, `gc` and `blob` through the CLI.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::Workspace;
+
+use std::path::Path;
+use std::process::{Command, Output};
 
 use cmdlog_store::{BlobHash, Log, LogConfig};
-
-struct Workspace {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
 
 const PNG: &[u8] = &[
     0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 1, 2, 3,
 ];
 
-impl Workspace {
-    fn new() -> Self {
-        let w = Workspace {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        w.write(".claude/commands/describe-it.md", b"---\ndescription: Describe attachments\nattachments: true\n---\nDescribe: $ARGUMENTS\n");
-        w.write("diagram.png", PNG);
-        w.write("notes.txt", b"meeting notes\n");
-        w
-    }
+/// A workspace with a prompt command that takes attachments and two files to attach.
+fn workspace() -> Workspace {
+    let w = Workspace::new();
+    w.write(
+        ".claude/commands/describe-it.md",
+        "---\ndescription: Describe attachments\nattachments: true\n---\nDescribe: $ARGUMENTS\n",
+    );
+    w.write("diagram.png", PNG);
+    w.write("notes.txt", "meeting notes\n");
+    w
+}
 
-    fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.ws.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, bytes).unwrap();
-        path
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.ws.path().join(".cmdlog/log.redb")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(args)
-            .current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .env_remove("CMDLOG_LOG")
-            .env_remove("CMDLOG_SESSION")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn blobs(&self) -> Vec<BlobHash> {
-        let log = Log::open(self.log_path(), LogConfig::default()).unwrap();
-        log.list_blobs()
-            .unwrap()
-            .into_iter()
-            .map(|(h, _, _)| h)
-            .collect()
-    }
-
-    fn events(&self, prefix: &str) -> Vec<serde_json::Value> {
-        let o = self.run(&["log", "--json", "--type", prefix]);
-        String::from_utf8(o.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
+fn events(w: &Workspace, prefix: &str) -> Vec<serde_json::Value> {
+    let o = w.run(&["log", "--json", "--type", prefix]);
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn out(o: &Output) -> String {
@@ -78,7 +43,7 @@ fn err(o: &Output) -> String {
 
 #[test]
 fn a_declaring_command_admits_both_blocks_and_one_that_does_not_refuses() {
-    let w = Workspace::new();
+    let w = workspace();
     let o = w.run(&[
         "run",
         "--session",
@@ -110,11 +75,11 @@ fn a_declaring_command_admits_both_blocks_and_one_that_does_not_refuses() {
         )),
         "{prompt}"
     );
-    let admitted = w.events("attachment/");
+    let admitted = events(&w, "attachment/");
     assert_eq!(admitted.len(), 2);
     assert_eq!(admitted[0]["data"]["kind"], "image");
     assert_eq!(admitted[1]["data"]["kind"], "file");
-    let runs = w.events("command/run");
+    let runs = events(&w, "command/run");
     let run = runs.last().unwrap();
     assert_eq!(
         run["data"]["attachments"],
@@ -127,7 +92,7 @@ fn a_declaring_command_admits_both_blocks_and_one_that_does_not_refuses() {
     );
 
     let blobs_before = w.blobs();
-    w.write("other.png", &[PNG, b"different"].concat());
+    w.write("other.png", [PNG, b"different"].concat());
     let o = w.run(&[
         "run",
         "--session",
@@ -143,12 +108,12 @@ fn a_declaring_command_admits_both_blocks_and_one_that_does_not_refuses() {
         err(&o)
     );
     assert_eq!(w.blobs(), blobs_before, "no blob is written for a refusal");
-    assert_eq!(w.events("attachment/").len(), 2);
+    assert_eq!(events(&w, "attachment/").len(), 2);
 }
 
 #[test]
 fn paths_outside_the_workspace_and_special_files_are_refused() {
-    let w = Workspace::new();
+    let w = workspace();
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "secret").unwrap();
@@ -187,7 +152,7 @@ fn paths_outside_the_workspace_and_special_files_are_refused() {
 
 #[test]
 fn the_same_5_mib_file_in_100_runs_is_stored_once() {
-    let w = Workspace::new();
+    let w = workspace();
     let big: Vec<u8> = (0..5 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
     w.write("big.bin", &big);
     for i in 0..100 {
@@ -204,14 +169,14 @@ fn the_same_5_mib_file_in_100_runs_is_stored_once() {
     let hash = BlobHash::of(&big);
     let blobs = w.blobs();
     assert_eq!(blobs.iter().filter(|h| **h == hash).count(), 1);
-    assert_eq!(w.events("attachment/").len(), 100);
+    assert_eq!(events(&w, "attachment/").len(), 100);
     // Templates (the command file, the bundled ones) and the one attachment.
     assert_eq!(blobs.len(), 1 + 1 + cmdlog_engine::BUNDLED.len());
 }
 
 #[test]
 fn gc_frees_exactly_the_orphan_of_a_failed_admission_and_verify_stays_clean() {
-    let w = Workspace::new();
+    let w = workspace();
     assert!(
         w.run(&["run", "--attach", "notes.txt", "/describe-it"])
             .status
@@ -258,7 +223,7 @@ fn gc_frees_exactly_the_orphan_of_a_failed_admission_and_verify_stays_clean() {
 
 #[test]
 fn blob_writes_verified_bytes_and_refuses_tampered_ones() {
-    let w = Workspace::new();
+    let w = workspace();
     assert!(
         w.run(&["run", "--attach", "diagram.png", "/describe-it"])
             .status

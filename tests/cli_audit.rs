@@ -1,63 +1,12 @@
 //! The audit and replay-debugging verbs on a real session history.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::Workspace;
 
 use serde_json::Value;
 
 use cmdlog_engine::*;
 use cmdlog_store::{Log, LogConfig};
-
-struct Workspace {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        Workspace {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let path = self.ws.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.ws.path().join(".cmdlog/log.redb")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(args)
-            .current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .env_remove("CMDLOG_LOG")
-            .env_remove("CMDLOG_SESSION")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        serde_json::from_str(&self.ok(args)).unwrap()
-    }
-}
 
 /// Two sessions: prompt runs of a Claude command, a failed /model, an attachment, a
 /// file edit, and a run interrupted by a crash.

@@ -1,0 +1,91 @@
+//! What the CLI integration tests share: a workspace and a `HOME` in temp folders,
+//! and the `cmdlog` binary run inside them with nothing of the caller's
+//! environment that would change what it does.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use cmdlog_store::{BlobHash, Log, LogConfig};
+
+/// A workspace folder and a home folder, both temporary.
+pub(crate) struct Workspace {
+    pub(crate) ws: tempfile::TempDir,
+    pub(crate) home: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub(crate) fn new() -> Self {
+        Workspace {
+            ws: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Writes a file under the workspace, creating its folders; returns its path.
+    pub(crate) fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.ws.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// The default log: `.cmdlog/log.redb` in the workspace.
+    pub(crate) fn log_path(&self) -> PathBuf {
+        self.ws.path().join(".cmdlog/log.redb")
+    }
+
+    /// `cmdlog ARGS` in the workspace, with the temp home, no colour, and none of
+    /// the `CMDLOG_*` variables that point elsewhere.
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
+        cmd.args(args)
+            .current_dir(self.ws.path())
+            .env("HOME", self.home.path())
+            .env_remove("CMDLOG_LOG")
+            .env_remove("CMDLOG_SESSION")
+            .env_remove("CMDLOG_DAEMON_URL")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Stdout of a run that must succeed.
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    /// The JSON a run that must succeed prints.
+    pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// The log's head seq and hash, read directly.
+    pub(crate) fn head(&self) -> (u64, [u8; 32]) {
+        let h = Log::open_read_only(self.log_path(), LogConfig::default())
+            .unwrap()
+            .head();
+        (h.seq, h.hash)
+    }
+
+    /// Every stored blob's hash.
+    pub(crate) fn blobs(&self) -> Vec<BlobHash> {
+        let log = Log::open(self.log_path(), LogConfig::default()).unwrap();
+        log.list_blobs()
+            .unwrap()
+            .into_iter()
+            .map(|(h, _, _)| h)
+            .collect()
+    }
+}
