@@ -169,3 +169,66 @@ fn a_large_blob_goes_to_redb_durably_and_checkpoints_the_frames_before_it() {
     assert_eq!(log.head(), head);
     assert_eq!(log.get_blob(&big).unwrap().unwrap().len(), 2 * 1024 * 1024);
 }
+
+#[test]
+fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
+    use cmdlog_store::{FaultKind, FaultPlan, open_faulty};
+    // A crash state: redb as of a checkpoint, the write-ahead log with 11 frames
+    // holding records, a blob and a removal.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("before")]).unwrap();
+    drop(log);
+    let template = tempfile::tempdir().unwrap();
+    let template_path = copy_files(&path, template.path(), true);
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let gone = log.put_blob(b"short-lived".to_vec()).unwrap();
+    for i in 0..8 {
+        log.append(vec![rec(&format!("event {i}"))]).unwrap();
+    }
+    let kept = log.put_blob(vec![5u8; 10_000]).unwrap();
+    log.remove_blobs(vec![gone]).unwrap();
+    let expected = texts(&log);
+    copy_files(&path, template.path(), false);
+    drop(log);
+
+    // How many I/O ops does a recovering open take?
+    let ops = {
+        let (_d, p) = fresh_copy(&template_path);
+        let plan = FaultPlan::new();
+        drop(open_faulty(&p, &plan, LogConfig::default()).unwrap());
+        plan.ops()
+    };
+    assert!(ops > 4, "{ops}");
+    eprintln!("a recovering open: {ops} I/O ops, each failed in turn");
+    for kind in [FaultKind::Io, FaultKind::NoSpace] {
+        for k in 1..=ops {
+            let (_d, p) = fresh_copy(&template_path);
+            let plan = FaultPlan::new();
+            plan.fail_after(k, kind, true);
+            match open_faulty(&p, &plan, LogConfig::default()) {
+                Ok(log) => drop(log),
+                Err(e) => {
+                    let message = e.to_string();
+                    assert!(
+                        message.contains("injected I/O fault") || message.contains("No space left"),
+                        "k={k}: {message}"
+                    );
+                }
+            }
+            let log = Log::open(&p, LogConfig::default()).unwrap();
+            assert_eq!(texts(&log), expected, "k={k} {kind:?}");
+            assert!(log.verify_chain(|_| {}).unwrap().is_ok(), "k={k}");
+            assert!(log.has_blob(&kept).unwrap(), "k={k}");
+            assert!(!log.has_blob(&gone).unwrap(), "k={k}");
+        }
+    }
+}
+
+/// A private copy of both files of a crashed log.
+fn fresh_copy(template: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let to = copy_files(template, dir.path(), true);
+    (dir, to)
+}
