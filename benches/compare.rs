@@ -37,6 +37,30 @@ struct Row {
     note: String,
 }
 
+/// Registers a local command `/name` whose handler does nothing, for every mode.
+async fn register_noop(engine: &Engine, name: &str, attachments: bool) {
+    let mut spec = CommandSpec::new(
+        CommandName::new(name).unwrap(),
+        CommandSource::PluginCommand,
+        CommandKind::Skill,
+    );
+    spec.command_type = Some(CommandType::Local);
+    spec.supported_modes = Some(Mode::ALL.to_vec());
+    if attachments {
+        spec.input = Some(InputDescriptor {
+            hint: String::new(),
+            attachments: true,
+        });
+    }
+    engine
+        .register(NewRegistration::handler(spec, |_i: Invocation| async {
+            Ok(CommandResult::text(""))
+        }))
+        .await
+        .unwrap()
+        .forget();
+}
+
 fn rate(n: usize, elapsed: Duration) -> f64 {
     n as f64 / elapsed.as_secs_f64()
 }
@@ -218,20 +242,7 @@ fn concurrent_executions(rows: &mut Vec<Row>, fsync: Duration) {
     let (rate_cmdlog, p50, p99) = runtime.block_on(async {
         let log = Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap();
         let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
-        let mut spec = CommandSpec::new(
-            CommandName::new("noop").unwrap(),
-            CommandSource::PluginCommand,
-            CommandKind::Skill,
-        );
-        spec.command_type = Some(CommandType::Local);
-        spec.supported_modes = Some(Mode::ALL.to_vec());
-        engine
-            .register(NewRegistration::handler(spec, |_i: Invocation| async {
-                Ok(CommandResult::text(""))
-            }))
-            .await
-            .unwrap()
-            .forget();
+        register_noop(&engine, "noop", false).await;
         for s in 0..SESSIONS {
             engine
                 .ensure_session(&format!("s{s}"), "main", Mode::NonInteractive)
@@ -501,24 +512,7 @@ fn attachment(rows: &mut Vec<Row>) {
     let cmdlog = runtime.block_on(async {
         let log = Log::open(d.path().join("log.redb"), LogConfig::default()).unwrap();
         let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
-        let mut spec = CommandSpec::new(
-            CommandName::new("take").unwrap(),
-            CommandSource::PluginCommand,
-            CommandKind::Skill,
-        );
-        spec.command_type = Some(CommandType::Local);
-        spec.supported_modes = Some(Mode::ALL.to_vec());
-        spec.input = Some(InputDescriptor {
-            hint: String::new(),
-            attachments: true,
-        });
-        engine
-            .register(NewRegistration::handler(spec, |_i: Invocation| async {
-                Ok(CommandResult::text(""))
-            }))
-            .await
-            .unwrap()
-            .forget();
+        register_noop(&engine, "take", true).await;
         engine
             .ensure_session("s", "main", Mode::NonInteractive)
             .await

@@ -228,10 +228,16 @@ fn spin_for_lone_appender(rx: &Receiver<Request>, last_batch: usize) -> Option<R
 /// next generation.
 fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
     flush_streams(shared, RedbDurability::Immediate).map_err(|e| e.to_string())?;
-    if let Some(journal) = journal.as_mut().filter(|j| j.frame_bytes() > 0) {
-        journal.reset().map_err(|e| journal_error(journal, &e))?;
+    start_generation(journal)
+}
+
+/// Starts the write-ahead log's next generation if it holds frames. Only once redb
+/// holds all of them durably.
+fn start_generation(journal: &mut Option<Journal>) -> Result<(), String> {
+    match journal.as_mut().filter(|j| j.frame_bytes() > 0) {
+        Some(journal) => journal.reset().map_err(|e| journal_error(journal, &e)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Writes the pending stream index entries to the `streams` table, sorted, in one
@@ -419,10 +425,9 @@ fn commit_batch(
     // A direct batch made every earlier frame durable in redb: start afresh.
     if direct
         && applied
-        && let Some(journal) = journal.as_mut().filter(|j| j.frame_bytes() > 0)
-        && let Err(e) = journal.reset()
+        && let Err(message) = start_generation(journal)
     {
-        poison(shared, journal_error(journal, &e));
+        poison(shared, message);
     }
 }
 
@@ -455,32 +460,29 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
             return false;
         }
     };
-    {
+    // One pass: the stream index entries and what the commit hook sees.
+    let committed: Vec<CommittedRecord<'_>> = {
         let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let records = batch.iter().filter_map(|r| match r {
-            Request::Append { records, .. } => Some(records),
-            _ => None,
-        });
-        for (record, seq) in records.flatten().zip(start.seq + 1..) {
-            if let Some(key) = &record.stream {
-                pending.push(key, seq);
-            }
-        }
-    }
-    let committed: Vec<CommittedRecord<'_>> = batch
-        .iter()
-        .filter_map(|r| match r {
-            Request::Append { records, .. } => Some(records),
-            _ => None,
-        })
-        .flatten()
-        .zip(start.seq + 1..)
-        .map(|(record, seq)| CommittedRecord {
-            seq,
-            stream: record.stream.as_deref(),
-            bytes: &record.bytes,
-        })
-        .collect();
+        batch
+            .iter()
+            .filter_map(|r| match r {
+                Request::Append { records, .. } => Some(records),
+                _ => None,
+            })
+            .flatten()
+            .zip(start.seq + 1..)
+            .map(|(record, seq)| {
+                if let Some(key) = &record.stream {
+                    pending.push(key, seq);
+                }
+                CommittedRecord {
+                    seq,
+                    stream: record.stream.as_deref(),
+                    bytes: &record.bytes,
+                }
+            })
+            .collect()
+    };
     if !committed.is_empty()
         && let Some(hook) = shared
             .hook

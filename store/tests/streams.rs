@@ -1,11 +1,13 @@
 //! The stream index is deferred: entries wait in memory and reach the `streams`
 //! table in sorted batches. Reads by stream must never notice.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cmdlog_store::{Log, LogConfig, NewRecord, journal_path};
+use cmdlog_store::{Log, LogConfig, NewRecord};
+
+mod common;
+use common::crash_copy;
 
 const META: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
 
@@ -14,15 +16,6 @@ fn append_round(log: &Log, round: usize, sessions: usize) {
         .map(|s| NewRecord::new(format!("r{round} s{s}").into_bytes()).stream(format!("s{s}")))
         .collect();
     log.append(records).unwrap();
-}
-
-/// Both files of a live log as they are now: what a crash at this moment leaves.
-fn crash_copy(path: &Path) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let to = dir.path().join("log.redb");
-    std::fs::copy(path, &to).unwrap();
-    std::fs::copy(journal_path(path), journal_path(&to)).unwrap();
-    (dir, to)
 }
 
 fn check_streams(log: &Log, sessions: usize, rounds: usize) {

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path};
 
+mod common;
+use common::crash_copy;
+
 fn rec(text: &str) -> NewRecord {
     NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
 }
@@ -195,7 +198,7 @@ fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
 
     // How many I/O ops does a recovering open take?
     let ops = {
-        let (_d, p) = fresh_copy(&template_path);
+        let (_d, p) = crash_copy(&template_path);
         let plan = FaultPlan::new();
         drop(open_faulty(&p, &plan, LogConfig::default()).unwrap());
         plan.ops()
@@ -204,7 +207,7 @@ fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
     eprintln!("a recovering open: {ops} I/O ops, each failed in turn");
     for kind in [FaultKind::Io, FaultKind::NoSpace] {
         for k in 1..=ops {
-            let (_d, p) = fresh_copy(&template_path);
+            let (_d, p) = crash_copy(&template_path);
             let plan = FaultPlan::new();
             plan.fail_after(k, kind, true);
             match open_faulty(&p, &plan, LogConfig::default()) {
@@ -224,11 +227,4 @@ fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
             assert!(!log.has_blob(&gone).unwrap(), "k={k}");
         }
     }
-}
-
-/// A private copy of both files of a crashed log.
-fn fresh_copy(template: &Path) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let to = copy_files(template, dir.path(), true);
-    (dir, to)
 }
