@@ -3,6 +3,35 @@
 //! lines through `prompt`, and resumes the event stream with the last seen id after
 //! a dropped connection.
 
+#[derive(Args, Debug)]
+pub(crate) struct AttachArgs {
+    /// The daemon's URL (`cmdlog serve` prints it; .cmdlog/daemon.json has it)
+    #[arg(long, env = "CMDLOG_DAEMON_URL")]
+    daemon_url: Option<String>,
+    /// Bearer token for the daemon
+    #[arg(long, env = "CMDLOG_DAEMON_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Session to attach to (created if new) [default: a new session]
+    #[arg(long)]
+    session: Option<String>,
+}
+
+pub(crate) fn exec(args: AttachArgs) -> VerbResult {
+    let Some(url) = args.daemon_url else {
+        return Err(Failure::new(
+            USAGE,
+            "attach needs the daemon's URL: pass --daemon-url or set CMDLOG_DAEMON_URL (start one with `cmdlog serve`)",
+        ));
+    };
+    attach(AttachConfig {
+        url,
+        token: args.token,
+        session: args.session,
+    })
+    .map(|()| 0)
+    .map_err(|e| Failure::new(STORE, e))
+}
+
 use std::io::{BufRead, BufReader, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,6 +39,10 @@ use std::time::Duration;
 use cmdlog_engine::Event;
 use cmdlog_replay::SessionView;
 use serde_json::{Value, json};
+
+use clap::Args;
+
+use super::{Failure, STORE, USAGE, VerbResult};
 
 /// The features a daemon must offer before the client starts.
 const REQUIRED_FEATURES: [&str; 3] = ["session_create", "session_prompt", "session_events"];

@@ -1,0 +1,121 @@
+//! `cmdlog audit`: a timeline of runs with input, attachments, outcome and duration.
+
+use std::io::{self, Write};
+
+use clap::Args;
+use cmdlog_engine::Outcome;
+use cmdlog_replay::{AuditFilter, AuditRow, audit};
+use cmdlog_store::Log;
+
+use super::open::require_session;
+use super::output::{colour, paint, print_json};
+use super::{Failure, USAGE, VerbResult, now_ms, store_failure};
+use crate::render;
+
+#[derive(Args, Debug)]
+pub(crate) struct AuditArgs {
+    /// Only this session
+    #[arg(long)]
+    session: Option<String>,
+    /// Only runs since a time (2026-11-28, 2026-11-28T09:30:00Z) or for a span back (24h, 2d)
+    #[arg(long)]
+    since: Option<String>,
+    /// Only this command
+    #[arg(long)]
+    command: Option<String>,
+    /// Only runs that settled as errors
+    #[arg(long)]
+    errors: bool,
+}
+
+/// `--since`: an absolute time (`2026-11-28`, `2026-11-28T09:30:00Z`) or a span back
+pub(crate) fn parse_since(text: &str) -> Result<u64, Failure> {
+    if let Ok(span) = humantime::parse_duration(text) {
+        return Ok(now_ms().saturating_sub(span.as_millis() as u64));
+    }
+    let full = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_string()
+    };
+    humantime::parse_rfc3339_weak(&full)
+        .or_else(|_| humantime::parse_rfc3339(&full))
+        .map(|t| t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+        .map_err(|_| Failure::new(USAGE, format!("--since {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)")))
+}
+
+pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
+    if let Some(s) = &args.session {
+        require_session(log, s)?;
+    }
+    let filter = AuditFilter {
+        session: args.session,
+        since_ms: args.since.as_deref().map(parse_since).transpose()?,
+        command: args
+            .command
+            .map(|c| c.trim_start_matches('/').to_lowercase()),
+        errors_only: args.errors,
+    };
+    let rows = audit(log, &filter, |_| {}).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &rows)?;
+        return Ok(0);
+    }
+    let on = colour();
+    writeln!(
+        out,
+        "{:<23} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} outcome",
+        "time", "seq", "session", "agent", "mode", "command", "duration"
+    )?;
+    for row in &rows {
+        writeln!(out, "{}", audit_line(row, on))?;
+    }
+    if rows.is_empty() {
+        writeln!(out, "(no runs match)")?;
+    }
+    Ok(0)
+}
+
+pub(crate) fn audit_line(row: &AuditRow, on: bool) -> String {
+    let input = match &row.input {
+        Some(i) => format!("/{}{i}", row.command),
+        None => format!("/{} (input not recorded)", row.command),
+    };
+    let input = if row.attachments.is_empty() {
+        input
+    } else {
+        format!("{input} [{}]", row.attachments.join(", "))
+    };
+    let input: String = if input.chars().count() > 40 {
+        format!("{}…", input.chars().take(39).collect::<String>())
+    } else {
+        input
+    };
+    let (outcome, code) = match &row.outcome {
+        None => (
+            "no done yet (in flight, or its process died)".to_string(),
+            "33",
+        ),
+        Some(
+            o @ Outcome::Error {
+                interrupted: true, ..
+            },
+        ) => (render::outcome_line(o), "33"),
+        Some(o @ Outcome::Error { .. }) => (render::outcome_line(o), "31"),
+        Some(o) => (render::outcome_line(o), "32"),
+    };
+    format!(
+        "{} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} {}",
+        render::utc(row.at),
+        row.seq,
+        row.session.as_deref().unwrap_or("-"),
+        row.agent.as_deref().unwrap_or("-"),
+        row.mode.as_str(),
+        input,
+        row.elapsed_us
+            .map(render::duration)
+            .unwrap_or_else(|| "-".into()),
+        paint(on, code, &outcome)
+    )
+}

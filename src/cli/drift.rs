@@ -1,0 +1,92 @@
+//! `cmdlog drift`: re-expand recorded prompt runs with the template then and today's file.
+
+use std::io::{self, Write};
+
+use clap::Args;
+use cmdlog_engine::{DiscoveryConfig, Event, discover};
+use cmdlog_replay::DriftStatus;
+
+use super::open::{home, open_existing};
+use super::output::print_json;
+use super::{Failure, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+
+#[derive(Args, Debug)]
+pub(crate) struct DriftArgs {
+    /// Only this run (the seq of its command/run)
+    run: Option<u64>,
+}
+
+pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
+    let today = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let log = open_existing(paths)?;
+    if let Some(run) = args.run {
+        let is_run = matches!(
+            log.get(run)
+                .map_err(store_failure)?
+                .map(|r| Event::decode(r.seq, &r.bytes)),
+            Some(Ok(Event {
+                data: cmdlog_engine::EventData::CommandRun(_),
+                ..
+            }))
+        );
+        if !is_run {
+            return Err(Failure::new(
+                NOT_FOUND,
+                format!(
+                    "seq {run} is not a command/run; `cmdlog audit` lists runs with their seqs"
+                ),
+            ));
+        }
+    }
+    let report = cmdlog_replay::drift(&log, args.run, &today).map_err(store_failure)?;
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &report)?;
+    } else {
+        for r in &report.runs {
+            let verdict = match r.status {
+                DriftStatus::Same => "same",
+                DriftStatus::Drifted => "template drifted",
+                DriftStatus::Regression => {
+                    "ENGINE REGRESSION: the recorded template expands differently now"
+                }
+                DriftStatus::FileGone => "same; the file is gone today",
+                DriftStatus::InputNotRecorded => "skipped: input not recorded",
+                DriftStatus::TemplateUnavailable => {
+                    "skipped: template blob missing or corrupt (run cmdlog verify)"
+                }
+            };
+            writeln!(
+                out,
+                "run {} /{} (registration {}{}): {verdict}",
+                r.run,
+                r.command,
+                r.registration,
+                r.path
+                    .as_deref()
+                    .map(|p| format!(", {p}"))
+                    .unwrap_or_default()
+            )?;
+            if let Some(diff) = &r.diff {
+                write!(out, "{diff}")?;
+            }
+        }
+        writeln!(
+            out,
+            "checked {} prompt runs: {} same, {} drifted, {} file gone, {} skipped, {} engine regressions",
+            report.runs.len(),
+            report.count(DriftStatus::Same),
+            report.count(DriftStatus::Drifted),
+            report.count(DriftStatus::FileGone),
+            report.count(DriftStatus::InputNotRecorded)
+                + report.count(DriftStatus::TemplateUnavailable),
+            report.regressions()
+        )?;
+    }
+    Ok(if report.regressions() > 0 {
+        SETTLED_ERROR
+    } else {
+        0
+    })
+}

@@ -1,0 +1,102 @@
+//! `cmdlog import`: read a whole-log export into a new, empty log.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use cmdlog_replay::{import, verify};
+use cmdlog_store::{Log, LogConfig};
+use serde_json::json;
+
+use super::progress::Progress;
+use super::{Failure, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+
+#[derive(Args, Debug)]
+pub(crate) struct ImportArgs {
+    /// The export to read (`-` for stdin)
+    file: PathBuf,
+}
+
+pub(crate) fn exec(paths: &Paths, args: ImportArgs, json: bool) -> VerbResult {
+    let input: Box<dyn io::BufRead> = if args.file.as_os_str() == "-" {
+        Box::new(io::BufReader::new(io::stdin().lock()))
+    } else {
+        let file = std::fs::File::open(&args.file).map_err(|e| {
+            Failure::new(
+                NOT_FOUND,
+                format!("cannot open {}: {e}", args.file.display()),
+            )
+        })?;
+        Box::new(io::BufReader::new(file))
+    };
+    // For a file, count its lines first so the progress bar knows the total.
+    let lines = if args.file.as_os_str() == "-" {
+        0
+    } else {
+        std::fs::read(&args.file)
+            .map(|b| b.iter().filter(|c| **c == b'\n').count() as u64)
+            .unwrap_or(0)
+    };
+    let log = Log::open(&paths.log, LogConfig::default()).map_err(store_failure)?;
+    let bar = Progress::new(lines, "import");
+    let summary = import(&log, input, bar.tick());
+    bar.finish();
+    let summary = summary.map_err(|e| match e {
+        cmdlog_replay::ImportError::NotEmpty { .. } | cmdlog_replay::ImportError::Line { .. } => {
+            Failure::new(USAGE, e.to_string())
+        }
+        other => store_failure(other),
+    })?;
+    let bar = Progress::new(log.head().seq, "verify");
+    let report = verify(&log, bar.tick()).map_err(store_failure)?;
+    bar.finish();
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({"import": summary, "verify_clean": report.is_clean(), "violations": report.violations})
+        )?;
+    } else {
+        writeln!(
+            out,
+            "imported {} events and {} blobs into {}",
+            summary.events,
+            summary.blobs,
+            paths.log.display()
+        )?;
+        writeln!(
+            out,
+            "head seq {} hash {}",
+            summary.head_seq, summary.head_hash
+        )?;
+        match &summary.expected_head_hash {
+            Some(h) if *h == summary.head_hash => writeln!(out, "matches the export's head hash")?,
+            Some(h) => writeln!(
+                out,
+                "DIFFERS from the export's head hash {h}: the export was edited or damaged"
+            )?,
+            None => writeln!(
+                out,
+                "no head hash to compare with (a redacted export, or no trailer)"
+            )?,
+        }
+        if report.is_clean() {
+            writeln!(out, "verify: ok")?;
+        } else {
+            for v in &report.violations {
+                writeln!(
+                    out,
+                    "violation at seq {}: {}",
+                    v.seq.unwrap_or(0),
+                    v.message
+                )?;
+            }
+        }
+    }
+    Ok(if summary.matches() && report.is_clean() {
+        0
+    } else {
+        SETTLED_ERROR
+    })
+}

@@ -1,0 +1,139 @@
+//! Opening the log, the engine and sessions for the verbs.
+
+use std::path::PathBuf;
+
+use cmdlog_engine::{
+    DiscoveryConfig, Engine, EngineConfig, Mode, SessionError, WorkspaceReceipts, discover,
+    valid_id,
+};
+use cmdlog_store::{Log, LogConfig};
+
+use super::{Failure, NOT_FOUND, Paths, STORE, USAGE, VerbResult, open_failure, store_failure};
+use crate::session_id::new_session_id;
+
+/// Refuses a missing log: read verbs never create one.
+pub(crate) fn require_log(paths: &Paths) -> Result<(), Failure> {
+    if paths.log.exists() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        NOT_FOUND,
+        format!(
+            "no log at {}; run a command first (cmdlog run /help) or pass --log",
+            paths.log.display()
+        ),
+    ))
+}
+
+/// Opens a log that must already exist, read-only.
+pub(crate) fn open_existing(paths: &Paths) -> Result<Log, Failure> {
+    require_log(paths)?;
+    match Log::open_read_only(&paths.log, LogConfig::default()) {
+        // A crash left the file mid-commit: a writable open recovers it.
+        Err(cmdlog_store::OpenError::NeedsRecovery { .. }) => open_existing_writable(paths),
+        other => other.map_err(open_failure),
+    }
+}
+
+/// Opens a log that must already exist, for writing (gc).
+pub(crate) fn open_existing_writable(paths: &Paths) -> Result<Log, Failure> {
+    require_log(paths)?;
+    Log::open(&paths.log, LogConfig::default()).map_err(open_failure)
+}
+
+/// Refuses a session with no events, pointing at `cmdlog sessions`.
+pub(crate) fn require_session(log: &Log, session: &str) -> Result<(), Failure> {
+    if log
+        .stream_seqs(session, 0)
+        .map_err(store_failure)?
+        .is_empty()
+    {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!("no events for session {session:?}; `cmdlog sessions` lists them"),
+        ));
+    }
+    Ok(())
+}
+
+/// The user's home folder: `$HOME`.
+pub(crate) fn home() -> Result<PathBuf, Failure> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            Failure::new(
+                USAGE,
+                "HOME is not set; cmdlog reads ~/.claude, ~/.codex and the like from it",
+            )
+        })
+}
+
+/// Opens the log for writing, the engine with the workspace's receipt resolver, and
+/// syncs `discovery` into the log (printing new warnings).
+pub(crate) async fn open_engine(
+    paths: &Paths,
+    discovery: &cmdlog_engine::Discovery,
+) -> Result<Engine, Failure> {
+    let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+    let engine = Engine::open(log, EngineConfig::default())
+        .await
+        .map_err(store_failure)?;
+    engine
+        .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
+        .map_err(store_failure)?;
+    let report = engine.sync(discovery).await.map_err(store_failure)?;
+    for w in &report.warnings {
+        eprintln!("cmdlog: warning: {}: {}", w.path, w.message);
+    }
+    Ok(engine)
+}
+
+/// Opens the engine, syncs command-file discovery into the log, then runs `f`.
+pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> VerbResult) -> VerbResult {
+    let discovery = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let engine = open_engine(paths, &discovery).await?;
+        f(&engine).await
+    })
+}
+
+/// The session to use: the one named (created on first use) or a new one, whose id
+/// is printed on stderr.
+pub(crate) async fn open_session(
+    engine: &Engine,
+    session: Option<String>,
+    agent: &str,
+    mode: Mode,
+) -> Result<String, Failure> {
+    if !valid_id(agent) {
+        return Err(Failure::new(
+            USAGE,
+            format!("invalid agent id {agent:?}: use letters, digits, . _ : -"),
+        ));
+    }
+    let session = match session {
+        Some(s) => s,
+        None => {
+            let s = new_session_id();
+            eprintln!("session: {s}");
+            s
+        }
+    };
+    engine
+        .ensure_session(&session, agent, mode)
+        .await
+        .map_err(|e| match e {
+            SessionError::InvalidId { .. } => Failure::new(USAGE, e.to_string()),
+            SessionError::Ended { .. } | SessionError::Unknown { .. } => {
+                Failure::new(NOT_FOUND, e.to_string())
+            }
+            other => store_failure(other),
+        })?;
+    Ok(session)
+}

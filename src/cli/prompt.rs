@@ -1,0 +1,97 @@
+//! `cmdlog prompt`: the prompt pipeline; prints what the model would receive.
+
+use std::io::{self, Write};
+
+use clap::{Args, ValueEnum};
+use cmdlog_engine::{
+    Engine, ExecuteError, Mode, PromptError, PromptOutcome, PromptRequest, SessionError,
+    StreamingBehavior,
+};
+use serde_json::json;
+
+use super::open::{open_session, with_engine};
+use super::run::{exit_code, print_outcome};
+use super::{Failure, ModeArg, NOT_FOUND, Paths, USAGE, VerbResult, store_failure};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum DeliveryArg {
+    Steer,
+    #[value(name = "follow-up", alias = "follow_up")]
+    FollowUp,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PromptArgs {
+    /// Session id [default: a new session, printed on stderr]
+    #[arg(long, env = "CMDLOG_SESSION")]
+    session: Option<String>,
+    /// Receiving agent
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Execution mode
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+    /// How the prompt joins a session that is streaming a turn
+    #[arg(long, value_enum)]
+    delivery: Option<DeliveryArg>,
+    /// What the user typed
+    text: String,
+}
+
+async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> VerbResult {
+    let mode = Mode::from(args.mode);
+    let session = open_session(engine, args.session, &args.agent, mode).await?;
+    let mut request = PromptRequest::new(&session, &args.agent, mode, &args.text);
+    request.behavior = args.delivery.map(|d| match d {
+        DeliveryArg::Steer => StreamingBehavior::Steer,
+        DeliveryArg::FollowUp => StreamingBehavior::FollowUp,
+    });
+    let outcome = engine.prompt(request).await.map_err(|e| match e {
+        PromptError::Streaming { .. } => Failure::new(
+            USAGE,
+            format!("{e}; pass --delivery steer or --delivery follow-up"),
+        ),
+        PromptError::Execute(ExecuteError::Session(_))
+        | PromptError::Session(SessionError::Ended { .. }) => {
+            Failure::new(NOT_FOUND, e.to_string())
+        }
+        other => store_failure(other),
+    })?;
+    let mut out = io::stdout().lock();
+    match outcome {
+        PromptOutcome::Delivered {
+            seq,
+            text,
+            delivery,
+            from_run,
+            ..
+        } => {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"session": session, "delivered": true, "seq": seq, "text": text, "delivery": delivery, "from_run": from_run})
+                )?;
+            } else {
+                writeln!(out, "{text}")?;
+            }
+            Ok(0)
+        }
+        PromptOutcome::Handled(execution) => {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"session": session, "delivered": false, "command_id": execution.command_id, "name": execution.name, "outcome": execution.outcome})
+                )?;
+                return Ok(exit_code(&execution.outcome));
+            }
+            drop(out);
+            print_outcome(&execution)
+        }
+    }
+}
+
+pub(crate) fn exec(paths: &Paths, args: PromptArgs, json: bool) -> VerbResult {
+    with_engine(paths, async |engine| prompt(engine, args, json).await)
+}

@@ -1,0 +1,34 @@
+//! `cmdlog report`: a self-contained HTML report of a session or the whole log.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use cmdlog_store::Log;
+
+use super::open::require_session;
+use super::{Failure, USAGE, VerbResult, store_failure};
+
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// Only this session
+    #[arg(long)]
+    session: Option<String>,
+    /// The HTML file to write
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+pub(crate) fn exec(log: &Log, args: ReportArgs) -> VerbResult {
+    if let Some(s) = &args.session {
+        require_session(log, s)?;
+    }
+    let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
+    std::fs::write(&args.output, html).map_err(|e| {
+        Failure::new(
+            USAGE,
+            format!("cannot write {}: {e}", args.output.display()),
+        )
+    })?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(0)
+}

@@ -1,0 +1,135 @@
+//! `cmdlog run`: execute one slash line and print its outcome.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use cmdlog_engine::{
+    Engine, ExecuteError, ExecuteRequest, Mode, Outcome, SubmittedAttachment, valid_id,
+};
+use serde_json::json;
+
+use super::open::{open_session, with_engine};
+use super::{Failure, ModeArg, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+
+#[derive(Args, Debug)]
+pub(crate) struct RunArgs {
+    /// Session id [default: a new session, printed on stderr]
+    #[arg(long, env = "CMDLOG_SESSION")]
+    session: Option<String>,
+    /// Receiving agent
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Execution mode
+    #[arg(long, value_enum, default_value = "non_interactive")]
+    mode: ModeArg,
+    /// A file to attach (repeatable)
+    #[arg(long = "attach")]
+    attach: Vec<PathBuf>,
+    /// The slash line, e.g. "/help"
+    line: String,
+}
+
+/// 0 for a success, 1 for a command that settled as an error.
+pub(crate) fn exit_code(outcome: &Outcome) -> u8 {
+    if outcome.is_error() { SETTLED_ERROR } else { 0 }
+}
+
+/// Prints a settled execution: success text on stdout, an error on stderr (exit 1).
+pub(crate) fn print_outcome(execution: &cmdlog_engine::Execution) -> VerbResult {
+    match &execution.outcome {
+        Outcome::Success { text, prompt, .. } => {
+            if let Some(body) = prompt.as_deref().or(text.as_deref()) {
+                writeln!(io::stdout().lock(), "{body}")?;
+            }
+            Ok(0)
+        }
+        Outcome::Error { text, .. } => {
+            eprintln!(
+                "/{} failed (command id {}): {text}",
+                execution.name, execution.command_id
+            );
+            Ok(SETTLED_ERROR)
+        }
+    }
+}
+
+async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
+    let mode = Mode::from(args.mode);
+    if !args.line.starts_with('/') {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "{:?} is not a slash line; try: cmdlog run \"/help\"",
+                args.line
+            ),
+        ));
+    }
+    // A line that names no command logs nothing, not even a new session.
+    let name = args.line[1..].split_whitespace().next().unwrap_or("");
+    let unknown = || {
+        Failure::new(
+            NOT_FOUND,
+            format!(
+                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+                args.agent
+            ),
+        )
+    };
+    match cmdlog_engine::parse_line(&args.line) {
+        Some(parsed)
+            if engine
+                .find(&args.agent, mode, parsed.name.as_str())
+                .is_some() => {}
+        _ if !valid_id(&args.agent) => {}
+        _ => return Err(unknown()),
+    }
+    let session = open_session(engine, args.session, &args.agent, mode).await?;
+    // Each --attach is a staged file receipt: the path as typed, resolved by the
+    // workspace resolver (relative paths stay inside the workspace).
+    let attachments = args
+        .attach
+        .iter()
+        .map(|path| SubmittedAttachment::FileReceipt {
+            receipt: path.display().to_string(),
+        })
+        .collect();
+    let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
+    request.attachments = attachments;
+    let execution = engine.execute(request).await.map_err(|e| match e {
+        ExecuteError::Session(_) => Failure::new(NOT_FOUND, e.to_string()),
+        other => store_failure(other),
+    })?;
+    let Some(execution) = execution else {
+        let name = args.line[1..].split_whitespace().next().unwrap_or("");
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+                args.agent
+            ),
+        ));
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({
+                "session": session,
+                "command_id": execution.command_id,
+                "registration": execution.registration,
+                "name": execution.name,
+                "outcome": execution.outcome,
+                "done": execution.done,
+            })
+        )?;
+        return Ok(exit_code(&execution.outcome));
+    }
+    drop(out);
+    print_outcome(&execution)
+}
+
+pub(crate) fn exec(paths: &Paths, args: RunArgs, json: bool) -> VerbResult {
+    with_engine(paths, async |engine| run(engine, args, json).await)
+}

@@ -1,0 +1,49 @@
+//! `cmdlog show`: one event with its context.
+
+use std::io::{self, Write};
+
+use clap::Args;
+use cmdlog_replay::show;
+use cmdlog_store::Log;
+
+use super::output::print_json;
+use super::{Failure, NOT_FOUND, VerbResult, store_failure};
+
+#[derive(Args, Debug)]
+pub(crate) struct ShowArgs {
+    /// The event's seq
+    seq: u64,
+}
+
+pub(crate) fn exec(log: &Log, args: ShowArgs, json: bool) -> VerbResult {
+    let Some(shown) = show(log, args.seq).map_err(store_failure)? else {
+        return Err(Failure::new(
+            NOT_FOUND,
+            format!(
+                "no event at seq {}; the log's head is seq {}",
+                args.seq,
+                log.head().seq
+            ),
+        ));
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        print_json(&mut out, &shown)?;
+        return Ok(0);
+    }
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).expect("events serialize");
+    writeln!(out, "{}", pretty(&shown.event))?;
+    for r in &shown.related {
+        writeln!(
+            out,
+            "\n{} (seq {}):\n{}",
+            r.role,
+            r.event["seq"],
+            pretty(&r.event)
+        )?;
+    }
+    if let Some(t) = &shown.template {
+        writeln!(out, "\ntemplate as registered:\n{t}")?;
+    }
+    Ok(0)
+}
