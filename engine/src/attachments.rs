@@ -6,8 +6,31 @@ use std::path::{Path, PathBuf};
 
 use cmdlog_store::BlobHash;
 
-use crate::engine::SubmittedAttachment;
 use crate::event::{AttachmentKind, Seq};
+
+/// An attachment submitted with a line, before admission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubmittedAttachment {
+    /// Encoded image bytes.
+    Image {
+        /// Display name.
+        name: String,
+        /// Bytes.
+        bytes: Vec<u8>,
+    },
+    /// File bytes sent with the request (the daemon's base64 attachments).
+    File {
+        /// Display name.
+        name: String,
+        /// Bytes.
+        bytes: Vec<u8>,
+    },
+    /// A staged file receipt, resolved by the receipt resolver.
+    FileReceipt {
+        /// The receipt.
+        receipt: String,
+    },
+}
 
 /// Limits on what one invocation may carry. Each refusal names the limit it hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::command::{CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Mode};
-use crate::engine::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
 use crate::event::{EventData, ModelSwitched};
-use crate::registry::{ProviderRef, Registration, Scope};
+use crate::event::{ProviderRef, Scope};
+use crate::handler::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
+use crate::registry::Registration;
 
 pub(crate) struct Builtin {
     pub(crate) spec: CommandSpec,

@@ -36,6 +36,7 @@ mod discovery;
 mod engine;
 mod event;
 mod expand;
+mod handler;
 mod parse;
 mod prompt;
 mod registry;
@@ -44,7 +45,7 @@ mod sync;
 
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
-    WorkspaceReceipts, sniff,
+    SubmittedAttachment, WorkspaceReceipts, sniff,
 };
 pub use builtins::{BUILTIN_PRIORITY, render_help};
 pub use clock::{Clock, FixedClock, SystemClock};
@@ -57,21 +58,24 @@ pub use discovery::{
     Warning, describe, discover, parse_frontmatter, parse_toml_command, watch_roots,
 };
 pub use engine::{
-    CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
-    ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
-    ObserverId, RegisterError, ResolverHandle, SessionError, SubmittedAttachment, api_provider,
-    command_name, fold_log, fold_log_with, load_snapshot, valid_id,
+    Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError, ExecuteRequest, Execution,
+    ObserverId, RegisterError, ResolverHandle, SessionError, command_name, fold_log, fold_log_with,
+    load_snapshot, valid_id,
 };
 pub use event::{
     AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,
     DiscoveryWarning, Event, EventData, InvocationSource, ModelSwitched, NewEvent, Origin, Outcome,
-    PermissionRequested, PermissionResolved, Registered, Seq, SessionCancelled, SessionCreated,
-    SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
+    PermissionRequested, PermissionResolved, ProviderRef, Registered, Scope, Seq, SessionCancelled,
+    SessionCreated, SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
 };
 pub use expand::expand;
+pub use handler::{
+    CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
+    api_provider,
+};
 pub use parse::{ParsedLine, Resume, parse_command_args, parse_last_event_id, parse_line};
 pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
-pub use registry::{Candidate, ProviderRef, Registration, Registry, RegistryAnomaly, Scope};
+pub use registry::{Candidate, Registration, Registry, RegistryAnomaly};
 pub use state::{LogState, OpenRun, SessionState};
 pub use sync::{SyncError, SyncReport};
 pub use tokio_util::sync::CancellationToken;

@@ -7,78 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{CommandSpec, Mode};
-use crate::event::{Origin, Registered, Seq, UnregisterReason};
-
-/// Where a registration applies.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scope {
-    /// Every agent.
-    Global,
-    /// One agent; shadows a global registration of the same name for it.
-    Agent(String),
-}
-
-#[derive(Serialize, Deserialize)]
-struct ScopeRepr {
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    global: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    agent: Option<String>,
-}
-
-impl Serialize for Scope {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Scope::Global => ScopeRepr {
-                global: true,
-                agent: None,
-            },
-            Scope::Agent(a) => ScopeRepr {
-                global: false,
-                agent: Some(a.clone()),
-            },
-        }
-        .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Scope {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match ScopeRepr::deserialize(d)? {
-            ScopeRepr { agent: Some(a), .. } => Ok(Scope::Agent(a)),
-            ScopeRepr { global: true, .. } => Ok(Scope::Global),
-            _ => Err(serde::de::Error::custom(
-                r#"scope must be {"global":true} or {"agent":ID}"#,
-            )),
-        }
-    }
-}
-
-impl Scope {
-    /// Whether it applies to `agent`.
-    pub fn applies_to(&self, agent: &str) -> bool {
-        match self {
-            Scope::Global => true,
-            Scope::Agent(a) => a == agent,
-        }
-    }
-}
-
-/// Who provided a registration, and where it stands among the others.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderRef {
-    /// Provider id: `builtin`, `api`, `native`, `claude`, `codex`, …
-    pub id: String,
-    /// Higher wins.
-    pub priority: i32,
-    /// Where inside the provider it came from (`builtin`, `runtime`, `project`, `user`, …).
-    pub level: String,
-    /// Tie-break among providers of equal priority: lower (registered earlier) wins.
-    pub order: u32,
-    /// Tie-break inside a provider: lower (loaded earlier) wins.
-    #[serde(default)]
-    pub item: u32,
-}
+use crate::event::{Origin, ProviderRef, Registered, Scope, Seq, UnregisterReason};
 
 /// One registration as the fold knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,10 +6,10 @@ use cmdlog_store::{AppendError, BlobError, BlobHash};
 
 use crate::discovery::{Discovery, Warning};
 use crate::engine::Engine;
+use crate::event::Scope;
 use crate::event::{
     DiscoveryWarning, EventData, NewEvent, Registered, Seq, UnregisterReason, Unregistered,
 };
-use crate::registry::Scope;
 
 /// What a sync appended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

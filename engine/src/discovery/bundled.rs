@@ -3,7 +3,7 @@
 
 use crate::command::{CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect};
 use crate::event::Origin;
-use crate::registry::ProviderRef;
+use crate::event::ProviderRef;
 
 use super::Discovered;
 

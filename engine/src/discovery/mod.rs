@@ -17,7 +17,7 @@ use crate::command::{
     CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect, InputDescriptor,
 };
 use crate::event::Origin;
-use crate::registry::ProviderRef;
+use crate::event::ProviderRef;
 
 pub use bundled::BUNDLED;
 

@@ -1,0 +1,403 @@
+//! Executing a slash line (DESIGN §5): resolve, admit attachments, run, settle.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cmdlog_store::{AppendError, BlobError, BlobHash};
+use tokio_util::sync::CancellationToken;
+
+use super::sessions::SessionError;
+use super::{Engine, lock};
+use crate::attachments::SubmittedAttachment;
+use crate::attachments::{self, AdmittedBlock};
+use crate::command::{Dialect, Mode};
+use crate::event::{
+    AttachmentAdmitted, CommandDone, CommandRun, EventData, InvocationSource, NewEvent, Outcome,
+    Seq,
+};
+use crate::expand::expand;
+use crate::handler::{CommandResult, HandlerError, Invocation};
+use crate::parse::parse_line;
+use crate::registry::Registration;
+
+/// One `execute` call.
+#[derive(Debug, Clone)]
+pub struct ExecuteRequest {
+    /// An open session.
+    pub session: String,
+    /// The receiving agent.
+    pub agent: String,
+    /// The mode.
+    pub mode: Mode,
+    /// The complete slash line.
+    pub line: String,
+    /// Who invoked it.
+    pub source: InvocationSource,
+    /// Attachments, in submission order.
+    pub attachments: Vec<SubmittedAttachment>,
+    /// Cancellation owned by the caller.
+    pub cancel: CancellationToken,
+}
+
+impl ExecuteRequest {
+    /// A user invocation of `line` with no attachments.
+    pub fn new(session: &str, agent: &str, mode: Mode, line: &str) -> Self {
+        ExecuteRequest {
+            session: session.into(),
+            agent: agent.into(),
+            mode,
+            line: line.into(),
+            source: InvocationSource::User,
+            attachments: Vec::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// A settled execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    /// Seq of its `command/run` (the command id).
+    pub command_id: Seq,
+    /// The registration that ran.
+    pub registration: Seq,
+    /// The command name.
+    pub name: String,
+    /// How it settled.
+    pub outcome: Outcome,
+    /// Seq of its `command/done`; `None` when that append failed on the
+    /// handler-failure path (the handler's error is the reported failure).
+    pub done: Option<Seq>,
+}
+
+/// `execute` failed loudly: the run could not be recorded, or its success could not.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecuteError {
+    /// The session does not exist or has ended.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The admitted attachments could not be stored: nothing was logged, and at most
+    /// unreferenced blobs were left for `cmdlog gc`.
+    #[error("could not store the attachments of /{name}, so it did not run: {source}")]
+    AttachmentsNotStored {
+        /// The command.
+        name: String,
+        /// Why.
+        source: BlobError,
+    },
+    /// `command/run` could not be appended: the handler did not run.
+    #[error("could not record the run of /{name}, so it did not run: {source}")]
+    RunNotRecorded {
+        /// The command.
+        name: String,
+        /// Why.
+        source: AppendError,
+    },
+    /// The handler succeeded but its `command/done` could not be appended.
+    #[error("/{name} ran (command id {run}) but its result could not be recorded: {source}")]
+    DoneNotRecorded {
+        /// The command.
+        name: String,
+        /// Seq of the run.
+        run: Seq,
+        /// The outcome that was lost.
+        outcome: Box<Outcome>,
+        /// Why.
+        source: AppendError,
+    },
+}
+
+impl Engine {
+    /// Parses and executes a slash line (DESIGN §5). `Ok(None)` when the line is not
+    /// a command or names no command for this agent and mode: nothing is logged.
+    pub async fn execute(
+        &self,
+        mut request: ExecuteRequest,
+    ) -> Result<Option<Execution>, ExecuteError> {
+        let Some(parsed) = parse_line(&request.line) else {
+            return Ok(None);
+        };
+        self.check_session(&request.session)?;
+        let Some(registration) = self.find(&request.agent, request.mode, parsed.name.as_str())
+        else {
+            return Ok(None);
+        };
+        let command = &registration.command;
+        let name = command.name.to_string();
+
+        // Validate attachments before anything is written.
+        let validated = if request.attachments.is_empty() {
+            Ok(Vec::new())
+        } else if !command.input.as_ref().is_some_and(|i| i.attachments) {
+            Err(format!(
+                "/{name} does not take attachments (it does not declare input.attachments); send the line without them"
+            ))
+        } else {
+            let resolver = lock(&self.inner.receipts)
+                .as_ref()
+                .map(|(_, r)| Arc::clone(r));
+            attachments::validate(
+                &name,
+                &request.session,
+                std::mem::take(&mut request.attachments),
+                resolver.as_deref(),
+                &self.inner.limits,
+            )
+        };
+        let (mut admissions, refusal) = match validated {
+            Ok(a) => (a, None),
+            Err(text) => (Vec::new(), Some(text)),
+        };
+
+        // Blobs first: a failure here can only leave unreferenced blobs.
+        let hashes = self
+            .inner
+            .log
+            .put_blobs_async(
+                admissions
+                    .iter_mut()
+                    .map(|a| std::mem::take(&mut a.bytes))
+                    .collect(),
+            )
+            .await
+            .map_err(|source| ExecuteError::AttachmentsNotStored {
+                name: name.clone(),
+                source,
+            })?;
+
+        // Then the admissions and the run, atomically; the run lists their seqs.
+        let now = self.now();
+        let envelope = |data| NewEvent {
+            at: now,
+            session: Some(request.session.clone()),
+            agent: Some(request.agent.clone()),
+            data,
+        };
+        let admitted: Vec<NewEvent> = admissions
+            .iter()
+            .zip(&hashes)
+            .map(|(a, hash)| {
+                envelope(EventData::AttachmentAdmitted(AttachmentAdmitted {
+                    kind: a.kind,
+                    blob: hash.to_hex(),
+                    media_type: a.media_type.clone(),
+                    size: a.size,
+                    name: a.name.clone(),
+                }))
+            })
+            .collect();
+        let run = CommandRun {
+            registration: registration.seq,
+            name: name.clone(),
+            mode: request.mode,
+            source: request.source,
+            raw_input: command.record_input.then(|| parsed.raw_input.clone()),
+            attachments: Vec::new(),
+        };
+        let run_event = envelope(EventData::CommandRun(run));
+        let count = admitted.len() as u64;
+        let not_recorded = |source| ExecuteError::RunNotRecorded {
+            name: name.clone(),
+            source,
+        };
+        let receipt = self
+            .inner
+            .log
+            .submit_built(move |first| {
+                let mut run_event = run_event;
+                if let EventData::CommandRun(run) = &mut run_event.data {
+                    run.attachments = (first..first + count).collect();
+                }
+                admitted
+                    .iter()
+                    .chain(std::iter::once(&run_event))
+                    .map(NewEvent::to_record)
+                    .collect()
+            })
+            .map_err(not_recorded)?
+            .await_receipt()
+            .await
+            .map_err(not_recorded)?;
+        let command_id = receipt.last;
+        let blocks: Vec<AdmittedBlock> = admissions
+            .into_iter()
+            .zip(hashes)
+            .zip(receipt.first..)
+            .map(|((a, blob), seq)| AdmittedBlock {
+                seq,
+                kind: a.kind,
+                name: a.name,
+                media_type: a.media_type,
+                size: a.size,
+                blob,
+            })
+            .collect();
+
+        let started = Instant::now();
+        let outcome = match refusal {
+            Some(text) => Outcome::error(text),
+            None => {
+                self.settle(
+                    &registration,
+                    command_id,
+                    parsed.raw_input,
+                    blocks,
+                    &request,
+                )
+                .await
+            }
+        };
+        let elapsed_us = started.elapsed().as_micros() as u64;
+        let done = NewEvent {
+            at: self.now(),
+            session: Some(request.session.clone()),
+            agent: Some(request.agent.clone()),
+            data: EventData::CommandDone(CommandDone {
+                run: command_id,
+                outcome: outcome.clone(),
+                elapsed_us,
+            }),
+        };
+        let done = match self.append(vec![done]).await {
+            Ok(receipt) => Some(receipt.first),
+            // On the failure path the handler's error stays the reported failure.
+            Err(_) if outcome.is_error() => None,
+            Err(source) => {
+                return Err(ExecuteError::DoneNotRecorded {
+                    name,
+                    run: command_id,
+                    outcome: Box::new(outcome),
+                    source,
+                });
+            }
+        };
+        Ok(Some(Execution {
+            command_id,
+            registration: registration.seq,
+            name,
+            outcome,
+            done,
+        }))
+    }
+
+    async fn settle(
+        &self,
+        registration: &Registration,
+        command_id: Seq,
+        raw_input: String,
+        attachments: Vec<AdmittedBlock>,
+        request: &ExecuteRequest,
+    ) -> Outcome {
+        let name = registration.command.name.as_str();
+        if request.cancel.is_cancelled() {
+            return Outcome::error("aborted");
+        }
+        if registration.command.is_prompt() {
+            return self.expand_prompt(registration, &raw_input, &attachments);
+        }
+        let handler = self
+            .inner
+            .handlers
+            .lock()
+            .await
+            .get(&registration.seq)
+            .cloned();
+        let Some(handler) = handler else {
+            return Outcome::error(format!(
+                "/{name} (registration seq {}) has no handler in this process",
+                registration.seq
+            ));
+        };
+        let invocation = Invocation {
+            command_id,
+            session: request.session.clone(),
+            agent: request.agent.clone(),
+            mode: request.mode,
+            raw_input,
+            attachments,
+            cancel: request.cancel.clone(),
+            engine: self.clone(),
+        };
+        let mut task = tokio::spawn(handler.call(invocation));
+        let joined = tokio::select! {
+            joined = &mut task => joined,
+            () = request.cancel.cancelled() => {
+                task.abort();
+                // Wait until the handler's future is dropped, so nothing it holds
+                // outlives the recorded outcome.
+                let _ = task.await;
+                return Outcome::error("aborted");
+            }
+        };
+        match joined {
+            Ok(Ok(CommandResult::Success {
+                text,
+                source_event_seq,
+            })) => Outcome::Success {
+                text,
+                prompt: None,
+                source_event_seq,
+            },
+            Ok(Ok(CommandResult::Error { text })) => Outcome::error(text),
+            Ok(Ok(CommandResult::Prompt { text })) => Outcome::Success {
+                text: None,
+                prompt: Some(text),
+                source_event_seq: None,
+            },
+            Ok(Err(HandlerError(text))) => Outcome::error(format!("/{name} failed: {text}")),
+            Err(e) if e.is_panic() => {
+                let panic = e.into_panic();
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "no message".into());
+                Outcome::error(format!("/{name} panicked: {message}"))
+            }
+            Err(_) => Outcome::error("aborted"),
+        }
+    }
+
+    fn expand_prompt(
+        &self,
+        registration: &Registration,
+        raw_input: &str,
+        attachments: &[AdmittedBlock],
+    ) -> Outcome {
+        let name = registration.command.name.as_str();
+        let Some(hash) = registration.template.as_deref() else {
+            return Outcome::error(format!("/{name} is a prompt command without a template"));
+        };
+        let Some(hash) = BlobHash::from_hex(hash) else {
+            return Outcome::error(format!("/{name}: template hash {hash:?} is malformed"));
+        };
+        match self.inner.log.get_blob(&hash) {
+            Ok(Some(bytes)) => {
+                let template = String::from_utf8_lossy(&bytes);
+                let mut prompt = expand(
+                    &template,
+                    registration.command.dialect.unwrap_or(Dialect::Markdown),
+                    raw_input,
+                );
+                // The model side fetches admitted blocks by their blob hashes.
+                if !attachments.is_empty() {
+                    prompt.push_str("\n\nAttachments:");
+                    for block in attachments {
+                        prompt.push('\n');
+                        prompt.push_str(&block.prompt_line());
+                    }
+                }
+                Outcome::Success {
+                    text: None,
+                    prompt: Some(prompt),
+                    source_event_seq: None,
+                }
+            }
+            Ok(None) => Outcome::error(format!(
+                "/{name}: template blob {hash} is missing; run `cmdlog verify`"
+            )),
+            Err(e) => Outcome::error(format!("/{name}: {e}")),
+        }
+    }
+}
