@@ -1,0 +1,496 @@
+//! Opening a log: creation, the lock wait, recovery from the write-ahead log, the
+//! writer thread's start.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use redb::{
+    Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle,
+};
+use tokio::sync::watch;
+
+use crate::error::OpenError;
+use crate::journal::{self, Journal, JournalIo, Op, journal_path};
+use crate::record::{Durability, Seq};
+use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
+use crate::writer;
+
+use super::{Db, Head, Log, LogConfig, PendingStreams, Shared};
+
+impl Log {
+    /// Opens the log at `path`, creating it (and its folder) if needed. Waits up to
+    /// `config.lock_wait` for another process to release the file.
+    pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| OpenError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
+            // Inputs and attachments may hold secrets: a new log's folder is the owner's.
+            std::fs::create_dir_all(parent).map_err(io)?;
+            set_mode(parent, 0o700).map_err(io)?;
+            sync_parent(parent).map_err(io)?;
+        }
+        let new_file = !path.exists();
+        let mut builder = redb::Builder::new();
+        builder.set_cache_size(config.cache_bytes);
+        let db = waiting_for_lock(&path, config.lock_wait, || builder.create(&path))?;
+        if new_file {
+            set_mode(&path, 0o600).map_err(io)?;
+        }
+        // redb's lock on the log file is held: no other writer touches the journal.
+        let wal = journal_path(&path);
+        let wal_io = |source| OpenError::Io {
+            path: wal.clone(),
+            source,
+        };
+        let new_wal = !wal.exists();
+        let journal = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                // Frames beside a log file that was just created belong to a
+                // deleted log: never apply them to this one.
+                .truncate(new_file)
+                .mode(0o600)
+                .open(&wal)
+                .map_err(wal_io)?
+        };
+        if new_file || new_wal {
+            // A synced frame in a file whose name is not yet durable in its folder
+            // could vanish with a power cut: make the new names durable first.
+            sync_parent(&path).map_err(io)?;
+        }
+        Self::from_db(db, path, Box::new(journal), wal, config)
+    }
+
+    /// Opens an existing log for reading only. Writers are excluded only while it is
+    /// open, so open, read and drop it promptly. A file that needs crash recovery
+    /// cannot be opened read-only ([`OpenError::NeedsRecovery`]): open it writable once.
+    pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        let mut builder = redb::Builder::new();
+        builder.set_cache_size(config.cache_bytes);
+        let db = waiting_for_lock(&path, config.lock_wait, || builder.open_read_only(&path))?;
+        // Holding redb's shared lock, no writer is running: frames in the write-ahead
+        // log are left from a crash and only a writable open applies them.
+        let wal = journal_path(&path);
+        if journal::has_frames(&path).map_err(|source| OpenError::Io { path: wal, source })? {
+            return Err(OpenError::NeedsRecovery { path });
+        }
+        let db = Db::ReadOnly(db);
+        if !Self::initialized(&db, &path)? {
+            return Err(OpenError::Format {
+                path,
+                found: String::new(),
+            });
+        }
+        Self::start(db, path, config, None)
+    }
+
+    /// Opens a log on a custom redb storage backend and write-ahead log file (tests
+    /// use [`crate::FaultyBackend`] and [`crate::FaultyFile`]).
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        journal: impl JournalIo + 'static,
+        config: LogConfig,
+    ) -> Result<Log, OpenError> {
+        let path = PathBuf::from("<backend>");
+        let db = redb::Builder::new()
+            .set_cache_size(config.cache_bytes)
+            .create_with_backend(backend)
+            .map_err(|e| open_error(&path, e))?;
+        Self::from_db(
+            db,
+            path,
+            Box::new(journal),
+            PathBuf::from("<backend>-wal"),
+            config,
+        )
+    }
+
+    fn from_db(
+        db: Database,
+        path: PathBuf,
+        journal: Box<dyn JournalIo>,
+        wal: PathBuf,
+        config: LogConfig,
+    ) -> Result<Log, OpenError> {
+        let db = Db::Writable(db);
+        if !Self::initialized(&db, &path)? {
+            Self::initialize(db.writable(), &path)?;
+        }
+        mark_streams_through(db.writable(), &path)?;
+        let journal = recover(db.writable(), journal, wal)?;
+        // Buffered logs skip the write-ahead log: their commits are not durable anyway.
+        let journal = (config.durability == Durability::Durable).then_some(journal);
+        Self::start(db, path, config, journal)
+    }
+
+    /// Whether the file already holds this format's tables (then opening writes nothing).
+    fn initialized(db: &Db, path: &Path) -> Result<bool, OpenError> {
+        let storage = storage_error(path);
+        let read = db.begin_read().map_err(|e| storage(e.into()))?;
+        let tables: Vec<String> = read
+            .list_tables()
+            .map_err(|e| storage(e.into()))?
+            .map(|t| t.name().to_string())
+            .collect();
+        let wanted = [
+            META.name(),
+            RECORDS.name(),
+            STREAMS.name(),
+            BLOBS.name(),
+            BLOB_META.name(),
+        ];
+        if !wanted.iter().all(|w| tables.iter().any(|t| t == w)) {
+            return Ok(false);
+        }
+        let meta = read.open_table(META).map_err(|e| storage(e.into()))?;
+        match meta.get("format").map_err(|e| storage(e.into()))? {
+            Some(f) if f.value() == FORMAT => Ok(true),
+            Some(f) => Err(OpenError::Format {
+                path: path.to_path_buf(),
+                found: String::from_utf8_lossy(f.value()).into_owned(),
+            }),
+            None => Ok(false),
+        }
+    }
+
+    /// Writes the format marker and creates the tables.
+    fn initialize(db: &Database, path: &Path) -> Result<(), OpenError> {
+        let storage = storage_error(path);
+        let txn = db.begin_write().map_err(|e| storage(e.into()))?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| storage(e.into()))?;
+            let found = meta
+                .get("format")
+                .map_err(|e| storage(e.into()))?
+                .map(|v| v.value().to_vec());
+            match found {
+                None => {
+                    let records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+                    if !records.is_empty().map_err(|e| storage(e.into()))? {
+                        return Err(OpenError::Format {
+                            path: path.to_path_buf(),
+                            found: String::new(),
+                        });
+                    }
+                    drop(records);
+                    meta.insert("format", FORMAT)
+                        .map_err(|e| storage(e.into()))?;
+                }
+                Some(f) if f == FORMAT => {}
+                Some(f) => {
+                    return Err(OpenError::Format {
+                        path: path.to_path_buf(),
+                        found: String::from_utf8_lossy(&f).into_owned(),
+                    });
+                }
+            }
+            txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+            txn.open_table(STREAMS).map_err(|e| storage(e.into()))?;
+            txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
+            txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
+        }
+        txn.commit().map_err(|e| storage(e.into()))?;
+        Ok(())
+    }
+
+    fn start(
+        db: Db,
+        path: PathBuf,
+        config: LogConfig,
+        journal: Option<Journal>,
+    ) -> Result<Log, OpenError> {
+        let head = {
+            let storage = storage_error(&path);
+            let read = db.begin_read().map_err(|e| storage(e.into()))?;
+            let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+            match records.last().map_err(|e| storage(e.into()))? {
+                None => Head {
+                    seq: 0,
+                    hash: [0; 32],
+                },
+                Some((k, v)) => {
+                    let seq = k.value();
+                    let (hash, _, _) =
+                        schema::decode_record(v.value()).ok_or_else(|| OpenError::Storage {
+                            path: path.clone(),
+                            message: format!(
+                                "the last record, seq {seq}, is malformed; run `cmdlog verify`"
+                            ),
+                        })?;
+                    Head { seq, hash }
+                }
+            }
+        };
+
+        let pending = Self::pending_streams(&db, &path, head.seq)?;
+        let (watch, _) = watch::channel(head.seq);
+        let shared = Arc::new(Shared {
+            db,
+            config,
+            head: Mutex::new(head),
+            committed: Condvar::new(),
+            watch,
+            poisoned: Mutex::new(None),
+            hook: RwLock::new(None),
+            pending: Mutex::new(pending),
+        });
+        let (requests, writer) = match &shared.db {
+            Db::ReadOnly(_) => (None, None),
+            Db::Writable(_) => {
+                let (tx, writer) =
+                    writer::spawn(Arc::clone(&shared), journal).map_err(|source| {
+                        OpenError::Io {
+                            path: path.clone(),
+                            source,
+                        }
+                    })?;
+                (Some(tx), Some(writer))
+            }
+        };
+        Ok(Log {
+            shared,
+            path,
+            requests: Mutex::new(requests),
+            writer: Mutex::new(writer),
+        })
+    }
+
+    /// The stream index entries of the records the `streams` table does not cover.
+    fn pending_streams(db: &Db, path: &Path, head: Seq) -> Result<PendingStreams, OpenError> {
+        let storage = storage_error(path);
+        let read = db.begin_read().map_err(|e| storage(e.into()))?;
+        let meta = read.open_table(META).map_err(|e| storage(e.into()))?;
+        let through = match meta
+            .get(schema::STREAMS_THROUGH)
+            .map_err(|e| storage(e.into()))?
+        {
+            Some(v) => {
+                u64::from_le_bytes(v.value().try_into().map_err(|_| OpenError::Storage {
+                    path: path.to_path_buf(),
+                    message: "meta streams_through is not 8 bytes; run `cmdlog verify`".into(),
+                })?)
+            }
+            None => head,
+        };
+        let mut pending = PendingStreams::default();
+        if through >= head {
+            return Ok(pending);
+        }
+        let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+        for entry in records
+            .range(through + 1..=head)
+            .map_err(|e| storage(e.into()))?
+        {
+            let (k, v) = entry.map_err(|e| storage(e.into()))?;
+            let seq = k.value();
+            let (_, stream, _) =
+                schema::decode_record(v.value()).ok_or_else(|| OpenError::Storage {
+                    path: path.to_path_buf(),
+                    message: format!("record {seq} is malformed; run `cmdlog verify`"),
+                })?;
+            if let Some(key) = stream {
+                pending.push(key, seq);
+            }
+        }
+        Ok(pending)
+    }
+}
+
+/// `fsync`s the folder holding `path`, so a file created in it keeps its name.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)?.sync_all()
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Retries `open` while another process holds the file, up to `wait`.
+fn waiting_for_lock<T>(
+    path: &Path,
+    wait: Duration,
+    mut open: impl FnMut() -> Result<T, DatabaseError>,
+) -> Result<T, OpenError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match open() {
+            Err(DatabaseError::DatabaseAlreadyOpen) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(open_error(path, e)),
+            Ok(db) => return Ok(db),
+        }
+    }
+}
+
+fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
+    move |e| OpenError::Storage {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn open_error(path: &Path, e: DatabaseError) -> OpenError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
+            path: path.to_path_buf(),
+        },
+        DatabaseError::RepairAborted => OpenError::NeedsRecovery {
+            path: path.to_path_buf(),
+        },
+        DatabaseError::Storage(redb::StorageError::Io(source)) => OpenError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => OpenError::Storage {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Applies the write-ahead log's frames that redb does not hold yet (left by a
+/// crash) in one durable commit, then starts its next generation.
+fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journal, OpenError> {
+    let (mut journal, ops) = Journal::open(io, wal.clone()).map_err(|source| OpenError::Io {
+        path: wal.clone(),
+        source,
+    })?;
+    if ops.is_empty() && journal.frame_bytes() == 0 {
+        return Ok(journal);
+    }
+    let fail = |message: String| OpenError::Storage {
+        path: wal.clone(),
+        message: format!(
+            "{message}; the log file itself is intact: move {} aside to open it without the unapplied events",
+            wal.display()
+        ),
+    };
+    let storage = |e: redb::Error| fail(format!("applying the write-ahead log failed: {e}"));
+    let txn = db.begin_write().map_err(|e| storage(e.into()))?;
+    {
+        let mut records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+        let mut blobs = txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
+        let mut chunks = txn.open_table(BLOB_CHUNKS).map_err(|e| storage(e.into()))?;
+        let mut meta = txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
+        let mut head = match records.last().map_err(|e| storage(e.into()))? {
+            None => Head {
+                seq: 0,
+                hash: [0; 32],
+            },
+            Some((k, v)) => Head {
+                seq: k.value(),
+                hash: schema::decode_record(v.value())
+                    .map(|(hash, _, _)| hash)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "the last record, seq {}, is malformed; run `cmdlog verify`",
+                            k.value()
+                        ))
+                    })?,
+            },
+        };
+        for op in ops {
+            match op {
+                Op::Record { seq, value } if seq <= head.seq => {
+                    let stored = records.get(seq).map_err(|e| storage(e.into()))?;
+                    if stored.as_ref().map(|v| v.value()) != Some(value.as_slice()) {
+                        return Err(fail(format!(
+                            "its record at seq {seq} differs from the log's"
+                        )));
+                    }
+                }
+                Op::Record { seq, value } if seq == head.seq + 1 => {
+                    // Its stream index entry is rebuilt from the record by the open.
+                    let Some((hash, _, bytes)) = schema::decode_record(&value) else {
+                        return Err(fail(format!("its record at seq {seq} is malformed")));
+                    };
+                    if hash != schema::chain(&head.hash, seq, bytes) {
+                        return Err(fail(format!(
+                            "its record at seq {seq} does not continue the hash chain"
+                        )));
+                    }
+                    records
+                        .insert(seq, value.as_slice())
+                        .map_err(|e| storage(e.into()))?;
+                    head = Head { seq, hash };
+                }
+                Op::Record { seq, .. } => {
+                    return Err(fail(format!(
+                        "it continues at seq {seq} but the log ends at seq {}",
+                        head.seq
+                    )));
+                }
+                Op::Blob {
+                    hash,
+                    added_ms,
+                    bytes,
+                } => {
+                    if meta.get(&hash).map_err(|e| storage(e.into()))?.is_none() {
+                        schema::insert_blob(&mut blobs, &mut chunks, &hash, &bytes)
+                            .map_err(|e| storage(e.into()))?;
+                        meta.insert(&hash, (added_ms, bytes.len() as u64))
+                            .map_err(|e| storage(e.into()))?;
+                    }
+                }
+                Op::RemoveBlobs(hashes) => {
+                    for hash in hashes {
+                        meta.remove(&hash).map_err(|e| storage(e.into()))?;
+                        schema::remove_blob(&mut blobs, &mut chunks, &hash)
+                            .map_err(|e| storage(e.into()))?;
+                    }
+                }
+            }
+        }
+    }
+    txn.commit().map_err(|e| storage(e.into()))?;
+    journal.reset().map_err(|source| OpenError::Io {
+        path: wal.clone(),
+        source,
+    })?;
+    Ok(journal)
+}
+
+/// Records in `META` that the `streams` table is complete through the head, for a
+/// log written before the stream index was deferred (which has no such entry):
+/// from now on the writer defers entries, and a crash must not hide them.
+fn mark_streams_through(db: &Database, path: &Path) -> Result<(), OpenError> {
+    let storage = storage_error(path);
+    let read = db.begin_read().map_err(|e| storage(e.into()))?;
+    let meta = read.open_table(META).map_err(|e| storage(e.into()))?;
+    if meta
+        .get(schema::STREAMS_THROUGH)
+        .map_err(|e| storage(e.into()))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
+    let head = records
+        .last()
+        .map_err(|e| storage(e.into()))?
+        .map_or(0, |(k, _)| k.value());
+    drop((records, meta, read));
+    let txn = db.begin_write().map_err(|e| storage(e.into()))?;
+    txn.open_table(META)
+        .map_err(|e| storage(e.into()))?
+        .insert(schema::STREAMS_THROUGH, head.to_le_bytes().as_slice())
+        .map_err(|e| storage(e.into()))?;
+    txn.commit().map_err(|e| storage(e.into()))?;
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Reading records: by seq, by range, by stream, tailing, and the chain check.
+
+use std::time::{Duration, Instant};
+
+use redb::ReadableTable;
+use tokio::sync::watch;
+
+use crate::error::{ReadError, read_err};
+use crate::record::{Record, Seq};
+use crate::schema::{self, RECORDS, STREAMS};
+
+use super::{ChainBreak, Head, Log, PendingStreams};
+
+impl Log {
+    /// Reads one record.
+    pub fn get(&self, seq: Seq) -> Result<Option<Record>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let Some(value) = records.get(seq).map_err(read_err)? else {
+            return Ok(None);
+        };
+        decode(seq, value.value()).map(Some)
+    }
+
+    /// Calls `f` with every record in `from..=until`, in seq order, until it returns false.
+    pub fn scan(
+        &self,
+        from: Seq,
+        until: Seq,
+        mut f: impl FnMut(Record) -> bool,
+    ) -> Result<(), ReadError> {
+        if from > until {
+            return Ok(());
+        }
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        for entry in records.range(from..=until).map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            if !f(decode(k.value(), v.value())?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The records in `from..=until`.
+    pub fn range(&self, from: Seq, until: Seq) -> Result<Vec<Record>, ReadError> {
+        let mut out = Vec::new();
+        self.scan(from, until, |r| {
+            out.push(r);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// A read transaction and what `f` takes from the pending stream entries, both
+    /// under the pending lock: a batch of entries moving to the `streams` table is
+    /// then seen in one place or in both, never in neither.
+    fn read_with_pending<T>(
+        &self,
+        f: impl FnOnce(&PendingStreams) -> T,
+    ) -> Result<(redb::ReadTransaction, T), ReadError> {
+        let pending = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        Ok((read, f(&pending)))
+    }
+
+    /// The seqs of the records under stream key `key` after seq `after`, in order.
+    pub fn stream_seqs(&self, key: &str, after: Seq) -> Result<Vec<Seq>, ReadError> {
+        let (read, pending) = self.read_with_pending(|pending| {
+            pending
+                .seqs
+                .get(key)
+                .map(|s| {
+                    s.iter()
+                        .copied()
+                        .filter(|&seq| seq > after)
+                        .collect::<Vec<Seq>>()
+                })
+                .unwrap_or_default()
+        })?;
+        let streams = read.open_table(STREAMS).map_err(read_err)?;
+        let mut seqs = Vec::new();
+        let start = after.saturating_add(1);
+        for entry in streams
+            .range((key, start)..=(key, u64::MAX))
+            .map_err(read_err)?
+        {
+            let (k, _) = entry.map_err(read_err)?;
+            seqs.push(k.value().1);
+        }
+        let last = seqs.last().copied().unwrap_or(0);
+        seqs.extend(pending.into_iter().filter(|&seq| seq > last));
+        Ok(seqs)
+    }
+
+    /// The records under stream key `key` after seq `after`, in order.
+    pub fn stream(&self, key: &str, after: Seq) -> Result<Vec<Record>, ReadError> {
+        let seqs = self.stream_seqs(key, after)?;
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let mut out = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            let value = records
+                .get(seq)
+                .map_err(read_err)?
+                .ok_or(ReadError::Corrupt {
+                    seq,
+                    message: "indexed under its stream but missing from the log".into(),
+                })?;
+            out.push(decode(seq, value.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The distinct stream keys, sorted.
+    pub fn streams(&self) -> Result<Vec<String>, ReadError> {
+        let (read, mut keys) =
+            self.read_with_pending(|pending| pending.seqs.keys().cloned().collect::<Vec<_>>())?;
+        let streams = read.open_table(STREAMS).map_err(read_err)?;
+        let mut iter = streams.iter().map_err(read_err)?;
+        // Jump from one key straight past its entries (no seq reaches u64::MAX).
+        while let Some(entry) = iter.next() {
+            let (k, _) = entry.map_err(read_err)?;
+            let key = k.value().0.to_string();
+            iter = streams
+                .range((key.as_str(), u64::MAX)..)
+                .map_err(read_err)?;
+            keys.push(key);
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// Blocks until a record after `after` is committed or `timeout` passes;
+    /// returns the head seq then.
+    pub fn wait_for(&self, after: Seq, timeout: Duration) -> Seq {
+        let deadline = Instant::now() + timeout;
+        let mut head = self.shared.head.lock().unwrap_or_else(|p| p.into_inner());
+        while head.seq <= after {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            head = self
+                .shared
+                .committed
+                .wait_timeout(head, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        head.seq
+    }
+
+    /// A receiver of the head seq, updated after every commit (for async tails).
+    pub fn subscribe(&self) -> watch::Receiver<Seq> {
+        self.shared.watch.subscribe()
+    }
+
+    /// Recomputes the hash chain over the whole log. `Ok(Err(break))` names the
+    /// first broken seq; `progress` is called with each seq checked.
+    pub fn verify_chain(
+        &self,
+        mut progress: impl FnMut(Seq),
+    ) -> Result<Result<Head, ChainBreak>, ReadError> {
+        let read = self.shared.db.begin_read().map_err(read_err)?;
+        let records = read.open_table(RECORDS).map_err(read_err)?;
+        let mut prev = Head {
+            seq: 0,
+            hash: [0; 32],
+        };
+        for entry in records.iter().map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            let seq = k.value();
+            if seq != prev.seq + 1 {
+                return Ok(Err(ChainBreak::Gap {
+                    previous: prev.seq,
+                    found: seq,
+                }));
+            }
+            let Some((stored, _, bytes)) = schema::decode_record(v.value()) else {
+                return Ok(Err(ChainBreak::Undecodable { seq }));
+            };
+            let expected = schema::chain(&prev.hash, seq, bytes);
+            if stored != expected {
+                return Ok(Err(ChainBreak::HashMismatch { seq }));
+            }
+            prev = Head {
+                seq,
+                hash: expected,
+            };
+            progress(seq);
+        }
+        Ok(Ok(prev))
+    }
+}
+
+fn decode(seq: Seq, value: &[u8]) -> Result<Record, ReadError> {
+    let (hash, stream, bytes) = schema::decode_record(value).ok_or(ReadError::Corrupt {
+        seq,
+        message: "the stored value is truncated or malformed".into(),
+    })?;
+    Ok(Record {
+        seq,
+        hash,
+        stream: stream.map(str::to_string),
+        bytes: bytes.to_vec(),
+    })
+}
