@@ -1,77 +1,17 @@
 //! Command files of every agent, as a person sees them through the CLI.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-struct Workspace {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        Workspace {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, path: &str) -> PathBuf {
-        match path.split_once('/') {
-            Some(("~", rest)) => self.home.path().join(rest),
-            Some(("ws", rest)) => self.ws.path().join(rest),
-            _ => panic!("paths start with ~/ or ws/: {path}"),
-        }
-    }
-
-    fn write(&self, path: &str, text: &str) -> &Self {
-        let full = self.path(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-        self
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(args)
-            .current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .env_remove("CMDLOG_LOG")
-            .env_remove("CMDLOG_SESSION")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
-
-    fn stdout(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-}
+use common::Workspace;
 
 fn agents_workspace() -> Workspace {
     let w = Workspace::new();
-    w.write("ws/.claude/commands/review.md", "---\ndescription: Review a file\nargument-hint: <file> [focus...]\n---\nReview $1. Focus on: ${@:2}\n")
-        .write("~/.codex/prompts/review.md", "Codex review of $ARGUMENTS\n")
-        .write("~/.codex/commands/plan.md", "---\nname: plan-work\n---\nPlan the work for $ARGUMENTS\n")
-        .write("ws/.gemini/commands/git/commit.toml", "description = \"Commit message\"\nprompt = \"Write a commit message for {{args}}\"\n")
-        .write("ws/.qwen/commands/summarize.toml", "prompt = \"Summarize the thread.\"\n")
-        .write("ws/.opencode/command/test.md", "Run the $1 tests and report failures\n");
+    w.put("ws/.claude/commands/review.md", "---\ndescription: Review a file\nargument-hint: <file> [focus...]\n---\nReview $1. Focus on: ${@:2}\n")
+        .put("~/.codex/prompts/review.md", "Codex review of $ARGUMENTS\n")
+        .put("~/.codex/commands/plan.md", "---\nname: plan-work\n---\nPlan the work for $ARGUMENTS\n")
+        .put("ws/.gemini/commands/git/commit.toml", "description = \"Commit message\"\nprompt = \"Write a commit message for {{args}}\"\n")
+        .put("ws/.qwen/commands/summarize.toml", "prompt = \"Summarize the thread.\"\n")
+        .put("ws/.opencode/command/test.md", "Run the $1 tests and report failures\n");
     w
 }
 
@@ -150,7 +90,7 @@ fn run_prints_the_prompt_the_agent_would_build() {
         ("/test unit", "Run the unit tests and report failures"),
     ] {
         assert_eq!(
-            w.stdout(&["run", "--session", "s", line]).trim_end(),
+            w.ok(&["run", "--session", "s", line]).trim_end(),
             prompt,
             "{line}"
         );
@@ -164,7 +104,7 @@ fn run_prints_the_prompt_the_agent_would_build() {
 }
 
 fn registry_events(w: &Workspace, from: u64) -> Vec<String> {
-    w.stdout(&[
+    w.ok(&[
         "log",
         "--json",
         "--type",
@@ -197,10 +137,10 @@ fn head(w: &Workspace) -> u64 {
 #[test]
 fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
     let w = Workspace::new();
-    w.write("ws/.claude/commands/review.md", "Review v1: $ARGUMENTS\n")
-        .write("ws/.claude/commands/old.md", "Old command\n");
+    w.put("ws/.claude/commands/review.md", "Review v1: $ARGUMENTS\n")
+        .put("ws/.claude/commands/old.md", "Old command\n");
     assert_eq!(
-        w.stdout(&["run", "--session", "s", "/review a"]).trim(),
+        w.ok(&["run", "--session", "s", "/review a"]).trim(),
         "Review v1: a"
     );
     let before_edit = head(&w);
@@ -211,7 +151,7 @@ fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
         .find(|c| c["name"] == "review" && c["provider"] == "claude")
         .unwrap()["registration"]
         .clone();
-    w.stdout(&["run", "--session", "s", "/review b"]);
+    w.ok(&["run", "--session", "s", "/review b"]);
     assert_eq!(
         registry_events(&w, before_edit + 1),
         Vec::<String>::new(),
@@ -219,11 +159,11 @@ fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
     );
 
     let after_runs = head(&w);
-    w.write("ws/.claude/commands/review.md", "Review v2: $ARGUMENTS\n")
-        .write("ws/.claude/commands/new.md", "New command\n");
+    w.put("ws/.claude/commands/review.md", "Review v2: $ARGUMENTS\n")
+        .put("ws/.claude/commands/new.md", "New command\n");
     std::fs::remove_file(w.path("ws/.claude/commands/old.md")).unwrap();
     assert_eq!(
-        w.stdout(&["run", "--session", "s", "/review c"]).trim(),
+        w.ok(&["run", "--session", "s", "/review c"]).trim(),
         "Review v2: c"
     );
     let events = registry_events(&w, after_runs + 1);
@@ -268,7 +208,7 @@ fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
 fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     let w = Workspace::new();
     let broken = "---\ndescription: Deploy\nargument-hint: [service\n---\nDeploy $1\n";
-    w.write("ws/.cmdlog/commands/deploy.md", broken);
+    w.put("ws/.cmdlog/commands/deploy.md", broken);
     let o = w.run(&["run", "/help"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -282,7 +222,7 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     );
 
     let w = Workspace::new();
-    w.write("ws/.claude/commands/deploy.md", broken);
+    w.put("ws/.claude/commands/deploy.md", broken);
     let o = w.run(&["run", "/deploy api"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Deploy api");
@@ -294,7 +234,7 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     // The warning is logged once, not on every run.
     let o = w.run(&["run", "/deploy api"]);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("warning:"));
-    let warnings = w.stdout(&["log", "--type", "discovery/warning"]);
+    let warnings = w.ok(&["log", "--type", "discovery/warning"]);
     assert_eq!(warnings.lines().count(), 1, "{warnings}");
 }
 
@@ -302,7 +242,7 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
 fn prompt_verb_expands_passes_through_and_guards_streaming() {
     let w = agents_workspace();
     assert_eq!(
-        w.stdout(&["prompt", "--session", "p", "/review x.rs speed"])
+        w.ok(&["prompt", "--session", "p", "/review x.rs speed"])
             .trim(),
         "Review x.rs. Focus on: speed"
     );

@@ -2,93 +2,24 @@
 //! resumption from the durable log across dropped connections and restarts.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-struct Daemon {
-    child: Child,
-    url: String,
-}
+mod common;
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::Workspace;
 
-struct Workspace {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        let w = Workspace {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        let dir = w.ws.path().join(".claude/commands");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("review.md"), "Review $1\n").unwrap();
-        std::fs::write(
-            dir.join("describe.md"),
-            "---\nattachments: true\n---\nDescribe $ARGUMENTS\n",
-        )
-        .unwrap();
-        w
-    }
-
-    fn daemon_json(&self) -> PathBuf {
-        self.ws.path().join(".cmdlog/daemon.json")
-    }
-
-    fn serve(&self, extra: &[&str]) -> Daemon {
-        self.serve_at("127.0.0.1:0", extra)
-    }
-
-    fn serve_at(&self, addr: &str, extra: &[&str]) -> Daemon {
-        self.serve_with(addr, extra, None)
-    }
-
-    fn serve_with(&self, addr: &str, extra: &[&str], token_env: Option<&str>) -> Daemon {
-        let _ = std::fs::remove_file(self.daemon_json());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
-        match token_env {
-            Some(t) => command.env("CMDLOG_TOKEN", t),
-            None => command.env_remove("CMDLOG_TOKEN"),
-        };
-        let child = command
-            .args(["serve", "--addr", addr])
-            .args(extra)
-            .current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // The guard kills and reaps the child on every path, a failed start included.
-        let mut daemon = Daemon {
-            child,
-            url: String::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(text) = std::fs::read_to_string(self.daemon_json())
-                && let Ok(info) = serde_json::from_str::<Value>(&text)
-            {
-                daemon.url = info["url"].as_str().unwrap().to_string();
-                return daemon;
-            }
-            assert!(Instant::now() < deadline, "the daemon did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// A workspace with two Claude Code commands the daemon tests run.
+fn workspace() -> Workspace {
+    let w = Workspace::new();
+    w.put("ws/.claude/commands/review.md", "Review $1\n").put(
+        "ws/.claude/commands/describe.md",
+        "---\nattachments: true\n---\nDescribe $ARGUMENTS\n",
+    );
+    w
 }
 
 fn agent() -> ureq::Agent {
@@ -176,7 +107,7 @@ fn read_events(
 
 #[test]
 fn routes_behave_like_qwen_serve() {
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&[]);
     let u = &d.url;
     assert_eq!(get(&format!("{u}/health")), (200, json!({"status": "ok"})));
@@ -356,7 +287,7 @@ fn routes_behave_like_qwen_serve() {
 
 #[test]
 fn tokens_are_required_and_non_loopback_needs_one() {
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&["--token", "s3cret"]);
     let u = &d.url;
     assert_eq!(get(&format!("{u}/health")).0, 200, "health is open");
@@ -386,10 +317,8 @@ fn tokens_are_required_and_non_loopback_needs_one() {
     assert_eq!(res.status().as_u16(), 200);
     drop(d);
 
-    let o = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-        .args(["serve", "--addr", "0.0.0.0:0"])
-        .current_dir(w.ws.path())
-        .env("HOME", w.home.path())
+    let o = w
+        .cmd(&["serve", "--addr", "0.0.0.0:0"])
         .env_remove("CMDLOG_TOKEN")
         .output()
         .unwrap();
@@ -398,12 +327,7 @@ fn tokens_are_required_and_non_loopback_needs_one() {
 }
 
 fn log_events(w: &Workspace, session: &str) -> Vec<u64> {
-    let o = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-        .args(["log", "--json", "--session", session])
-        .current_dir(w.ws.path())
-        .env("HOME", w.home.path())
-        .output()
-        .unwrap();
+    let o = w.run(&["log", "--json", "--session", session]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout)
         .unwrap()
@@ -418,7 +342,7 @@ fn log_events(w: &Workspace, session: &str) -> Vec<u64> {
 
 #[test]
 fn sse_resumes_from_the_log_across_drops_and_restarts() {
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&[]);
     let s = format!("{}/session/s1", d.url);
     post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
@@ -482,7 +406,7 @@ fn sse_resumes_from_the_log_across_drops_and_restarts() {
 
 #[test]
 fn command_files_reload_while_serving() {
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&[]);
     let s = format!("{}/session/s1", d.url);
     post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
@@ -541,7 +465,7 @@ fn many_subscribers_each_get_every_event_in_order() {
         env_or("CMDLOG_SSE_SUBSCRIBERS", 10),
         env_or("CMDLOG_SSE_EVENTS", 1_000),
     );
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&[]);
     let pid = d.child.id();
     post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
@@ -671,14 +595,13 @@ fn free_port() -> u16 {
 #[test]
 fn attach_smoke_plan_of_seed_003() {
     use std::io::Write;
-    let w = Workspace::new();
+    let w = workspace();
     let addr = format!("127.0.0.1:{}", free_port());
     let d = w.serve_at(&addr, &[]);
     let u = d.url.clone();
-    let mut client = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-        .args(["attach", "--session", "s1"])
+    let mut client = w
+        .cmd(&["attach", "--session", "s1"])
         .env("CMDLOG_DAEMON_URL", &u)
-        .env("HOME", w.home.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -804,7 +727,7 @@ fn load_many_sessions_with_subscribers() {
     let sessions = env_or("CMDLOG_LOAD_SESSIONS", 200);
     const COMMANDS: usize = 3;
     const UPDATES: usize = 3;
-    let w = Workspace::new();
+    let w = workspace();
     let d = w.serve(&[]);
     let pid = d.child.id();
     let u = d.url.clone();

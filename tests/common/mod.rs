@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub(crate) mod daemon;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -29,6 +31,24 @@ impl Workspace {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
         path
+    }
+
+    /// A path under the home (`~/…`) or the workspace (`ws/…`).
+    pub(crate) fn path(&self, path: &str) -> PathBuf {
+        match path.split_once('/') {
+            Some(("~", rest)) => self.home.path().join(rest),
+            Some(("ws", rest)) => self.ws.path().join(rest),
+            _ => panic!("paths start with ~/ or ws/: {path}"),
+        }
+    }
+
+    /// Writes a file under the home (`~/…`) or the workspace (`ws/…`), creating its
+    /// folders; returns the workspace for chaining.
+    pub(crate) fn put(&self, path: &str, text: &str) -> &Self {
+        let full = self.path(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+        self
     }
 
     /// The default log: `.cmdlog/log.redb` in the workspace.
