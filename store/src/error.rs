@@ -25,7 +25,7 @@ pub enum OpenError {
         path: PathBuf,
     },
     /// The file or its folder could not be opened or created.
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}: {source}{}", space_advice(source))]
     Io {
         /// The log file.
         path: PathBuf,
@@ -42,8 +42,21 @@ pub enum OpenError {
         /// The format marker found, if any.
         found: String,
     },
+    /// The write-ahead log is missing, cut or damaged, or does not continue the log,
+    /// and events it acknowledged may be lost: nothing was changed.
+    #[error(
+        "{wal} {problem}. The log holds seqs up to {kept_through}; events acknowledged after that may be lost. Nothing was changed: keep a copy of both files, then restore {wal} from a backup, or run `cmdlog recover --discard-damaged-wal` to open the log without them (the discard is recorded in the log)"
+    )]
+    WalDamaged {
+        /// The write-ahead log.
+        wal: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// The last seq that would be kept.
+        kept_through: Seq,
+    },
     /// redb refused the file or failed underneath.
-    #[error("cannot open {path}: {message}")]
+    #[error("cannot open {path}: {message}{}", space_advice_text(message))]
     Storage {
         /// The log file, or `<backend>` for a custom storage backend.
         path: PathBuf,
@@ -57,7 +70,9 @@ pub enum OpenError {
 #[non_exhaustive]
 pub enum AppendError {
     /// An earlier I/O error poisoned the writer; reopen the log to go on.
-    #[error("the log writer is poisoned by an earlier storage error ({cause}); reopen the log")]
+    #[error(
+        "the log writer stopped after a storage error ({cause}); every acknowledged event is kept: free space on the disk (or fix it), then reopen the log"
+    )]
     Poisoned {
         /// The error that poisoned the writer.
         cause: String,
@@ -65,7 +80,7 @@ pub enum AppendError {
     /// The commit failed; the writer is now poisoned. The append was not
     /// acknowledged: after a reopen it is in the log wholly or not at all.
     #[error(
-        "storage error while appending, the append was not acknowledged: {message}; reopen the log"
+        "storage error while appending, the append was not acknowledged: {message}; every acknowledged event is kept: free space on the disk (or fix it), then reopen the log"
     )]
     Storage {
         /// What redb reported.
@@ -175,3 +190,22 @@ pub(crate) fn read_err(e: impl std::fmt::Display) -> ReadError {
         message: e.to_string(),
     }
 }
+
+/// What to do about a full disk: only steps that keep every acknowledged event.
+fn space_advice(e: &std::io::Error) -> &'static str {
+    // ENOSPC and EDQUOT.
+    match e.raw_os_error() {
+        Some(28 | 122) => SPACE_ADVICE,
+        _ => "",
+    }
+}
+
+fn space_advice_text(message: &str) -> &'static str {
+    if message.contains("No space left") && !message.contains("free space") {
+        SPACE_ADVICE
+    } else {
+        ""
+    }
+}
+
+const SPACE_ADVICE: &str = "; free space on the disk, then try again: the files are unchanged and no acknowledged event is lost";

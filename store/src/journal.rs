@@ -69,6 +69,55 @@ impl JournalIo for std::fs::File {
     }
 }
 
+/// A write-ahead log held in memory: the copy a log recovered in memory works on.
+pub(crate) struct MemoryJournal(std::sync::Mutex<Vec<u8>>);
+
+impl MemoryJournal {
+    pub(crate) fn new(bytes: Vec<u8>) -> Self {
+        MemoryJournal(std::sync::Mutex::new(bytes))
+    }
+
+    fn bytes(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl JournalIo for MemoryJournal {
+    fn file_len(&self) -> io::Result<u64> {
+        Ok(self.bytes().len() as u64)
+    }
+
+    fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        let bytes = self.bytes();
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
+        let source = bytes
+            .get(start..start + out.len())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        out.copy_from_slice(source);
+        Ok(())
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut bytes = self.bytes();
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
+        if bytes.len() < start + data.len() {
+            bytes.resize(start + data.len(), 0);
+        }
+        bytes[start..start + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.bytes()
+            .resize(usize::try_from(len).map_err(io::Error::other)?, 0);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The write-ahead log beside the log file at `log`: `log.redb` → `log.redb-wal`.
 pub fn journal_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().unwrap_or_default().to_os_string();
@@ -77,11 +126,16 @@ pub fn journal_path(log: &Path) -> PathBuf {
 }
 
 const MAGIC: &[u8; 16] = b"cmdlog-wal\0\0\0\0\0\x01";
-const HEADER_BYTES: u64 = 4096;
+pub(crate) const HEADER_BYTES: u64 = 4096;
 const FRAME_MAGIC: &[u8; 4] = b"CLWF";
 const FRAME_HEADER: usize = 4 + 8 + 4 + 8 + 16;
 /// A new file is extended to this length (sparse) so frame writes seldom grow it.
 pub(crate) const PREALLOCATED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Zeros written per call when a reset clears old frames.
+const ZERO_CHUNK_BYTES: usize = 1024 * 1024;
+/// Bytes read per call when looking for frames past an unreadable one.
+const SCAN_CHUNK_BYTES: usize = 1024 * 1024;
 
 const TAG_RECORD: u8 = 1;
 const TAG_BLOB: u8 = 2;
@@ -168,34 +222,42 @@ pub(crate) struct Journal {
     generation: u64,
     /// Where the next frame goes.
     end: u64,
+    /// Up to where the file may hold bytes other than zeros after `end`: a reset
+    /// zeroes them, so that after the last frame of a generation the file reads as
+    /// zeros and anything else there is damage or a torn frame.
+    dirty_end: u64,
 }
 
 impl Journal {
-    /// Opens the write-ahead log and reads back the frames of its current
-    /// generation, in order. A missing or unreadable header (a new file, or one torn
-    /// while a checkpoint rewrote it, when redb already held every frame) starts a
-    /// generation numbered from the clock, so no stale frame can carry it.
-    pub(crate) fn open(io: Box<dyn JournalIo>, path: PathBuf) -> io::Result<(Journal, Vec<Op>)> {
-        let generation = read_generation(io.as_ref())?;
-        let fresh = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
+    /// Continues the generation `scan` found: the next frame goes after its last
+    /// readable one.
+    pub(crate) fn resume(io: Box<dyn JournalIo>, path: PathBuf, scan: &Scan) -> Journal {
+        let generation = match scan.header {
+            Header::Valid(generation) => generation,
+            Header::Short | Header::Damaged => fresh_generation(),
         };
+        Journal {
+            io,
+            path,
+            generation,
+            end: scan.end,
+            dirty_end: scan.dirty_end,
+        }
+    }
+
+    /// Starts a generation numbered from the clock, so that no stale frame can carry
+    /// it, over whatever the file held (a new file, or one whose frames redb already
+    /// holds or were discarded).
+    pub(crate) fn fresh(io: Box<dyn JournalIo>, path: PathBuf, scan: &Scan) -> io::Result<Journal> {
         let mut journal = Journal {
             io,
             path,
-            generation: generation.unwrap_or_else(fresh),
+            generation: fresh_generation(),
             end: HEADER_BYTES,
+            dirty_end: scan.dirty_end,
         };
-        let ops = match generation {
-            Some(_) => journal.read_frames()?,
-            None => {
-                journal.reset()?;
-                Vec::new()
-            }
-        };
-        Ok((journal, ops))
+        journal.reset()?;
+        Ok(journal)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -205,19 +267,6 @@ impl Journal {
     /// Bytes of frames in the current generation.
     pub(crate) fn frame_bytes(&self) -> u64 {
         self.end - HEADER_BYTES
-    }
-
-    fn read_frames(&mut self) -> io::Result<Vec<Op>> {
-        let len = self.io.file_len()?;
-        let mut ops = Vec::new();
-        let mut at = HEADER_BYTES;
-        while let Some((frame_ops, next)) = read_frame(self.io.as_ref(), self.generation, at, len)?
-        {
-            ops.extend(frame_ops);
-            at = next;
-        }
-        self.end = at;
-        Ok(ops)
     }
 
     /// Appends one frame and syncs it: once this returns, the frame is durable.
@@ -246,11 +295,14 @@ impl Journal {
         }
         self.io.sync_data()?;
         self.end = at;
+        self.dirty_end = self.dirty_end.max(at);
         Ok(())
     }
 
     /// Starts the next generation: every frame so far is stale. Call only once redb
-    /// holds all of them durably.
+    /// holds all of them durably. The old frames are then overwritten with zeros (in
+    /// place, so the blocks stay allocated); the next frame's sync makes the zeros
+    /// durable with it.
     pub(crate) fn reset(&mut self) -> io::Result<()> {
         let generation = self.generation + 1;
         if self.io.file_len()? < PREALLOCATED_BYTES {
@@ -260,18 +312,30 @@ impl Journal {
         self.io.sync_data()?;
         self.generation = generation;
         self.end = HEADER_BYTES;
+        let zeros = vec![0u8; ZERO_CHUNK_BYTES];
+        let mut at = HEADER_BYTES;
+        while at < self.dirty_end {
+            let n = (self.dirty_end - at).min(ZERO_CHUNK_BYTES as u64) as usize;
+            self.io.write_at(at, &zeros[..n])?;
+            at += n as u64;
+        }
+        self.dirty_end = HEADER_BYTES;
         Ok(())
     }
 }
 
-fn read_generation(io: &dyn JournalIo) -> io::Result<Option<u64>> {
-    if io.file_len()? < HEADER_BYTES {
-        return Ok(None);
+fn read_header(io: &dyn JournalIo, len: u64) -> io::Result<Header> {
+    if len < HEADER_BYTES {
+        return Ok(Header::Short);
     }
     let mut header = [0u8; 40];
     io.read_at(0, &mut header)?;
     let generation = u64::from_le_bytes(header[16..24].try_into().expect("8 bytes"));
-    Ok((header == header_bytes(generation)).then_some(generation))
+    Ok(if header == header_bytes(generation) {
+        Header::Valid(generation)
+    } else {
+        Header::Damaged
+    })
 }
 
 /// Reads the frame at `at`; `None` where the generation's frames end.
@@ -378,19 +442,126 @@ fn parse_payload(mut p: &[u8]) -> Option<Vec<Op>> {
     Some(ops)
 }
 
-/// Whether the write-ahead log beside `log` holds frames redb may not have: then
-/// the log needs a writable open to apply them.
-pub(crate) fn has_frames(log: &Path) -> io::Result<bool> {
-    let file = match std::fs::File::open(journal_path(log)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
+/// The state of the write-ahead log's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Header {
+    /// A valid header of this generation.
+    Valid(u64),
+    /// The file is shorter than a header (empty, or cut).
+    Short,
+    /// The header's checksum is wrong.
+    Damaged,
+}
+
+/// One readable frame's operations.
+#[derive(Debug)]
+pub(crate) struct FoundFrame {
+    pub(crate) ops: Vec<Op>,
+}
+
+/// What reading a write-ahead log found, before anything is decided about it.
+#[derive(Debug)]
+pub(crate) struct Scan {
+    pub(crate) header: Header,
+    /// The readable frames of the header's generation, from the start, in order.
+    pub(crate) frames: Vec<FoundFrame>,
+    /// Where the readable frames end.
+    pub(crate) end: u64,
+    /// Up to where bytes other than zeros may follow `end`.
+    pub(crate) dirty_end: u64,
+    /// Where reading stopped on something that is neither a frame nor zeros (a torn
+    /// last frame, or damage), with every readable frame found after it: of the
+    /// header's generation, or of any generation when the header is damaged.
+    pub(crate) unreadable: Option<(u64, Vec<FoundFrame>)>,
+}
+
+/// Reads the write-ahead log: its header, its frames in order, and — where the
+/// frames stop on anything but zeros — every readable frame after that point, so the
+/// caller can tell a torn last frame (nothing readable follows) from damage.
+pub(crate) fn scan(io: &dyn JournalIo) -> io::Result<Scan> {
+    let len = io.file_len()?;
+    let header = read_header(io, len)?;
+    let mut out = Scan {
+        header,
+        frames: Vec::new(),
+        end: HEADER_BYTES,
+        dirty_end: HEADER_BYTES,
+        unreadable: None,
     };
-    let Some(generation) = read_generation(&file)? else {
-        return Ok(false);
+    let generation = match header {
+        Header::Valid(generation) => generation,
+        Header::Short => return Ok(out),
+        Header::Damaged => {
+            out.dirty_end = len;
+            out.unreadable = Some((0, frames_after(io, HEADER_BYTES, len, None)?));
+            return Ok(out);
+        }
     };
-    let len = JournalIo::file_len(&file)?;
-    Ok(read_frame(&file, generation, HEADER_BYTES, len)?.is_some())
+    let mut at = HEADER_BYTES;
+    while let Some((ops, next)) = read_frame(io, generation, at, len)? {
+        out.frames.push(FoundFrame { ops });
+        at = next;
+    }
+    out.end = at;
+    out.dirty_end = at;
+    if !zeros_at(io, at, len)? {
+        out.dirty_end = len;
+        out.unreadable = Some((at, frames_after(io, at + 1, len, Some(generation))?));
+    }
+    Ok(out)
+}
+
+fn fresh_generation() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// Whether the file holds only zeros (or ends) in the frame header's length at `at`.
+fn zeros_at(io: &dyn JournalIo, at: u64, len: u64) -> io::Result<bool> {
+    if at >= len {
+        return Ok(true);
+    }
+    let mut head = vec![0u8; (FRAME_HEADER as u64).min(len - at) as usize];
+    io.read_at(at, &mut head)?;
+    Ok(head.iter().all(|&b| b == 0))
+}
+
+/// Every readable frame from `from` on: of `generation`, or of any generation.
+fn frames_after(
+    io: &dyn JournalIo,
+    from: u64,
+    len: u64,
+    generation: Option<u64>,
+) -> io::Result<Vec<FoundFrame>> {
+    let mut found = Vec::new();
+    let mut chunk = vec![0u8; SCAN_CHUNK_BYTES];
+    let mut at = from;
+    while at + FRAME_HEADER as u64 <= len {
+        let n = (len - at).min(SCAN_CHUNK_BYTES as u64) as usize;
+        io.read_at(at, &mut chunk[..n])?;
+        let mut next = at + n.saturating_sub(FRAME_HEADER - 1).max(1) as u64;
+        let mut i = 0;
+        while i + FRAME_HEADER <= n {
+            if chunk[i..i + 4] != *FRAME_MAGIC {
+                i += 1;
+                continue;
+            }
+            let offset = at + i as u64;
+            let frame_generation =
+                u64::from_le_bytes(chunk[i + 4..i + 12].try_into().expect("8 bytes"));
+            if generation.is_none_or(|g| g == frame_generation)
+                && let Some((ops, end)) = read_frame(io, frame_generation, offset, len)?
+            {
+                found.push(FoundFrame { ops });
+                next = end;
+                break;
+            }
+            i += 1;
+        }
+        at = next;
+    }
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -405,7 +576,18 @@ mod tests {
             .truncate(false)
             .open(path)
             .unwrap();
-        Journal::open(Box::new(file), path.to_path_buf()).unwrap()
+        let scan = scan(&file).unwrap();
+        let journal = match scan.header {
+            Header::Valid(_) => Journal::resume(Box::new(file), path.to_path_buf(), &scan),
+            _ => Journal::fresh(Box::new(file), path.to_path_buf(), &scan).unwrap(),
+        };
+        let ops = scan.frames.into_iter().flat_map(|f| f.ops).collect();
+        (journal, ops)
+    }
+
+    fn has_frames(log: &Path) -> bool {
+        let file = std::fs::File::open(journal_path(log)).unwrap();
+        !scan(&file).unwrap().frames.is_empty()
     }
 
     #[test]
@@ -429,7 +611,7 @@ mod tests {
         frame.record(3, b"three");
         journal.append(&frame).unwrap();
         drop(journal);
-        assert!(has_frames(&dir.path().join("log.redb")).unwrap());
+        assert!(has_frames(&dir.path().join("log.redb")));
 
         // Tear the third frame's last byte.
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -463,7 +645,7 @@ mod tests {
         let (journal, ops) = open(&path);
         assert!(ops.is_empty(), "{ops:?}");
         assert_eq!(journal.frame_bytes(), 0);
-        assert!(!has_frames(&dir.path().join("log.redb")).unwrap());
+        assert!(!has_frames(&dir.path().join("log.redb")));
     }
 
     #[test]

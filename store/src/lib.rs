@@ -33,6 +33,6 @@ mod writer;
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
 pub use fault::{FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty};
 pub use journal::{JournalIo, journal_path};
-pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig};
+pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard};
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;

@@ -13,6 +13,16 @@ pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("re
 /// memory ([`crate::log::PendingStreams`]) and written in sorted batches.
 pub(crate) const STREAMS: TableDefinition<(&str, u64), ()> = TableDefinition::new("streams");
 
+/// The `META` key saying whether the write-ahead log may hold frames redb's file
+/// lacks: [`WAL_OPEN`] from before a writer's first frame until its clean close
+/// ([`WAL_CLEAN`]). Absent in logs written before it existed (read as clean). A
+/// missing or cut write-ahead log is harmless only when this says clean.
+pub(crate) const WAL_STATE: &str = "wal";
+/// [`WAL_STATE`]: frames may be pending.
+pub(crate) const WAL_OPEN: &[u8] = b"open";
+/// [`WAL_STATE`]: closed cleanly; redb's file holds everything.
+pub(crate) const WAL_CLEAN: &[u8] = b"clean";
+
 /// The `META` key of the seq through which `STREAMS` is complete.
 pub(crate) const STREAMS_THROUGH: &str = "streams_through";
 

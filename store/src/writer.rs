@@ -13,6 +13,7 @@
 //! no faster on 2 cores.)
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -166,6 +167,19 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             }
             continue;
         }
+        if journal.is_some()
+            && !shared.wal_open.load(Ordering::SeqCst)
+            && let Err(e) = set_wal_state(shared, schema::WAL_OPEN)
+        {
+            let message = format!("cannot mark the write-ahead log in use: {e}");
+            poison(shared, message.clone());
+            for request in batch {
+                request.fail(AppendError::Storage {
+                    message: message.clone(),
+                });
+            }
+            continue;
+        }
         commit_batch(shared, &mut journal, &mut head, batch);
         wrote = true;
         let pending = shared
@@ -175,7 +189,7 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             .count;
         if pending >= STREAMS_FLUSH_ENTRIES
             && poisoned(shared).is_none()
-            && let Err(e) = flush_streams(shared, RedbDurability::None)
+            && let Err(e) = flush_streams(shared, RedbDurability::None, None)
         {
             poison(shared, e.to_string());
         }
@@ -196,7 +210,7 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
         .unwrap_or_else(|p| p.into_inner())
         .count;
     if poisoned(shared).is_none() && (wrote || pending > 0) {
-        let _ = checkpoint(shared, &mut journal);
+        let _ = checkpoint_at_close(shared, &mut journal);
     }
     // Refuse whatever raced in behind the shutdown.
     while let Ok(request) = rx.try_recv() {
@@ -227,8 +241,29 @@ fn spin_for_lone_appender(rx: &Receiver<Request>, last_batch: usize) -> Option<R
 /// Makes everything redb holds durable there, then starts the write-ahead log's
 /// next generation.
 fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
-    flush_streams(shared, RedbDurability::Immediate).map_err(|e| e.to_string())?;
+    flush_streams(shared, RedbDurability::Immediate, None).map_err(|e| e.to_string())?;
     start_generation(journal)
+}
+
+/// The last checkpoint of a clean close: it also marks the write-ahead log clean, so
+/// the next open knows that redb's file holds everything even if the write-ahead
+/// log is gone.
+fn checkpoint_at_close(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
+    let state = journal.is_some().then_some(schema::WAL_CLEAN);
+    flush_streams(shared, RedbDurability::Immediate, state).map_err(|e| e.to_string())?;
+    shared.wal_open.store(false, Ordering::SeqCst);
+    start_generation(journal)
+}
+
+/// Durably records the write-ahead log's state in `META`.
+fn set_wal_state(shared: &Shared, state: &[u8]) -> Result<(), redb::Error> {
+    let txn = shared.db.writable().begin_write()?;
+    txn.open_table(META)?.insert(schema::WAL_STATE, state)?;
+    txn.commit()?;
+    shared
+        .wal_open
+        .store(state == schema::WAL_OPEN, Ordering::SeqCst);
+    Ok(())
 }
 
 /// Starts the write-ahead log's next generation if it holds frames. Only once redb
@@ -243,7 +278,11 @@ fn start_generation(journal: &mut Option<Journal>) -> Result<(), String> {
 /// Writes the pending stream index entries to the `streams` table, sorted, in one
 /// transaction that also records how far the table now reaches. Runs on the writer
 /// thread between batches, so no entry is added meanwhile.
-fn flush_streams(shared: &Shared, durability: RedbDurability) -> Result<(), redb::Error> {
+fn flush_streams(
+    shared: &Shared,
+    durability: RedbDurability,
+    wal_state: Option<&[u8]>,
+) -> Result<(), redb::Error> {
     let through = shared.head.lock().unwrap_or_else(|p| p.into_inner()).seq;
     let entries = shared
         .pending
@@ -261,8 +300,11 @@ fn flush_streams(shared: &Shared, durability: RedbDurability) -> Result<(), redb
                 streams.insert((key.as_str(), *seq), ())?;
             }
         }
-        txn.open_table(META)?
-            .insert(schema::STREAMS_THROUGH, through.to_le_bytes().as_slice())?;
+        let mut meta = txn.open_table(META)?;
+        meta.insert(schema::STREAMS_THROUGH, through.to_le_bytes().as_slice())?;
+        if let Some(state) = wal_state {
+            meta.insert(schema::WAL_STATE, state)?;
+        }
     }
     txn.commit()?;
     // Readers that began before the commit still had the entries here; readers

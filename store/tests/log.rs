@@ -592,3 +592,35 @@ fn a_fault_at_any_point_of_a_checkpoint_loses_no_acknowledged_record() {
         }
     }
 }
+
+#[test]
+fn disk_full_errors_advise_only_steps_that_keep_acknowledged_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::new();
+    let log = faulty(&dir, &plan);
+    log.append(vec![rec("kept")]).unwrap();
+    plan.fail_after(1, FaultKind::NoSpace, true);
+    let appended = log.append(vec![rec("lost")]).unwrap_err().to_string();
+    let refused = log.append(vec![rec("refused")]).unwrap_err().to_string();
+    drop(log);
+    // A crash left frames to apply; the disk is still full when the log is reopened.
+    let mut reopened = String::new();
+    for k in 1..40 {
+        plan.fail_after(k, FaultKind::NoSpace, true);
+        match open_faulty(&dir.path().join("log.redb"), &plan, LogConfig::default()) {
+            Err(e) => {
+                reopened = e.to_string();
+                break;
+            }
+            Ok(log) => drop(log),
+        }
+    }
+    for message in [&appended, &refused, &reopened] {
+        assert!(message.contains("free space"), "{message}");
+        for unsafe_advice in ["aside", "delete", "remove", "discard"] {
+            assert!(!message.contains(unsafe_advice), "{message}");
+        }
+    }
+    plan.disarm();
+    assert_eq!(open(&dir).range(1, 10).unwrap()[0].bytes, b"kept");
+}

@@ -22,6 +22,186 @@ fn copy_files(from: &Path, to_dir: &Path, log: bool) -> PathBuf {
     to
 }
 
+fn discarding() -> LogConfig {
+    LogConfig {
+        discard_wal_damage: true,
+        ..LogConfig::default()
+    }
+}
+
+/// A log that acknowledged `n` single-record appends after its last checkpoint,
+/// copied as a crash leaves it: redb's file as of the checkpoint, every frame in
+/// the write-ahead log. Returns the copy and the texts the crashed process had.
+fn crashed_with_frames(n: usize) -> (tempfile::TempDir, PathBuf, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("checkpointed")]).unwrap();
+    drop(log);
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    for i in 0..n {
+        log.append(vec![rec(&format!("acknowledged {i}"))]).unwrap();
+    }
+    let texts = texts(&log);
+    // redb as of the checkpoint, but `META["wal"]` as the running writer left it.
+    std::fs::copy(&path, &crashed_path).unwrap();
+    copy_files(&path, crashed.path(), false);
+    drop(log);
+    (crashed, crashed_path, texts)
+}
+
+fn refusal(path: &Path) -> String {
+    let err = Log::open(path, LogConfig::default()).unwrap_err();
+    assert!(matches!(err, OpenError::WalDamaged { .. }), "{err}");
+    let read_only = Log::open_read_only(path, LogConfig::default()).unwrap_err();
+    assert!(
+        matches!(read_only, OpenError::WalDamaged { .. }),
+        "{read_only}"
+    );
+    let message = err.to_string();
+    assert!(message.contains("log.redb-wal"), "{message}");
+    assert!(
+        message.contains("cmdlog recover --discard-damaged-wal"),
+        "{message}"
+    );
+    message
+}
+
+fn flip(path: &Path, offset: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(journal_path(path))
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, offset).unwrap();
+    file.write_all_at(&[byte[0] ^ 0x10], offset).unwrap();
+}
+
+#[test]
+fn a_missing_write_ahead_log_after_a_crash_is_refused_and_after_a_clean_close_is_not() {
+    let (_dir, path, texts) = crashed_with_frames(5);
+    std::fs::remove_file(journal_path(&path)).unwrap();
+    let message = refusal(&path);
+    assert!(message.contains("is missing"), "{message}");
+    assert!(message.contains("seqs up to 1"), "{message}");
+    // Nothing was changed by the refusals; the way out opens it and says so.
+    let log = Log::open(&path, discarding()).unwrap();
+    assert_eq!(log.head().seq, 1);
+    assert!(log.wal_discard().unwrap().problem.contains("missing"));
+    assert_eq!(texts.len(), 6);
+    drop(log);
+
+    // After a clean close redb's file holds everything: no write-ahead log is needed.
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("log.redb");
+    let log = Log::open(&clean, LogConfig::default()).unwrap();
+    log.append(vec![rec("one")]).unwrap();
+    drop(log);
+    std::fs::remove_file(journal_path(&clean)).unwrap();
+    assert_eq!(
+        Log::open(&clean, LogConfig::default()).unwrap().head().seq,
+        1
+    );
+}
+
+#[test]
+fn a_cut_write_ahead_log_is_refused_and_a_cut_at_a_frame_boundary_cannot_be_seen() {
+    for len in [0u64, 20, 100] {
+        let (_dir, path, _) = crashed_with_frames(3);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(journal_path(&path))
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let message = refusal(&path);
+        assert!(
+            message.contains("shorter than its header"),
+            "{len}: {message}"
+        );
+    }
+    // Cut right after the header: exactly what a log with no frames looks like.
+    // No local check can see it (docs/security.md); `verify --expect-head` can.
+    let (_dir, path, _) = crashed_with_frames(3);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(journal_path(&path))
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    assert_eq!(
+        Log::open(&path, LogConfig::default()).unwrap().head().seq,
+        1
+    );
+}
+
+#[test]
+fn a_damaged_header_with_frames_behind_it_is_refused() {
+    let (_dir, path, _) = crashed_with_frames(4);
+    flip(&path, 20);
+    let message = refusal(&path);
+    assert!(message.contains("damaged header"), "{message}");
+    assert!(message.contains("seqs 2 to 5"), "{message}");
+}
+
+#[test]
+fn a_damaged_frame_followed_by_a_good_one_is_refused_and_discard_keeps_the_frames_before_it() {
+    let (_dir, path, texts) = crashed_with_frames(4);
+    // The second frame's payload: the first (seq 2) stays readable.
+    let first = std::fs::read(journal_path(&path)).unwrap();
+    let second_at = 4096 + frame_len(&first, 4096);
+    flip(&path, second_at + 40 + 3);
+    let message = refusal(&path);
+    assert!(
+        message.contains(&format!("unreadable frame at byte {second_at}")),
+        "{message}"
+    );
+    assert!(message.contains("seqs 4 to 5"), "{message}");
+    assert!(message.contains("seqs up to 2"), "{message}");
+    let log = Log::open(&path, discarding()).unwrap();
+    let discard = log.wal_discard().unwrap().clone();
+    assert_eq!(discard.kept_through, 2);
+    assert_eq!(discard.dropped_seqs, Some((4, 5)));
+    assert_eq!(discard.dropped_frames, 2);
+    assert_eq!(crate::texts(&log), texts[..2]);
+    assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap().seq, 2);
+}
+
+#[test]
+fn a_torn_last_frame_is_dropped_quietly() {
+    let (_dir, path, texts) = crashed_with_frames(3);
+    let bytes = std::fs::read(journal_path(&path)).unwrap();
+    let mut at = 4096;
+    let mut starts = Vec::new();
+    while bytes[at as usize..at as usize + 4] == *b"CLWF" {
+        starts.push(at);
+        at += frame_len(&bytes, at);
+    }
+    assert_eq!(starts.len(), 3);
+    // The last frame's last bytes never reached the disk.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(journal_path(&path))
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(&[0u8; 5], at - 5).unwrap();
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert_eq!(crate::texts(&log), texts[..3]);
+    assert!(log.wal_discard().is_none());
+}
+
+/// The length of the frame at `at`: its 40-byte header, payload and bodies.
+fn frame_len(bytes: &[u8], at: u64) -> u64 {
+    let at = at as usize;
+    let payload = u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) as u64;
+    let bodies = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap());
+    40 + payload + bodies
+}
+
 fn texts(log: &Log) -> Vec<String> {
     log.range(1, u64::MAX)
         .unwrap()
@@ -118,11 +298,18 @@ fn a_write_ahead_log_that_does_not_continue_the_log_is_refused_by_name() {
         message.contains("continues at seq 2 but the log ends at seq 0"),
         "{message}"
     );
-    assert!(message.contains("log.redb-wal aside"), "{message}");
-    // The way out works, and the log itself lost nothing.
-    std::fs::rename(journal_path(&empty_path), empty.path().join("aside")).unwrap();
-    let log = Log::open(&empty_path, LogConfig::default()).unwrap();
+    assert!(
+        message.contains("cmdlog recover --discard-damaged-wal"),
+        "{message}"
+    );
+    // The way out works, says what it dropped, and the log itself lost nothing.
+    let log = Log::open(&empty_path, discarding()).unwrap();
     assert_eq!(log.head().seq, 0);
+    let discard = log.wal_discard().expect("the frames were dropped");
+    assert_eq!(discard.dropped_seqs, Some((2, 2)));
+    drop(log);
+    let log = Log::open(&empty_path, LogConfig::default()).unwrap();
+    assert!(log.wal_discard().is_none());
 }
 
 #[test]
@@ -165,9 +352,9 @@ fn a_large_blob_goes_to_redb_durably_and_checkpoints_the_frames_before_it() {
     // A crash now: redb's file alone holds everything.
     let crashed = tempfile::tempdir().unwrap();
     let crashed_path = copy_files(&path, crashed.path(), true);
-    std::fs::remove_file(journal_path(&crashed_path)).unwrap();
     let head = log.head();
     drop(log);
+    // Whatever frames the copy caught are already in redb's file: none is refused.
     let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
     assert_eq!(log.head(), head);
     assert_eq!(log.get_blob(&big).unwrap().unwrap().len(), 2 * 1024 * 1024);
@@ -227,4 +414,26 @@ fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
             assert!(!log.has_blob(&gone).unwrap(), "k={k}");
         }
     }
+}
+
+#[test]
+fn a_crashed_log_reads_recovered_in_memory_and_its_files_stay_as_they_were() {
+    let (_dir, path, texts) = crashed_with_frames(6);
+    let before = (
+        std::fs::read(&path).unwrap(),
+        std::fs::read(journal_path(&path)).unwrap(),
+    );
+    let log = Log::open_recovered_in_memory(&path, LogConfig::default()).unwrap();
+    assert_eq!(crate::texts(&log), texts);
+    assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap().seq, 7);
+    drop(log);
+    let after = (
+        std::fs::read(&path).unwrap(),
+        std::fs::read(journal_path(&path)).unwrap(),
+    );
+    assert!(before == after, "the files were not touched");
+    // Damage is refused there as anywhere.
+    std::fs::remove_file(journal_path(&path)).unwrap();
+    let err = Log::open_recovered_in_memory(&path, LogConfig::default()).unwrap_err();
+    assert!(matches!(err, OpenError::WalDamaged { .. }), "{err}");
 }

@@ -3,6 +3,9 @@
 mod blobs;
 mod open;
 mod read;
+mod recovery;
+
+pub use recovery::WalDiscard;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -48,6 +51,12 @@ pub struct LogConfig {
     /// off. Measured: 64 concurrent appenders went from ~75,000 to ~116,000
     /// events/s on a 2-core VM.
     pub commit_delay: Duration,
+    /// A writable open of a log whose write-ahead log is missing, cut, damaged or
+    /// does not continue the log normally refuses with [`OpenError::WalDamaged`].
+    /// With this set it applies the frames before the damage, drops the rest and
+    /// reports it ([`Log::wal_discard`]). Default false: only `cmdlog recover
+    /// --discard-damaged-wal` sets it.
+    pub discard_wal_damage: bool,
 }
 
 impl Default for LogConfig {
@@ -61,6 +70,7 @@ impl Default for LogConfig {
             lock_wait: Duration::from_secs(2),
             checkpoint_bytes: 64 * 1024 * 1024,
             commit_delay: Duration::from_micros(50),
+            discard_wal_damage: false,
         }
     }
 }
@@ -135,6 +145,9 @@ pub(crate) struct Shared {
     pub(crate) hook: RwLock<Option<CommitHook>>,
     /// Stream index entries not yet in the `streams` table.
     pub(crate) pending: Mutex<PendingStreams>,
+    /// Whether `META["wal"]` says open: the writer marks it durably before its
+    /// first frame, and a clean close marks it clean.
+    pub(crate) wal_open: std::sync::atomic::AtomicBool,
 }
 
 /// The stream index entries of records after `META["streams_through"]`, kept in
@@ -165,6 +178,8 @@ impl PendingStreams {
 pub struct Log {
     shared: Arc<Shared>,
     path: PathBuf,
+    /// What this open dropped from a damaged write-ahead log.
+    wal_discard: Option<WalDiscard>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -182,6 +197,12 @@ impl Log {
     /// The file this log lives in (`<backend>` for a custom backend).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What this open dropped from a damaged write-ahead log, when it was opened with
+    /// [`LogConfig::discard_wal_damage`] and found damage.
+    pub fn wal_discard(&self) -> Option<&WalDiscard> {
+        self.wal_discard.as_ref()
     }
 
     /// Installs the commit hook, replacing any earlier one.

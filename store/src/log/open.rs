@@ -11,20 +11,34 @@ use redb::{
 use tokio::sync::watch;
 
 use crate::error::OpenError;
-use crate::journal::{self, Journal, JournalIo, Op, journal_path};
+use crate::journal::{Journal, JournalIo, journal_path};
 use crate::record::{Durability, Seq};
-use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
+use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
 use crate::writer;
 
-use super::{Db, Head, Log, LogConfig, PendingStreams, Shared};
+use super::{Db, Head, Log, LogConfig, PendingStreams, Shared, recovery};
 
 impl Log {
     /// Opens the log at `path`, creating it (and its folder) if needed. Waits up to
-    /// `config.lock_wait` for another process to release the file.
+    /// `config.lock_wait` for another process to release the file. A creation that
+    /// fails removes what it made.
     pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
+        let mut made = Created::default();
+        let opened = Self::open_or_create(&path, config, &mut made);
+        if opened.is_err() {
+            made.remove();
+        }
+        opened
+    }
+
+    fn open_or_create(
+        path: &Path,
+        config: LogConfig,
+        made: &mut Created,
+    ) -> Result<Log, OpenError> {
         let io = |source| OpenError::Io {
-            path: path.clone(),
+            path: path.to_path_buf(),
             source,
         };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
@@ -32,42 +46,57 @@ impl Log {
         {
             // Inputs and attachments may hold secrets: a new log's folder is the owner's.
             std::fs::create_dir_all(parent).map_err(io)?;
+            made.folder = Some(parent.to_path_buf());
             set_mode(parent, 0o700).map_err(io)?;
             sync_parent(parent).map_err(io)?;
         }
         let new_file = !path.exists();
+        if new_file {
+            // The owner's from the first byte: redb then opens the empty file.
+            let created = {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+            };
+            match created {
+                Ok(_) => made.files.push(path.to_path_buf()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
         let mut builder = redb::Builder::new();
         builder.set_cache_size(config.cache_bytes);
-        let db = waiting_for_lock(&path, config.lock_wait, || builder.create(&path))?;
-        if new_file {
-            set_mode(&path, 0o600).map_err(io)?;
-        }
+        let db = waiting_for_lock(path, config.lock_wait, || builder.create(path))?;
         // redb's lock on the log file is held: no other writer touches the journal.
-        let wal = journal_path(&path);
+        let wal = journal_path(path);
         let wal_io = |source| OpenError::Io {
             path: wal.clone(),
             source,
         };
-        let new_wal = !wal.exists();
-        let journal = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                // Frames beside a log file that was just created belong to a
-                // deleted log: never apply them to this one.
-                .truncate(new_file)
-                .mode(0o600)
-                .open(&wal)
-                .map_err(wal_io)?
-        };
-        if new_file || new_wal {
+        let wal_existed = wal.exists() && !new_file;
+        // Frames beside a log file that was just created belong to a deleted log:
+        // never apply them to this one.
+        let journal = owner_only_file(&wal, new_file).map_err(wal_io)?;
+        if !wal_existed {
+            made.files.push(wal.clone());
             // A synced frame in a file whose name is not yet durable in its folder
             // could vanish with a power cut: make the new names durable first.
-            sync_parent(&path).map_err(io)?;
+            sync_parent(path).map_err(io)?;
         }
-        Self::from_db(db, path, Box::new(journal), wal, config)
+        let log = Self::from_db(
+            db,
+            path.to_path_buf(),
+            Box::new(journal),
+            wal_existed,
+            wal,
+            config,
+        )?;
+        made.files.clear();
+        made.folder = None;
+        Ok(log)
     }
 
     /// Opens an existing log for reading only. Writers are excluded only while it is
@@ -80,8 +109,7 @@ impl Log {
         let db = waiting_for_lock(&path, config.lock_wait, || builder.open_read_only(&path))?;
         // Holding redb's shared lock, no writer is running: frames in the write-ahead
         // log are left from a crash and only a writable open applies them.
-        let wal = journal_path(&path);
-        if journal::has_frames(&path).map_err(|source| OpenError::Io { path: wal, source })? {
+        if recovery::check_read_only(&db, &path)? {
             return Err(OpenError::NeedsRecovery { path });
         }
         let db = Db::ReadOnly(db);
@@ -92,6 +120,44 @@ impl Log {
             });
         }
         Self::start(db, path, config, None)
+    }
+
+    /// Reads a log that needs crash recovery, and its write-ahead log, into memory and
+    /// recovers them there, leaving both files untouched: for reading a crashed log
+    /// where it cannot be written (read-only media, no write permission). Takes as
+    /// much memory as the two files; whatever is appended to it is lost at drop.
+    pub fn open_recovered_in_memory(
+        path: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<Log, OpenError> {
+        use redb::StorageBackend;
+        let path = path.as_ref().to_path_buf();
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| OpenError::Io { path, source }
+        };
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let backend = redb::backends::InMemoryBackend::new();
+        let loaded = backend
+            .set_len(bytes.len() as u64)
+            .and_then(|()| backend.write(0, &bytes));
+        loaded.map_err(|e| OpenError::Storage {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        drop(bytes);
+        let wal = journal_path(&path);
+        let (wal_bytes, wal_existed) = match std::fs::read(&wal) {
+            Ok(b) => (b, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), false),
+            Err(e) => return Err(io(&wal)(e)),
+        };
+        let db = redb::Builder::new()
+            .set_cache_size(config.cache_bytes)
+            .create_with_backend(backend)
+            .map_err(|e| open_error(&path, e))?;
+        let journal = crate::journal::MemoryJournal::new(wal_bytes);
+        Self::from_db(db, path, Box::new(journal), wal_existed, wal, config)
     }
 
     /// Opens a log on a custom redb storage backend and write-ahead log file (tests
@@ -110,6 +176,7 @@ impl Log {
             db,
             path,
             Box::new(journal),
+            true,
             PathBuf::from("<backend>-wal"),
             config,
         )
@@ -119,6 +186,7 @@ impl Log {
         db: Database,
         path: PathBuf,
         journal: Box<dyn JournalIo>,
+        wal_existed: bool,
         wal: PathBuf,
         config: LogConfig,
     ) -> Result<Log, OpenError> {
@@ -127,10 +195,18 @@ impl Log {
             Self::initialize(db.writable(), &path)?;
         }
         mark_streams_through(db.writable(), &path)?;
-        let journal = recover(db.writable(), journal, wal)?;
+        let (journal, discard) = recovery::recover(
+            db.writable(),
+            journal,
+            wal_existed,
+            wal,
+            config.discard_wal_damage,
+        )?;
         // Buffered logs skip the write-ahead log: their commits are not durable anyway.
         let journal = (config.durability == Durability::Durable).then_some(journal);
-        Self::start(db, path, config, journal)
+        let mut log = Self::start(db, path, config, journal)?;
+        log.wal_discard = discard;
+        Ok(log)
     }
 
     /// Whether the file already holds this format's tables (then opening writes nothing).
@@ -185,6 +261,8 @@ impl Log {
                     drop(records);
                     meta.insert("format", FORMAT)
                         .map_err(|e| storage(e.into()))?;
+                    meta.insert(schema::WAL_STATE, schema::WAL_CLEAN)
+                        .map_err(|e| storage(e.into()))?;
                 }
                 Some(f) if f == FORMAT => {}
                 Some(f) => {
@@ -233,6 +311,12 @@ impl Log {
         };
 
         let pending = Self::pending_streams(&db, &path, head.seq)?;
+        let wal_open = {
+            let read = db
+                .begin_read()
+                .map_err(|e| storage_error(&path)(e.into()))?;
+            recovery::wal_open(&read).map_err(storage_error(&path))?
+        };
         let (watch, _) = watch::channel(head.seq);
         let shared = Arc::new(Shared {
             db,
@@ -243,6 +327,7 @@ impl Log {
             poisoned: Mutex::new(None),
             hook: RwLock::new(None),
             pending: Mutex::new(pending),
+            wal_open: std::sync::atomic::AtomicBool::new(wal_open),
         });
         let (requests, writer) = match &shared.db {
             Db::ReadOnly(_) => (None, None),
@@ -260,6 +345,7 @@ impl Log {
         Ok(Log {
             shared,
             path,
+            wal_discard: None,
             requests: Mutex::new(requests),
             writer: Mutex::new(writer),
         })
@@ -304,6 +390,37 @@ impl Log {
         }
         Ok(pending)
     }
+}
+
+/// What a failed creation removes: the files and folder it made.
+#[derive(Default)]
+struct Created {
+    files: Vec<PathBuf>,
+    folder: Option<PathBuf>,
+}
+
+impl Created {
+    fn remove(&self) {
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(folder) = &self.folder {
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+}
+
+/// Opens (creating it if needed, truncating it when asked) a file readable and
+/// writable by its owner only.
+fn owner_only_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .mode(0o600)
+        .open(path)
 }
 
 /// `fsync`s the folder holding `path`, so a file created in it keeps its name.
@@ -362,108 +479,6 @@ fn open_error(path: &Path, e: DatabaseError) -> OpenError {
             message: other.to_string(),
         },
     }
-}
-
-/// Applies the write-ahead log's frames that redb does not hold yet (left by a
-/// crash) in one durable commit, then starts its next generation.
-fn recover(db: &Database, io: Box<dyn JournalIo>, wal: PathBuf) -> Result<Journal, OpenError> {
-    let (mut journal, ops) = Journal::open(io, wal.clone()).map_err(|source| OpenError::Io {
-        path: wal.clone(),
-        source,
-    })?;
-    if ops.is_empty() && journal.frame_bytes() == 0 {
-        return Ok(journal);
-    }
-    let fail = |message: String| OpenError::Storage {
-        path: wal.clone(),
-        message: format!(
-            "{message}; the log file itself is intact: move {} aside to open it without the unapplied events",
-            wal.display()
-        ),
-    };
-    let storage = |e: redb::Error| fail(format!("applying the write-ahead log failed: {e}"));
-    let txn = db.begin_write().map_err(|e| storage(e.into()))?;
-    {
-        let mut records = txn.open_table(RECORDS).map_err(|e| storage(e.into()))?;
-        let mut blobs = txn.open_table(BLOBS).map_err(|e| storage(e.into()))?;
-        let mut chunks = txn.open_table(BLOB_CHUNKS).map_err(|e| storage(e.into()))?;
-        let mut meta = txn.open_table(BLOB_META).map_err(|e| storage(e.into()))?;
-        let mut head = match records.last().map_err(|e| storage(e.into()))? {
-            None => Head {
-                seq: 0,
-                hash: [0; 32],
-            },
-            Some((k, v)) => Head {
-                seq: k.value(),
-                hash: schema::decode_record(v.value())
-                    .map(|(hash, _, _)| hash)
-                    .ok_or_else(|| {
-                        fail(format!(
-                            "the last record, seq {}, is malformed; run `cmdlog verify`",
-                            k.value()
-                        ))
-                    })?,
-            },
-        };
-        for op in ops {
-            match op {
-                Op::Record { seq, value } if seq <= head.seq => {
-                    let stored = records.get(seq).map_err(|e| storage(e.into()))?;
-                    if stored.as_ref().map(|v| v.value()) != Some(value.as_slice()) {
-                        return Err(fail(format!(
-                            "its record at seq {seq} differs from the log's"
-                        )));
-                    }
-                }
-                Op::Record { seq, value } if seq == head.seq + 1 => {
-                    // Its stream index entry is rebuilt from the record by the open.
-                    let Some((hash, _, bytes)) = schema::decode_record(&value) else {
-                        return Err(fail(format!("its record at seq {seq} is malformed")));
-                    };
-                    if hash != schema::chain(&head.hash, seq, bytes) {
-                        return Err(fail(format!(
-                            "its record at seq {seq} does not continue the hash chain"
-                        )));
-                    }
-                    records
-                        .insert(seq, value.as_slice())
-                        .map_err(|e| storage(e.into()))?;
-                    head = Head { seq, hash };
-                }
-                Op::Record { seq, .. } => {
-                    return Err(fail(format!(
-                        "it continues at seq {seq} but the log ends at seq {}",
-                        head.seq
-                    )));
-                }
-                Op::Blob {
-                    hash,
-                    added_ms,
-                    bytes,
-                } => {
-                    if meta.get(&hash).map_err(|e| storage(e.into()))?.is_none() {
-                        schema::insert_blob(&mut blobs, &mut chunks, &hash, &bytes)
-                            .map_err(|e| storage(e.into()))?;
-                        meta.insert(&hash, (added_ms, bytes.len() as u64))
-                            .map_err(|e| storage(e.into()))?;
-                    }
-                }
-                Op::RemoveBlobs(hashes) => {
-                    for hash in hashes {
-                        meta.remove(&hash).map_err(|e| storage(e.into()))?;
-                        schema::remove_blob(&mut blobs, &mut chunks, &hash)
-                            .map_err(|e| storage(e.into()))?;
-                    }
-                }
-            }
-        }
-    }
-    txn.commit().map_err(|e| storage(e.into()))?;
-    journal.reset().map_err(|source| OpenError::Io {
-        path: wal.clone(),
-        source,
-    })?;
-    Ok(journal)
 }
 
 /// Records in `META` that the `streams` table is complete through the head, for a
