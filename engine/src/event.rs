@@ -132,6 +132,9 @@ pub enum EventData {
     ModelSwitched(ModelSwitched),
     /// `session/cancelled`
     SessionCancelled(SessionCancelled),
+    /// `log/wal_discarded`: `cmdlog recover --discard-damaged-wal` dropped the tail of
+    /// a damaged write-ahead log.
+    WalDiscarded(WalDiscarded),
     /// A type this version does not know: kept, skipped by every fold.
     Unknown(UnknownEvent),
 }
@@ -166,6 +169,7 @@ impl EventData {
             EventData::PermissionResolved(_) => "permission/resolved",
             EventData::ModelSwitched(_) => "session/model_switched",
             EventData::SessionCancelled(_) => "session/cancelled",
+            EventData::WalDiscarded(_) => "log/wal_discarded",
             EventData::Unknown(u) => &u.type_name,
         }
     }
@@ -188,6 +192,7 @@ impl EventData {
             "permission/resolved" => EventData::PermissionResolved(de(data)?),
             "session/model_switched" => EventData::ModelSwitched(de(data)?),
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
+            "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
             other => EventData::Unknown(UnknownEvent {
                 type_name: other.to_string(),
                 data: de(data)?,
@@ -563,6 +568,23 @@ pub struct SessionCancelled {
     /// The run cancelled, if one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Seq>,
+}
+
+/// `log/wal_discarded`: what a recovery dropped from a damaged write-ahead log, and
+/// why. The events it held are gone; this says so in the log itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalDiscarded {
+    /// The write-ahead log's path.
+    pub wal: String,
+    /// What was wrong with it.
+    pub problem: String,
+    /// The last seq kept from before the damage.
+    pub kept_through: Seq,
+    /// First and last seq of the dropped records that could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_seqs: Option<(Seq, Seq)>,
+    /// Readable frames dropped.
+    pub dropped_frames: u64,
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 //! store's commit hook applies each committed record in seq order before its
 //! appender is acknowledged.
 
+mod acp;
 mod attachments;
 mod builtins;
 mod clock;
@@ -43,6 +44,10 @@ mod registry;
 mod state;
 mod sync;
 
+pub use acp::{
+    PermissionDecision, SESSION_UPDATE_KINDS, is_session_update_kind, option_ids,
+    permission_decision,
+};
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
     SubmittedAttachment, WorkspaceReceipts, sniff,
@@ -59,14 +64,15 @@ pub use discovery::{
 };
 pub use engine::{
     Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError, ExecuteRequest, Execution,
-    ObserverId, RegisterError, ResolverHandle, SessionError, command_name, fold_log, fold_log_with,
-    load_snapshot, valid_id,
+    OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle, SessionError, command_name,
+    fold_log, fold_log_with, load_snapshot, valid_id,
 };
 pub use event::{
     AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,
     DiscoveryWarning, Event, EventData, InvocationSource, ModelSwitched, NewEvent, Origin, Outcome,
     PermissionRequested, PermissionResolved, ProviderRef, Registered, Scope, Seq, SessionCancelled,
     SessionCreated, SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
+    WalDiscarded,
 };
 pub use expand::expand;
 pub use handler::{

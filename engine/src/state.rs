@@ -121,6 +121,7 @@ impl LogState {
             EventData::AttachmentAdmitted(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
+            | EventData::WalDiscarded(_)
             | EventData::Unknown(_) => {}
         }
     }

@@ -432,8 +432,8 @@ fn unreadable_and_odd_entries_do_not_stop_the_others() {
         .collect();
     assert_eq!(
         names,
-        vec!["ok"],
-        "symlinks are not followed, FIFOs and bad files are skipped"
+        vec!["link", "ok"],
+        "a link to a file inside the folder is read; looping folder links, FIFOs and bad files are skipped"
     );
     let messages: Vec<String> = d
         .warnings

@@ -66,20 +66,46 @@ struct Trailer {
     redacted: bool,
 }
 
-/// Replaces every match of `patterns` in the string values of an event's `data`
-/// (keys and structure are kept) and returns the event line.
+/// Replaces every match of `patterns` in an event: in every string, object key and
+/// number (matched as written) of its `data`, and in its `session` and `agent` ids.
+/// A number or id that matches becomes the string with its matches replaced.
 fn redacted_line(seq: Seq, bytes: &[u8], patterns: &[regex::Regex]) -> Vec<u8> {
+    fn redact(text: &str, patterns: &[regex::Regex]) -> Option<String> {
+        let mut out = None::<String>;
+        for p in patterns {
+            let current = out.as_deref().unwrap_or(text);
+            if p.is_match(current) {
+                out = Some(p.replace_all(current, REDACTED).into_owned());
+            }
+        }
+        out
+    }
     fn walk(value: &mut serde_json::Value, patterns: &[regex::Regex]) {
         match value {
             serde_json::Value::String(text) => {
-                for p in patterns {
-                    if p.is_match(text) {
-                        *text = p.replace_all(text, "[REDACTED]").into_owned();
-                    }
+                if let Some(r) = redact(text, patterns) {
+                    *text = r;
+                }
+            }
+            serde_json::Value::Number(n) => {
+                if let Some(r) = redact(&n.to_string(), patterns) {
+                    *value = serde_json::Value::String(r);
                 }
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(|v| walk(v, patterns)),
-            serde_json::Value::Object(map) => map.values_mut().for_each(|v| walk(v, patterns)),
+            serde_json::Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (key, mut v) in entries {
+                    walk(&mut v, patterns);
+                    let key = redact(&key, patterns).unwrap_or(key);
+                    // Two keys redacted alike keep both values.
+                    let mut key = key;
+                    while map.contains_key(&key) {
+                        key.push('_');
+                    }
+                    map.insert(key, v);
+                }
+            }
             _ => {}
         }
     }
@@ -89,11 +115,19 @@ fn redacted_line(seq: Seq, bytes: &[u8], patterns: &[regex::Regex]) -> Vec<u8> {
     if let Some(data) = value.get_mut("data") {
         walk(data, patterns);
     }
+    for field in ["session", "agent"] {
+        if let Some(id) = value.get_mut(field) {
+            walk(id, patterns);
+        }
+    }
     event_line(
         seq,
         &serde_json::to_vec(&value).expect("JSON values serialize"),
     )
 }
+
+/// What a redaction leaves in place of a match.
+const REDACTED: &str = "[REDACTED]";
 
 #[derive(Serialize, Deserialize)]
 struct TrailerLine {
@@ -227,10 +261,42 @@ impl ImportSummary {
     }
 }
 
-/// Import failed. Events before the failing line may already be in the log.
+/// Import failed. [`import_file`] leaves no target behind; [`import`] may have
+/// appended the events before the failing line.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
+    /// The input ended without the export trailer: cut, or not a cmdlog export.
+    #[error(
+        "the export has no trailer line (it was cut, or is not a whole `cmdlog export`); nothing was imported"
+    )]
+    NoTrailer,
+    /// The export was redacted: its events no longer chain to the head it names.
+    #[error(
+        "the export was written with --redact: its events were changed, so it cannot be imported as a log; nothing was imported"
+    )]
+    Redacted,
+    /// The imported events do not reproduce the export's head hash.
+    #[error(
+        "the imported events end at hash {got}, but the export says {expected}: the export was edited or damaged; nothing was imported"
+    )]
+    HeadMismatch {
+        /// The head hash the trailer names.
+        expected: String,
+        /// The head hash the events produce.
+        got: String,
+    },
+    /// Writing the target failed.
+    #[error(transparent)]
+    Open(#[from] cmdlog_store::OpenError),
+    /// Creating or renaming the target's files failed.
+    #[error("cannot write {path}: {source}")]
+    Target {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The target log is not empty.
     #[error("the target log already holds {events} events; import into a new log (--log NEW_PATH)")]
     NotEmpty {
@@ -282,6 +348,7 @@ pub fn import(
     let mut next_seq: Seq = 1;
     let mut blobs = 0u64;
     let mut expected_head_hash = None;
+    let mut trailer_seen = false;
     let flush = |batch: &mut Vec<NewRecord>| -> Result<(), ImportError> {
         if !batch.is_empty() {
             log.append(std::mem::take(batch))?;
@@ -338,21 +405,108 @@ pub fn import(
         } else if probe.export.is_some() {
             let trailer: TrailerLine =
                 serde_json::from_str(&line).map_err(|e| bad(format!("trailer: {e}")))?;
-            // A redacted export cannot reproduce the original head hash.
-            expected_head_hash = (!trailer.export.redacted).then_some(trailer.export.head_hash);
+            if trailer.export.redacted {
+                return Err(ImportError::Redacted);
+            }
+            if trailer.export.head_seq != next_seq - 1 {
+                return Err(bad(format!(
+                    "the trailer names head seq {} but the export holds {} events",
+                    trailer.export.head_seq,
+                    next_seq - 1
+                )));
+            }
+            expected_head_hash = Some(trailer.export.head_hash);
+            trailer_seen = true;
         } else {
             return Err(bad(
                 "neither an event (seq), a blob nor the export trailer".into()
             ));
         }
+        if trailer_seen && probe.export.is_none() {
+            return Err(bad("a line after the export trailer".into()));
+        }
+    }
+    if !trailer_seen {
+        return Err(ImportError::NoTrailer);
     }
     flush(&mut batch)?;
     let head = log.head();
+    let head_hash = BlobHash(head.hash).to_hex();
+    if let Some(expected) = &expected_head_hash
+        && *expected != head_hash
+    {
+        return Err(ImportError::HeadMismatch {
+            expected: expected.clone(),
+            got: head_hash,
+        });
+    }
     Ok(ImportSummary {
         events: head.seq,
         blobs,
         head_seq: head.seq,
-        head_hash: BlobHash(head.hash).to_hex(),
+        head_hash,
         expected_head_hash,
     })
+}
+
+/// Imports an export into a new log at `target`, atomically: the events go into a
+/// temporary file beside it, which becomes `target` only once the whole export was
+/// read and its head hash checked out. On any failure no target is left (an empty
+/// log already at `target` stays as it was); a non-empty one is refused.
+pub fn import_file(
+    target: &std::path::Path,
+    input: impl BufRead,
+    progress: impl FnMut(Seq),
+) -> Result<ImportSummary, ImportError> {
+    let config = cmdlog_store::LogConfig::default;
+    if target.exists() {
+        let events = cmdlog_store::Log::open_read_only(target, config())?
+            .head()
+            .seq;
+        if events != 0 {
+            return Err(ImportError::NotEmpty { events });
+        }
+    }
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "log.redb".into());
+    let temp = target.with_file_name(format!(".{name}.import-{}", std::process::id()));
+    let remove = |path: &std::path::Path| {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(cmdlog_store::journal_path(path));
+    };
+    remove(&temp);
+    let imported = (|| {
+        let log = Log::open(&temp, config())?;
+        let summary = import(&log, input, progress)?;
+        drop(log);
+        Ok(summary)
+    })();
+    let summary = match imported {
+        Ok(summary) => summary,
+        Err(e) => {
+            remove(&temp);
+            return Err(e);
+        }
+    };
+    // Closed cleanly: the log file alone holds everything.
+    let target_io = |source| ImportError::Target {
+        path: target.to_path_buf(),
+        source,
+    };
+    let _ = std::fs::remove_file(cmdlog_store::journal_path(&temp));
+    let _ = std::fs::remove_file(cmdlog_store::journal_path(target));
+    if let Err(e) = std::fs::rename(&temp, target) {
+        remove(&temp);
+        return Err(target_io(e));
+    }
+    let folder = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    std::fs::File::open(folder)
+        .and_then(|f| f.sync_all())
+        .map_err(target_io)?;
+    Ok(summary)
 }

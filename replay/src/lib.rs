@@ -19,7 +19,9 @@ mod report;
 mod session_view;
 mod verify;
 
-pub use archive::{ExportError, ExportSummary, ImportError, ImportSummary, export, import};
+pub use archive::{
+    ExportError, ExportSummary, ImportError, ImportSummary, export, import, import_file,
+};
 pub use audit::{
     AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
 };
@@ -31,7 +33,7 @@ pub use gc::{
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::{escape_html, format_duration, format_utc, render_report};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
-pub use verify::{VerifyReport, Violation, verify};
+pub use verify::{VerifyReport, Violation, check_expected_head, verify};
 
 use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log_with};
 use cmdlog_store::Log;

@@ -54,6 +54,9 @@ pub struct PermissionView {
     pub request_id: String,
     /// Seq of the request.
     pub requested: Seq,
+    /// The options it offered, as given.
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    pub options: serde_json::Value,
     /// Seq and decision of the resolution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved: Option<(Seq, serde_json::Value)>,
@@ -191,6 +194,7 @@ impl SessionView {
             EventData::PermissionRequested(p) => self.permissions.push(PermissionView {
                 request_id: p.request_id.clone(),
                 requested: event.seq,
+                options: p.options.clone(),
                 resolved: None,
             }),
             EventData::PermissionResolved(p) => {

@@ -306,3 +306,28 @@ fn brk_seq(brk: &cmdlog_store::ChainBreak) -> Seq {
         cmdlog_store::ChainBreak::Undecodable { seq } => *seq,
     }
 }
+
+/// Checks this log against a head recorded elsewhere (`SEQ` and its chain hash):
+/// a log that ends before `seq` was rolled back; a different hash at `seq` is a
+/// fork or an edit. `None` when the log holds that head.
+pub fn check_expected_head(log: &Log, seq: Seq, hash: &str) -> Result<Option<String>, ReadError> {
+    let head = log.head().seq;
+    if seq > head {
+        return Ok(Some(format!(
+            "rolled back: the log ends at seq {head}, but a head at seq {seq} was recorded; the events after seq {head} are missing"
+        )));
+    }
+    let found = match log.get(seq)? {
+        Some(record) => hex(&record.hash),
+        None => {
+            return Ok(Some(format!(
+                "the log has no record at seq {seq}, below its head {head}"
+            )));
+        }
+    };
+    Ok((found != hash.to_ascii_lowercase()).then(|| {
+        format!(
+            "forked or edited: at seq {seq} the log's chain hash is {found}, but the recorded head says {hash}"
+        )
+    }))
+}

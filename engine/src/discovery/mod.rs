@@ -379,11 +379,15 @@ impl Pass<'_> {
     }
 
     /// The files under `root` with extension `ext`: hidden entries and ignored paths
-    /// skipped, symlinks not followed, only regular files.
+    /// skipped, only regular files. A `root` that is itself a symlink is followed (as
+    /// the agents do: people keep their command folders in dotfile repositories);
+    /// inside it, a symlinked file is read only when it resolves to a file inside the
+    /// same root, and symlinked folders are not entered.
     fn files(&mut self, provider: usize, root: &Path, recursive: bool, ext: &str) -> Vec<PathBuf> {
         if !root.is_dir() {
             return Vec::new();
         }
+        let root_real = canonical(root);
         let mut walk = ignore::WalkBuilder::new(root);
         walk.hidden(true)
             .git_ignore(true)
@@ -400,9 +404,28 @@ impl Pass<'_> {
         for entry in walk.build() {
             match entry {
                 Ok(e) => {
-                    let is_file = e.file_type().is_some_and(|t| t.is_file());
-                    if is_file && e.path().extension().is_some_and(|x| x == ext) {
+                    let wanted = e.path().extension().is_some_and(|x| x == ext);
+                    let kind = e.file_type();
+                    if wanted && kind.is_some_and(|t| t.is_file()) {
                         files.push(e.into_path());
+                    } else if wanted && kind.is_some_and(|t| t.is_symlink()) {
+                        match std::fs::canonicalize(e.path()) {
+                            Ok(target) if target.starts_with(&root_real) && target.is_file() => {
+                                files.push(e.into_path());
+                            }
+                            Ok(target) => {
+                                let message = format!(
+                                    "a symbolic link to {}, outside {}: not followed",
+                                    target.display(),
+                                    root.display()
+                                );
+                                self.warn(provider, &e.path().display().to_string(), None, message);
+                            }
+                            Err(err) => {
+                                let message = format!("a broken symbolic link ({err}); skipped");
+                                self.warn(provider, &e.path().display().to_string(), None, message);
+                            }
+                        }
                     }
                 }
                 Err(e) => {

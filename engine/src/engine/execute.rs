@@ -238,14 +238,16 @@ impl Engine {
         let outcome = match refusal {
             Some(text) => Outcome::error(text),
             None => {
-                self.settle(
-                    &registration,
-                    command_id,
-                    parsed.raw_input,
-                    blocks,
-                    &request,
-                )
-                .await
+                let outcome = self
+                    .settle(
+                        &registration,
+                        command_id,
+                        parsed.raw_input,
+                        blocks,
+                        &request,
+                    )
+                    .await;
+                bounded(outcome, registration.command.name.as_str())
             }
         };
         let elapsed_us = started.elapsed().as_micros() as u64;
@@ -400,4 +402,32 @@ impl Engine {
             Err(e) => Outcome::error(format!("/{name}: {e}")),
         }
     }
+}
+
+/// Largest text an outcome may carry (a prompt expansion or a handler's result), in
+/// bytes: well under a record's limit, so the `command/done` always fits.
+pub const OUTCOME_BYTES_MAX: usize = 4 * 1024 * 1024;
+
+/// `outcome`, or an error outcome naming the limit when its text is over it: an
+/// oversized result settles as a normal done, never as a run left open.
+fn bounded(outcome: Outcome, name: &str) -> Outcome {
+    let size = match &outcome {
+        Outcome::Success { text, prompt, .. } => {
+            text.as_ref().map_or(0, String::len) + prompt.as_ref().map_or(0, String::len)
+        }
+        Outcome::Error { text, .. } => text.len(),
+    };
+    if size <= OUTCOME_BYTES_MAX {
+        return outcome;
+    }
+    let what = match &outcome {
+        Outcome::Success {
+            prompt: Some(_), ..
+        } => "expands to",
+        Outcome::Success { .. } => "returned",
+        Outcome::Error { .. } => "failed with",
+    };
+    Outcome::error(format!(
+        "/{name} {what} {size} bytes, over the limit of {OUTCOME_BYTES_MAX} bytes; shorten its arguments or its template"
+    ))
 }

@@ -20,7 +20,7 @@ use crate::handler::CommandHandler;
 use crate::registry::Registration;
 use crate::state::LogState;
 
-pub use execute::{ExecuteError, ExecuteRequest, Execution};
+pub use execute::{ExecuteError, ExecuteRequest, Execution, OUTCOME_BYTES_MAX};
 pub use open::{EngineOpenError, fold_log, fold_log_with, load_snapshot};
 pub use registration::{Disposer, RegisterError, ResolverHandle, command_name};
 pub use sessions::{SessionError, valid_id};

@@ -11,7 +11,7 @@ use super::{Engine, EngineConfig, Inner, lock};
 use crate::builtins;
 use crate::event::{
     CommandDone, DecodeError, Event, EventData, NewEvent, Outcome, Seq, UnregisterReason,
-    Unregistered,
+    Unregistered, WalDiscarded,
 };
 use crate::state::LogState;
 
@@ -195,6 +195,24 @@ impl Engine {
                 reason: UnregisterReason::OwnerExited,
             }),
         }));
+        // A damaged write-ahead log's dropped tail is said in the log itself, first.
+        if let Some(discard) = self.inner.log.wal_discard() {
+            events.insert(
+                0,
+                NewEvent {
+                    at: now,
+                    session: None,
+                    agent: None,
+                    data: EventData::WalDiscarded(WalDiscarded {
+                        wal: discard.wal.display().to_string(),
+                        problem: discard.problem.clone(),
+                        kept_through: discard.kept_through,
+                        dropped_seqs: discard.dropped_seqs,
+                        dropped_frames: discard.dropped_frames as u64,
+                    }),
+                },
+            );
+        }
         let registry_changed = events
             .iter()
             .any(|e| matches!(e.data, EventData::Unregistered(_)));
