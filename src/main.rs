@@ -55,7 +55,9 @@ enum Verb {
     /// One event with its context (a run's done, registration and attachments)
     Show(cli::show::ShowArgs),
     /// Check the hash chain, seqs, lifecycle invariants and blobs
-    Verify,
+    Verify(cli::verify::VerifyArgs),
+    /// Apply what a crash left in the write-ahead log; drop a damaged tail on request
+    Recover(cli::recover::RecoverArgs),
     /// Remove blobs no event references, once past a grace period
     Gc(cli::gc::GcArgs),
     /// Write a blob's verified bytes to stdout
@@ -81,7 +83,7 @@ fn main() -> ExitCode {
         // A closed stdout pipe (`cmdlog log | head`) is not an error.
         Err(f) if f.message.contains("Broken pipe") => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("cmdlog: {}", f.message);
+            eprintln!("cmdlog: {}", render::clean(&f.message));
             ExitCode::from(f.code)
         }
     }
@@ -96,7 +98,8 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Prompt(args) => cli::prompt::exec(&paths, args, json),
         Verb::Log(args) => cli::log::exec(&paths, args, json),
         Verb::Replay(args) => cli::replay::exec(&open_existing(&paths)?, args, json),
-        Verb::Verify => cli::verify::exec(&open_existing(&paths)?, json),
+        Verb::Verify(args) => cli::verify::exec(&open_existing(&paths)?, args, json),
+        Verb::Recover(args) => cli::recover::exec(&paths, args, json),
         Verb::Gc(args) => cli::gc::exec(&paths, args, json),
         Verb::Sessions => cli::sessions::exec(&open_existing(&paths)?, json),
         Verb::Audit(args) => cli::audit::exec(&open_existing(&paths)?, args, json),

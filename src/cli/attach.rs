@@ -43,6 +43,7 @@ use serde_json::{Value, json};
 use clap::Args;
 
 use super::{Failure, STORE, USAGE, VerbResult};
+use crate::render;
 
 /// The features a daemon must offer before the client starts.
 const REQUIRED_FEATURES: [&str; 3] = ["session_create", "session_prompt", "session_events"];
@@ -128,7 +129,7 @@ impl Screen {
     }
 
     /// Folds one event and prints what changed.
-    fn show(&mut self, event: &Event, out: &mut impl Write) {
+    fn show<W: Write>(&mut self, event: &Event, out: &mut render::Human<W>) {
         self.last_id = self.last_id.max(event.seq);
         self.view.apply(event);
         let v = &self.view;
@@ -138,11 +139,12 @@ impl Screen {
         }
         if v.thoughts.len() > self.thought_len {
             // Thoughts are dimmed.
-            let _ = writeln!(
-                out,
-                "\x1b[2m(thinking) {}\x1b[0m",
-                &v.thoughts[self.thought_len..]
+            let _ = out.paint(
+                true,
+                "2",
+                &format!("(thinking) {}", &v.thoughts[self.thought_len..]),
             );
+            let _ = writeln!(out);
             self.thought_len = v.thoughts.len();
         }
         for call in &v.tool_calls {
@@ -263,7 +265,7 @@ fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
                     {
                         let mut screen = screen.lock().unwrap_or_else(|p| p.into_inner());
                         if event.seq > screen.last_id {
-                            screen.show(&event, &mut std::io::stdout().lock());
+                            screen.show(&event, &mut render::Human::stdout(false));
                         }
                         if screen.died {
                             return;
@@ -316,7 +318,7 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
     if status != 200 {
         return Err(format!(
             "cannot open the session: {}",
-            created["error"].as_str().unwrap_or("?")
+            render::clean(created["error"].as_str().unwrap_or("?"))
         ));
     }
     let session = created["sessionId"]
@@ -324,8 +326,9 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
         .unwrap_or_default()
         .to_string();
     eprintln!(
-        "[attached to session {session} at {}; /quit to leave, Ctrl-C cancels]",
-        client.url
+        "[attached to session {} at {}; /quit to leave, Ctrl-C cancels]",
+        render::clean(&session),
+        render::clean(&client.url)
     );
 
     let screen = Arc::new(Mutex::new(Screen::new(&session)));
@@ -409,7 +412,10 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
             }
         };
         if status != 200 {
-            eprintln!("[{}]", answer["error"].as_str().unwrap_or("request failed"));
+            eprintln!(
+                "[{}]",
+                render::clean(answer["error"].as_str().unwrap_or("request failed"))
+            );
         }
     }
     Ok(())
@@ -426,7 +432,7 @@ mod tests {
     #[test]
     fn renders_only_what_is_new() {
         let mut screen = Screen::new("s");
-        let mut out = Vec::new();
+        let mut out = render::Human::new(Vec::new(), false);
         screen.show(&event(1, "session/update", json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}})), &mut out);
         screen.show(&event(2, "session/update", json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}})), &mut out);
         screen.show(&event(3, "session/update", json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), &mut out);
@@ -457,13 +463,53 @@ mod tests {
             &event(10, "session/died", json!({"reason": "crash"})),
             &mut out,
         );
-        let text = String::from_utf8(out).unwrap();
+        let text = String::from_utf8(out.into_inner()).unwrap();
         assert_eq!(
             text,
             "Hello\x1b[2m(thinking) hmm\x1b[0m\n[tool t1 read: pending]\n[tool t1 read: completed]\n[permission r1 requested: answer /allow or /deny]\n[permission r1 resolved: \"allow\"]\n[model: opus]\n[session ended: disconnected]\n"
         );
         assert!(screen.died);
         assert_eq!(screen.last_id, 10);
+    }
+
+    #[test]
+    fn agent_text_reaches_the_terminal_escaped() {
+        let mut screen = Screen::new("s");
+        let mut out = render::Human::new(Vec::new(), false);
+        let hostile = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;Zm9v\x07\u{9b}";
+        for (seq, kind, data) in [
+            (
+                1,
+                "session/update",
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": hostile}}),
+            ),
+            (
+                2,
+                "session/update",
+                json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": hostile}}),
+            ),
+            (
+                3,
+                "session/update",
+                json!({"sessionUpdate": "tool_call", "toolCallId": hostile, "title": hostile, "status": "pending"}),
+            ),
+            (
+                4,
+                "permission/requested",
+                json!({"request_id": hostile, "options": ["allow"]}),
+            ),
+            (5, "session/model_switched", json!({"model": hostile})),
+        ] {
+            screen.show(&event(seq, kind, data), &mut out);
+        }
+        let text = String::from_utf8(out.into_inner()).unwrap();
+        // Only the dimming cmdlog adds itself is an escape.
+        assert_eq!(text.matches('\x1b').count(), 2, "{text:?}");
+        assert!(
+            !text.contains('\x07') && !text.contains('\u{9b}'),
+            "{text:?}"
+        );
+        assert!(text.contains("\\u{1b}]0;owned"), "{text:?}");
     }
 
     #[test]

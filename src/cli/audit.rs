@@ -1,6 +1,6 @@
 //! `cmdlog audit`: a timeline of runs with input, attachments, outcome and duration.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::Args;
 use cmdlog_engine::Outcome;
@@ -8,7 +8,7 @@ use cmdlog_replay::{AuditFilter, AuditRow, audit};
 use cmdlog_store::Log;
 
 use super::open::require_session;
-use super::output::{colour, paint, print_json};
+use super::output::{colour, print_json};
 use super::{Failure, USAGE, VerbResult, now_ms, store_failure};
 use crate::render;
 
@@ -57,7 +57,7 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
         errors_only: args.errors,
     };
     let rows = audit(log, &filter, |_| {}).map_err(store_failure)?;
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &rows)?;
         return Ok(0);
@@ -69,7 +69,10 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
         "time", "seq", "session", "agent", "mode", "command", "duration"
     )?;
     for row in &rows {
-        writeln!(out, "{}", audit_line(row, on))?;
+        let (line, outcome, code) = audit_line(row);
+        write!(out, "{line} ")?;
+        out.paint(on, code, &outcome)?;
+        writeln!(out)?;
     }
     if rows.is_empty() {
         writeln!(out, "(no runs match)")?;
@@ -77,7 +80,8 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
     Ok(0)
 }
 
-pub(crate) fn audit_line(row: &AuditRow, on: bool) -> String {
+/// A run's row without its outcome, the outcome, and the outcome's colour.
+pub(crate) fn audit_line(row: &AuditRow) -> (String, String, &'static str) {
     let input = match &row.input {
         Some(i) => format!("/{}{i}", row.command),
         None => format!("/{} (input not recorded)", row.command),
@@ -105,8 +109,8 @@ pub(crate) fn audit_line(row: &AuditRow, on: bool) -> String {
         Some(o @ Outcome::Error { .. }) => (render::outcome_line(o), "31"),
         Some(o) => (render::outcome_line(o), "32"),
     };
-    format!(
-        "{} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} {}",
+    let line = format!(
+        "{} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9}",
         render::utc(row.at),
         row.seq,
         row.session.as_deref().unwrap_or("-"),
@@ -116,6 +120,6 @@ pub(crate) fn audit_line(row: &AuditRow, on: bool) -> String {
         row.elapsed_us
             .map(render::duration)
             .unwrap_or_else(|| "-".into()),
-        paint(on, code, &outcome)
-    )
+    );
+    (line, outcome, code)
 }

@@ -1,6 +1,6 @@
 //! `cmdlog commands`: the effective commands for an agent and mode.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use cmdlog_engine::{Engine, Mode};
@@ -10,6 +10,7 @@ use serde_json::json;
 use super::open::with_engine;
 use super::output::print_json;
 use super::{ModeArg, Paths, VerbResult};
+use crate::render;
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub(crate) enum Format {
@@ -42,7 +43,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> VerbResult
     let format = args
         .format
         .unwrap_or(if json { Format::Json } else { Format::Table });
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if args.model_invocable {
         let list: Vec<_> = engine
             .model_invocable(&args.agent)

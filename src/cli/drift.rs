@@ -1,6 +1,6 @@
 //! `cmdlog drift`: re-expand recorded prompt runs with the template then and today's file.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::Args;
 use cmdlog_engine::{DiscoveryConfig, Event, discover};
@@ -9,6 +9,7 @@ use cmdlog_replay::DriftStatus;
 use super::open::{home, open_existing};
 use super::output::print_json;
 use super::{Failure, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use crate::render;
 
 #[derive(Args, Debug)]
 pub(crate) struct DriftArgs {
@@ -40,7 +41,7 @@ pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
         }
     }
     let report = cmdlog_replay::drift(&log, args.run, &today).map_err(store_failure)?;
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &report)?;
     } else {

@@ -44,7 +44,7 @@ pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
     let bar = Progress::new(log.head().seq, "export");
     let summary = match &args.output {
         Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| {
+            let file = super::output::owner_only_file(path).map_err(|e| {
                 Failure::new(USAGE, format!("cannot create {}: {e}", path.display()))
             })?;
             let mut out = io::BufWriter::new(file);

@@ -1,6 +1,6 @@
 //! `cmdlog gc`: remove blobs no event references, once past a grace period.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
@@ -10,6 +10,7 @@ use serde_json::json;
 use super::open::open_existing_writable;
 use super::progress::Progress;
 use super::{Paths, VerbResult, now_ms, store_failure};
+use crate::render;
 
 #[derive(Args, Debug)]
 pub(crate) struct GcArgs {
@@ -32,7 +33,7 @@ pub(crate) fn exec(paths: &Paths, args: GcArgs, json: bool) -> VerbResult {
     } else {
         collect(log, &plan).map_err(store_failure)?
     };
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         writeln!(
             out,

@@ -51,9 +51,12 @@ pub(crate) const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
 pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     let until = args.until.unwrap_or(u64::MAX);
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     // Prints the wanted events after `last` up to `until`; returns the last seq seen.
-    let print_new = |log: &Log, last: u64, out: &mut io::StdoutLock<'_>| -> Result<u64, Failure> {
+    let print_new = |log: &Log,
+                     last: u64,
+                     out: &mut render::Human<io::StdoutLock<'static>>|
+     -> Result<u64, Failure> {
         let to = until.min(log.head().seq);
         if to <= last {
             return Ok(last);

@@ -15,6 +15,7 @@ pub(crate) mod open;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prompt;
+pub(crate) mod recover;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -106,6 +107,7 @@ impl From<io::Error> for Failure {
 pub(crate) type VerbResult = Result<u8, Failure>;
 
 /// Where the verbs work: the workspace and its log.
+#[derive(Debug, Clone)]
 pub(crate) struct Paths {
     pub(crate) workspace: PathBuf,
     pub(crate) log: PathBuf,

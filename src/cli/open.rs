@@ -6,9 +6,10 @@ use cmdlog_engine::{
     DiscoveryConfig, Engine, EngineConfig, Mode, SessionError, WorkspaceReceipts, discover,
     valid_id,
 };
-use cmdlog_store::{Log, LogConfig};
+use cmdlog_store::{Log, LogConfig, OpenError};
 
 use super::{Failure, NOT_FOUND, Paths, STORE, USAGE, VerbResult, open_failure, store_failure};
+use crate::render;
 use crate::session_id::new_session_id;
 
 /// Refuses a missing log: read verbs never create one.
@@ -25,14 +26,33 @@ pub(crate) fn require_log(paths: &Paths) -> Result<(), Failure> {
     ))
 }
 
-/// Opens a log that must already exist, read-only.
+/// Opens a log that must already exist, read-only. A log a crash left needing
+/// recovery is recovered by a writable open; where it cannot be written (read-only
+/// media, no permission) it is recovered in memory and the files stay as they are.
 pub(crate) fn open_existing(paths: &Paths) -> Result<Log, Failure> {
     require_log(paths)?;
     match Log::open_read_only(&paths.log, LogConfig::default()) {
-        // A crash left the file mid-commit: a writable open recovers it.
-        Err(cmdlog_store::OpenError::NeedsRecovery { .. }) => open_existing_writable(paths),
+        Err(OpenError::NeedsRecovery { .. }) => match Log::open(&paths.log, LogConfig::default()) {
+            Err(OpenError::Io { source, .. }) if cannot_write(&source) => {
+                eprintln!(
+                    "cmdlog: note: {} needs crash recovery and cannot be written here ({source}); reading it recovered in memory, the files stay as they are",
+                    render::clean(&paths.log.display().to_string())
+                );
+                Log::open_recovered_in_memory(&paths.log, LogConfig::default())
+                    .map_err(open_failure)
+            }
+            other => other.map_err(open_failure),
+        },
         other => other.map_err(open_failure),
     }
+}
+
+/// Whether an open failed because the file or its folder cannot be written.
+fn cannot_write(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
 }
 
 /// Opens a log that must already exist, for writing (gc).
@@ -84,7 +104,11 @@ pub(crate) async fn open_engine(
         .map_err(store_failure)?;
     let report = engine.sync(discovery).await.map_err(store_failure)?;
     for w in &report.warnings {
-        eprintln!("cmdlog: warning: {}: {}", w.path, w.message);
+        eprintln!(
+            "cmdlog: warning: {}: {}",
+            render::clean(&w.path),
+            render::clean(&w.message)
+        );
     }
     Ok(engine)
 }

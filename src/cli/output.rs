@@ -13,10 +13,14 @@ pub(crate) fn colour() -> bool {
     io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub(crate) fn paint(on: bool, code: &str, text: &str) -> String {
-    if on {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
+/// Creates (or truncates) a file only its owner can read: exports and reports hold
+/// what the log holds.
+pub(crate) fn owner_only_file(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
 }

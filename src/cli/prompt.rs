@@ -1,6 +1,6 @@
 //! `cmdlog prompt`: the prompt pipeline; prints what the model would receive.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use cmdlog_engine::{
@@ -12,6 +12,7 @@ use serde_json::json;
 use super::open::{open_session, with_engine};
 use super::run::{exit_code, print_outcome};
 use super::{Failure, ModeArg, NOT_FOUND, Paths, USAGE, VerbResult, store_failure};
+use crate::render;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum DeliveryArg {
@@ -57,7 +58,7 @@ async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> VerbResult {
         }
         other => store_failure(other),
     })?;
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     match outcome {
         PromptOutcome::Delivered {
             seq,

@@ -1,6 +1,6 @@
 //! `cmdlog replay`: the registry or a session as of a seq, or what changed between two.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::Args;
 use cmdlog_engine::Mode;
@@ -51,7 +51,7 @@ pub(crate) fn exec(log: &Log, args: ReplayArgs, json: bool) -> VerbResult {
             Ok(RegistryView::new(&state, &args.agent, mode))
         };
         let diff = RegistryDiff::between(&view(from)?, &view(to)?);
-        let mut out = io::stdout().lock();
+        let mut out = render::Human::stdout(json);
         if json {
             print_json(&mut out, &diff)?;
         } else {
@@ -68,7 +68,7 @@ pub(crate) fn exec(log: &Log, args: ReplayArgs, json: bool) -> VerbResult {
             ),
         ));
     }
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if let Some(session) = &args.session {
         let view = SessionView::load(log, session, until).map_err(store_failure)?;
         if view.events == 0 {

@@ -23,12 +23,17 @@ pub(crate) fn exec(log: &Log, args: ReportArgs) -> VerbResult {
         require_session(log, s)?;
     }
     let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
-    std::fs::write(&args.output, html).map_err(|e| {
-        Failure::new(
-            USAGE,
-            format!("cannot write {}: {e}", args.output.display()),
-        )
-    })?;
-    eprintln!("wrote {}", args.output.display());
+    super::output::owner_only_file(&args.output)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, html.as_bytes()))
+        .map_err(|e| {
+            Failure::new(
+                USAGE,
+                format!("cannot write {}: {e}", args.output.display()),
+            )
+        })?;
+    eprintln!(
+        "wrote {}",
+        crate::render::clean(&args.output.display().to_string())
+    );
     Ok(0)
 }

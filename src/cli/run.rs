@@ -1,6 +1,6 @@
 //! `cmdlog run`: execute one slash line and print its outcome.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::open::{open_session, with_engine};
 use super::{Failure, ModeArg, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use crate::render;
 
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
@@ -40,14 +41,16 @@ pub(crate) fn print_outcome(execution: &cmdlog_engine::Execution) -> VerbResult 
     match &execution.outcome {
         Outcome::Success { text, prompt, .. } => {
             if let Some(body) = prompt.as_deref().or(text.as_deref()) {
-                writeln!(io::stdout().lock(), "{body}")?;
+                writeln!(render::Human::stdout(false), "{body}")?;
             }
             Ok(0)
         }
         Outcome::Error { text, .. } => {
             eprintln!(
-                "/{} failed (command id {}): {text}",
-                execution.name, execution.command_id
+                "/{} failed (command id {}): {}",
+                execution.name,
+                execution.command_id,
+                render::clean(text)
             );
             Ok(SETTLED_ERROR)
         }
@@ -110,7 +113,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
             ),
         ));
     };
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         writeln!(
             out,

@@ -1,5 +1,7 @@
 //! `cmdlog serve`: the daemon (src/daemon) over this workspace's log.
 
+use std::sync::Arc;
+
 use clap::Args;
 use cmdlog_engine::{DiscoveryConfig, discover};
 
@@ -11,18 +13,25 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (a non-loopback address needs a token)
     #[arg(long, default_value = "127.0.0.1:4170")]
     addr: std::net::SocketAddr,
-    /// Bearer token clients must send
+    /// Bearer token clients must send (not empty)
     #[arg(long, env = "CMDLOG_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Allow browser requests from this origin (CORS is off otherwise)
-    #[arg(long)]
-    allow_origin: Option<String>,
+    /// Allow browser requests from this origin (repeatable; CORS is off otherwise)
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Answer to this host name too (repeatable); a loopback daemon otherwise
+    /// answers only to 127.0.0.1, localhost and [::1]
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
 }
 
 pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
-    let home = home()?;
-    let discovery = discover(&DiscoveryConfig::new(&home, &paths.workspace))
-        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(Failure::new(
+            USAGE,
+            "the token is empty, which would turn authentication off: give a token (--token or CMDLOG_TOKEN), or give none to serve on a loopback address without one",
+        ));
+    }
     if !args.addr.ip().is_loopback() && args.token.is_none() {
         return Err(Failure::new(
             USAGE,
@@ -32,18 +41,31 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             ),
         ));
     }
+    let home = home()?;
+    let config = DiscoveryConfig::new(&home, &paths.workspace);
+    let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+    let reopen_paths = paths.clone();
+    let reopen: crate::daemon::Reopen = Arc::new(move || {
+        let (paths, config) = (reopen_paths.clone(), config.clone());
+        Box::pin(async move {
+            let discovery = discover(&config).map_err(|e| e.to_string())?;
+            open_engine(&paths, &discovery).await.map_err(|f| f.message)
+        })
+    });
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
         let config = crate::daemon::ServeConfig {
             addr: args.addr,
             token: args.token,
-            allow_origin: args.allow_origin,
+            allow_origins: args.allow_origins,
+            allow_hosts: args.allow_hosts,
             workspace: paths.workspace.clone(),
             home,
+            reopen,
         };
         crate::daemon::serve(engine, config, &paths.log)
             .await

@@ -1,17 +1,17 @@
 //! `cmdlog sessions`: every session with its span, runs, errors and agents.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use cmdlog_replay::sessions;
 use cmdlog_store::Log;
 
-use super::output::{colour, paint, print_json};
+use super::output::{colour, print_json};
 use super::{VerbResult, store_failure};
 use crate::render;
 
 pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
     let list = sessions(log, |_| {}).map_err(store_failure)?;
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &list)?;
         return Ok(0);
@@ -23,19 +23,19 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
         "session", "first", "last", "runs", "errors", "interrupted"
     )?;
     for s in &list {
-        let errors = if s.errors > 0 {
-            paint(on, "31", &format!("{:>6}", s.errors))
-        } else {
-            format!("{:>6}", 0)
-        };
-        let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
-        writeln!(
+        write!(
             out,
-            "{:<20} {} {} {:>5} {errors} {:>11}  {}{}",
+            "{:<20} {} {} {:>5} ",
             s.id,
             render::utc(s.first_at),
             render::utc(s.last_at),
             s.runs,
+        )?;
+        out.paint(on && s.errors > 0, "31", &format!("{:>6}", s.errors))?;
+        let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
+        writeln!(
+            out,
+            " {:>11}  {}{}",
             s.interrupted,
             agents.join(","),
             s.ended

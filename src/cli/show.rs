@@ -1,6 +1,6 @@
 //! `cmdlog show`: one event with its context.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use clap::Args;
 use cmdlog_replay::show;
@@ -8,6 +8,7 @@ use cmdlog_store::Log;
 
 use super::output::print_json;
 use super::{Failure, NOT_FOUND, VerbResult, store_failure};
+use crate::render;
 
 #[derive(Args, Debug)]
 pub(crate) struct ShowArgs {
@@ -26,7 +27,7 @@ pub(crate) fn exec(log: &Log, args: ShowArgs, json: bool) -> VerbResult {
             ),
         ));
     };
-    let mut out = io::stdout().lock();
+    let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &shown)?;
         return Ok(0);

@@ -1,19 +1,58 @@
-//! `cmdlog verify`: the chain, seqs, lifecycle invariants and blobs.
+//! `cmdlog verify`: the chain, seqs, lifecycle invariants and blobs; with
+//! `--expect-head`, also that the log still holds a head recorded elsewhere.
 
-use std::io::{self, Write};
+use std::io::Write;
 
-use cmdlog_replay::verify;
+use clap::Args;
+use cmdlog_replay::{Violation, check_expected_head, verify};
 use cmdlog_store::Log;
 
 use super::output::print_json;
 use super::progress::Progress;
-use super::{SETTLED_ERROR, VerbResult, store_failure};
+use super::{Failure, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use crate::render;
 
-pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
+#[derive(Args, Debug)]
+pub(crate) struct VerifyArgs {
+    /// A head recorded earlier (`cmdlog verify` prints it), as SEQ:HASH: a log that
+    /// no longer reaches it was rolled back, one with another hash there forked
+    #[arg(long, value_name = "SEQ:HASH")]
+    expect_head: Option<String>,
+}
+
+/// `SEQ:HASH` with a 64-hex-character hash.
+fn parse_head(text: &str) -> Result<(u64, String), Failure> {
+    let usage = || {
+        Failure::new(
+            USAGE,
+            format!(
+                "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
+                "0".repeat(64)
+            ),
+        )
+    };
+    let (seq, hash) = text.split_once(':').ok_or_else(usage)?;
+    let seq = seq.parse::<u64>().map_err(|_| usage())?;
+    if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(usage());
+    }
+    Ok((seq, hash.to_ascii_lowercase()))
+}
+
+pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
+    let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
     let bar = Progress::new(log.head().seq, "verify");
-    let report = verify(log, bar.tick()).map_err(store_failure)?;
+    let mut report = verify(log, bar.tick()).map_err(store_failure)?;
     bar.finish();
-    let mut out = io::stdout().lock();
+    if let Some((seq, hash)) = &expected
+        && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
+    {
+        report.violations.push(Violation {
+            seq: Some(*seq),
+            message,
+        });
+    }
+    let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &report)?;
     } else {

@@ -15,6 +15,9 @@ use serde_json::json;
 use super::sse::{self, Resume, resume_from};
 use super::state::{ApiError, AppState};
 
+/// Bytes of frames one SSE read takes from the log before sending them (at least
+/// one frame): a subscriber that does not read holds no more than this.
+const SSE_BATCH_BYTES_MAX: usize = 256 * 1024;
 /// Most events one SSE read takes from the log before sending them.
 const SSE_BATCH_EVENTS_MAX: u64 = 1000;
 /// How long a woken subscriber waits for more commits before reading.
@@ -41,10 +44,19 @@ pub(super) async fn events(
     Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let session = state.session(&id)?;
-    let header = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    // A header that is not even ASCII is as wrong as one that is not a number.
+    let header = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(v.to_str().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "Last-Event-ID is not an event id (it is not ASCII): send the decimal seq of the last event you saw (0 for the whole history)",
+            )
+        })?),
+    };
     let resume = resume_from(header, query.last_event_id.as_deref())
         .map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, m))?;
-    let log = Arc::clone(state.engine.log());
+    let log = Arc::clone(state.engine()?.log());
     let start = match resume {
         Resume::Live => log.head().seq,
         Resume::After(n) => n,
@@ -58,12 +70,13 @@ pub(super) async fn events(
         head: log.subscribe(),
         greeted: false,
     };
-    let engine = state.engine.clone();
+    // Between reads the stream holds no engine or log: a store reopened after an
+    // error ends it (its head channel closes) and the client resumes from the log.
+    drop(log);
     let frames = Arc::clone(&state.frames);
     let stream = futures_util::stream::unfold(cursor, move |mut c| {
-        let (log, engine, id, agent, frames) = (
-            Arc::clone(&log),
-            engine.clone(),
+        let (state, id, agent, frames) = (
+            Arc::clone(&state),
             id.clone(),
             agent.clone(),
             Arc::clone(&frames),
@@ -82,13 +95,16 @@ pub(super) async fn events(
                 }
                 let head = *c.head.borrow_and_update();
                 if head > c.seq {
+                    let engine = state.engine().ok()?;
+                    let log = Arc::clone(engine.log());
                     let (from, to) = (c.seq + 1, head.min(c.seq + SSE_BATCH_EVENTS_MAX));
                     let (reader, cache) = (Arc::clone(&log), Arc::clone(&frames));
-                    let window =
-                        tokio::task::spawn_blocking(move || cache.window(&reader, from, to))
-                            .await
-                            .ok()?
-                            .ok()?;
+                    let (window, through) = tokio::task::spawn_blocking(move || {
+                        cache.window(&reader, from, to, SSE_BATCH_BYTES_MAX)
+                    })
+                    .await
+                    .ok()?
+                    .ok()?;
                     // Registry changes before the session existed are not its news, and
                     // several in one batch collapse into the last (the list is current).
                     let last_registry = window
@@ -123,7 +139,7 @@ pub(super) async fn events(
                             );
                         }
                     }
-                    c.seq = to;
+                    c.seq = through;
                     continue;
                 }
                 if c.head.changed().await.is_err() {

@@ -14,18 +14,39 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderValue, header};
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use cmdlog_engine::{DiscoveryConfig, Engine, discover, watch_roots};
 use serde_json::json;
 
-use state::{AppState, BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX};
+use state::{Access, AppState, BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX};
 
-/// The router. `allow_origin` enables CORS for that origin only.
-pub(crate) fn router(state: Arc<AppState>, allow_origin: Option<&str>) -> Router {
+/// Reopens the engine after a storage error (the same opening `serve` began with).
+pub(crate) type Reopen =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Engine, String>> + Send>> + Send + Sync>;
+
+/// `/health`: 200 while the store works, 503 with the reason while it is reopened.
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    match state.degraded() {
+        None => Json(json!({"status": "ok"})).into_response(),
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "degraded", "reason": reason})),
+        )
+            .into_response(),
+    }
+}
+
+/// The router: every route behind the host and origin check, all but `/health`
+/// behind the token; CORS only for the allowed origins.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     let protected = Router::new()
         .route("/capabilities", get(sessions::capabilities))
         .route("/session", post(sessions::create_session))
@@ -51,17 +72,25 @@ pub(crate) fn router(state: Arc<AppState>, allow_origin: Option<&str>) -> Router
             Arc::clone(&state),
             auth::require_token,
         ));
+    let origins: Vec<HeaderValue> = state
+        .access
+        .origins
+        .iter()
+        .filter_map(|o| o.parse().ok())
+        .collect();
     let mut app = Router::new()
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/health", get(health))
         .merge(protected)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::require_host_and_origin,
+        ))
         .with_state(state);
-    if let Some(origin) = allow_origin
-        && let Ok(origin) = origin.parse::<HeaderValue>()
-    {
+    if !origins.is_empty() {
         app = app.layer(
             tower_http::cors::CorsLayer::new()
-                .allow_origin(origin)
+                .allow_origin(origins)
                 .allow_methods(tower_http::cors::Any)
                 .allow_headers([
                     header::AUTHORIZATION,
@@ -77,9 +106,11 @@ pub(crate) fn router(state: Arc<AppState>, allow_origin: Option<&str>) -> Router
 pub(crate) struct ServeConfig {
     pub(crate) addr: SocketAddr,
     pub(crate) token: Option<String>,
-    pub(crate) allow_origin: Option<String>,
+    pub(crate) allow_origins: Vec<String>,
+    pub(crate) allow_hosts: Vec<String>,
     pub(crate) workspace: PathBuf,
     pub(crate) home: PathBuf,
+    pub(crate) reopen: Reopen,
 }
 
 /// `.cmdlog/daemon.json` beside the log: who holds it and where to reach them.
@@ -102,7 +133,7 @@ fn write_daemon_file(path: &Path, url: &str) -> std::io::Result<()> {
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
 /// edits reach the log within a second.
 fn watch_commands(
-    engine: Engine,
+    state: Arc<AppState>,
     config: DiscoveryConfig,
     runtime: tokio::runtime::Handle,
 ) -> Option<notify::RecommendedWatcher> {
@@ -129,22 +160,77 @@ fn watch_commands(
                 // Let a burst of file events settle, then sync once.
                 std::thread::sleep(Duration::from_millis(150));
                 while rx.try_recv().is_ok() {}
+                let Ok(engine) = state.engine() else {
+                    continue;
+                };
                 match discover(&config) {
                     Ok(found) => match runtime.block_on(engine.sync(&found)) {
                         Ok(report) => {
                             for w in &report.warnings {
-                                eprintln!("cmdlog serve: warning: {}: {}", w.path, w.message);
+                                eprintln!(
+                                    "cmdlog serve: warning: {}: {}",
+                                    crate::render::clean(&w.path),
+                                    crate::render::clean(&w.message)
+                                );
                             }
                         }
-                        Err(e) => eprintln!("cmdlog serve: reload failed: {e}"),
+                        Err(e) => eprintln!(
+                            "cmdlog serve: reload failed: {}",
+                            crate::render::clean(&e.to_string())
+                        ),
                     },
-                    Err(e) => eprintln!("cmdlog serve: reload skipped: {e}"),
+                    Err(e) => eprintln!(
+                        "cmdlog serve: reload skipped: {}",
+                        crate::render::clean(&e.to_string())
+                    ),
                 }
             }
         })
         .ok()?;
     Some(watcher)
 }
+
+/// Watches the store: after a storage error (a full disk, say) poisoned the log, it
+/// takes the engine out (requests answer 503, `/health` says why), lets the old log
+/// close, and reopens it with backoff until the cause clears. Recovery applies what
+/// the write-ahead log acknowledged; SSE subscribers end and resume with
+/// `Last-Event-ID`, losing nothing.
+async fn supervise(state: Arc<AppState>, reopen: Reopen) {
+    let mut tick = tokio::time::interval(SUPERVISE_EVERY);
+    loop {
+        tick.tick().await;
+        let Some(cause) = state.engine().ok().and_then(|e| e.log().poisoned()) else {
+            continue;
+        };
+        eprintln!(
+            "cmdlog serve: the log stopped after a storage error ({}); reopening it",
+            crate::render::clean(&cause)
+        );
+        state.set_degraded(Some(cause.clone()));
+        drop(state.take_engine());
+        let mut backoff = SUPERVISE_EVERY;
+        loop {
+            tokio::time::sleep(backoff).await;
+            match reopen().await {
+                Ok(engine) => {
+                    state.put_engine(engine);
+                    state.set_degraded(None);
+                    eprintln!("cmdlog serve: the log is reopened");
+                    break;
+                }
+                Err(e) => {
+                    state.set_degraded(Some(format!("{cause}; reopening failed: {e}")));
+                    backoff = (backoff * 2).min(REOPEN_BACKOFF_MAX);
+                }
+            }
+        }
+    }
+}
+
+/// How often the supervisor looks at the store.
+const SUPERVISE_EVERY: Duration = Duration::from_millis(250);
+/// The longest wait between two reopening attempts.
+const REOPEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
@@ -175,18 +261,38 @@ pub(crate) async fn serve(
     let daemon_json = daemon_file(log_path);
     write_daemon_file(&daemon_json, &url)
         .map_err(|e| format!("cannot write {}: {e}", daemon_json.display()))?;
+    // A daemon bound to a non-loopback address (with its token) answers to any
+    // name; a local one only to loopback names and those allowed.
+    let hosts = config.addr.ip().is_loopback().then(|| {
+        auth::LOOPBACK_HOSTS
+            .iter()
+            .map(|h| h.to_string())
+            .chain(config.allow_hosts.iter().map(|h| h.to_ascii_lowercase()))
+            .chain(std::iter::once(match local.ip() {
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                ip => ip.to_string(),
+            }))
+            .collect()
+    });
+    let access = Access {
+        token: config.token,
+        hosts,
+        port: local.port(),
+        origins: config.allow_origins,
+    };
+    let state = AppState::new(engine, access);
     let _watcher = watch_commands(
-        engine.clone(),
+        Arc::clone(&state),
         DiscoveryConfig::new(&config.home, &config.workspace),
         tokio::runtime::Handle::current(),
     );
+    tokio::spawn(supervise(Arc::clone(&state), config.reopen));
     eprintln!(
         "cmdlog serve: listening on {url} (pid {}); log {}",
         std::process::id(),
         log_path.display()
     );
-    let state = AppState::new(engine, config.token);
-    let app = router(state, config.allow_origin.as_deref());
+    let app = router(state);
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await;

@@ -6,7 +6,10 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
-use cmdlog_engine::{EventData, PermissionRequested, PermissionResolved, SessionError};
+use cmdlog_engine::{
+    EventData, PermissionDecision, PermissionRequested, PermissionResolved, SESSION_UPDATE_KINDS,
+    is_session_update_kind, option_ids, permission_decision,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -26,8 +29,15 @@ pub(super) async fn permission(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     state.session(&id)?;
     let request = body(request)?;
+    let Some(decision) = permission_decision(&request.decision) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "a decision is an option id, {\"optionId\": ID}, or ACP's outcome {\"outcome\": \"selected\", \"optionId\": ID} / {\"outcome\": \"cancelled\"}",
+        ));
+    };
     let _first_vote_wins = state.votes.lock().await;
-    let log = Arc::clone(state.engine.log());
+    let engine = state.engine()?;
+    let log = Arc::clone(engine.log());
     let sid = id.clone();
     let view =
         tokio::task::spawn_blocking(move || cmdlog_replay::SessionView::load(&log, &sid, u64::MAX))
@@ -56,8 +66,20 @@ pub(super) async fn permission(
             ),
         ));
     }
-    let seq = state
-        .engine
+    if let PermissionDecision::Selected(option) = &decision {
+        let offered = option_ids(&pending.options);
+        if !offered.is_empty() && !offered.contains(option) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "{option:?} is not an option of permission request {:?}: choose one of {}",
+                    request.request_id,
+                    offered.join(", ")
+                ),
+            ));
+        }
+    }
+    let seq = engine
         .append_session_event(
             &id,
             None,
@@ -67,7 +89,7 @@ pub(super) async fn permission(
             }),
         )
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::session)?;
     Ok(Json(json!({"resolved": true, "seq": seq})))
 }
 
@@ -78,9 +100,28 @@ pub(super) async fn update(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let session = state.session(&id)?;
     let update = body(request)?;
-    let kind = update.get("sessionUpdate").and_then(|v| v.as_str()).ok_or_else(|| {
-        ApiError::new(StatusCode::BAD_REQUEST, "an update needs a sessionUpdate field (agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update, turn_complete, permission_request)")
-    })?;
+    let known = || {
+        format!(
+            "{}, turn_complete or permission_request",
+            SESSION_UPDATE_KINDS.join(", ")
+        )
+    };
+    let kind = update
+        .get("sessionUpdate")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("an update needs a sessionUpdate field: {}", known()),
+            )
+        })?;
+    if !is_session_update_kind(kind) && kind != "turn_complete" && kind != "permission_request" {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("unknown sessionUpdate {kind:?}: use one of {}", known()),
+        ));
+    }
+    let engine = state.engine()?;
     let data = if kind == "permission_request" {
         let request_id = update
             .get("requestId")
@@ -91,6 +132,22 @@ pub(super) async fn update(
                     "a permission_request needs a requestId",
                 )
             })?;
+        let log = Arc::clone(engine.log());
+        let sid = id.clone();
+        let view = tokio::task::spawn_blocking(move || {
+            cmdlog_replay::SessionView::load(&log, &sid, u64::MAX)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+        if view.permissions.iter().any(|p| p.request_id == request_id) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "permission request {request_id:?} already exists in session {id}: each request needs its own requestId"
+                ),
+            ));
+        }
         EventData::PermissionRequested(PermissionRequested {
             request_id: request_id.to_string(),
             options: update
@@ -101,13 +158,9 @@ pub(super) async fn update(
     } else {
         EventData::SessionUpdate(update)
     };
-    let seq = state
-        .engine
+    let seq = engine
         .append_session_event(&id, session.agent.as_deref(), data)
         .await
-        .map_err(|e| match e {
-            SessionError::Ended { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            other => ApiError::internal(other),
-        })?;
+        .map_err(ApiError::session)?;
     Ok(Json(json!({"seq": seq})))
 }

@@ -8,8 +8,8 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
 use base64::Engine as _;
 use cmdlog_engine::{
-    EventData, ExecuteRequest, InvocationSource, Mode, Outcome, PromptError, PromptOutcome,
-    PromptRequest, SessionError, StreamingBehavior, SubmittedAttachment,
+    EventData, ExecuteRequest, InvocationSource, Mode, Outcome, PromptOutcome, PromptRequest,
+    StreamingBehavior, SubmittedAttachment,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -31,6 +31,7 @@ pub(super) async fn prompt(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let session = state.session(&id)?;
     let request = body(request)?;
+    AppState::check_line("prompt text", &request.text)?;
     let behavior = match request.streaming_behavior.as_deref() {
         None => None,
         Some("steer") => Some(StreamingBehavior::Steer),
@@ -50,17 +51,14 @@ pub(super) async fn prompt(
         &request.text,
     );
     req.behavior = behavior;
-    req.cancel = state.track(&id);
-    let outcome = state.engine.prompt(req).await.map_err(|e| match e {
-        PromptError::Streaming { .. } => ApiError::new(
-            StatusCode::CONFLICT,
-            format!("{e}; send streamingBehavior steer or followUp"),
-        ),
-        PromptError::Session(SessionError::Ended { .. }) => {
-            ApiError::new(StatusCode::CONFLICT, e.to_string())
-        }
-        other => ApiError::internal(other),
-    })?;
+    let tracked = state.track(&id);
+    req.cancel = tracked.token.clone();
+    let outcome = state
+        .engine()?
+        .prompt(req)
+        .await
+        .map_err(ApiError::prompt)?;
+    drop(tracked);
     Ok(Json(match outcome {
         PromptOutcome::Delivered {
             seq,
@@ -82,21 +80,22 @@ pub(super) async fn cancel(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     state.session(&id)?;
+    // Only executions still running: a settled one left the list when it settled.
     let tokens = state
         .running
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&id)
         .unwrap_or_default();
-    let cancelled = tokens.iter().filter(|t| !t.is_cancelled()).count();
-    for t in &tokens {
+    let cancelled = tokens.iter().filter(|(_, t)| !t.is_cancelled()).count();
+    for (_, t) in &tokens {
         t.cancel();
     }
     let seq = state
-        .engine
+        .engine()?
         .append_session_event(&id, None, EventData::SessionCancelled(Default::default()))
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::session)?;
     Ok(Json(json!({"cancelled": cancelled, "seq": seq})))
 }
 
@@ -123,10 +122,10 @@ pub(super) async fn model(
     );
     exec.source = InvocationSource::Api;
     let ex = state
-        .engine
+        .engine()?
         .execute(exec)
         .await
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::execute)?
         .ok_or_else(|| ApiError::internal("the headless /model command is not registered"))?;
     match &ex.outcome {
         Outcome::Error { text, .. } => Err(ApiError::new(StatusCode::BAD_REQUEST, text.clone())),
@@ -160,6 +159,7 @@ pub(super) async fn command(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let session = state.session(&id)?;
     let request = body(request)?;
+    AppState::check_line("command line", &request.line)?;
     let mut attachments = Vec::with_capacity(request.attachments.len());
     for (i, a) in request.attachments.into_iter().enumerate() {
         let bytes = base64::engine::general_purpose::STANDARD
@@ -197,12 +197,14 @@ pub(super) async fn command(
     );
     exec.source = InvocationSource::Api;
     exec.attachments = attachments;
-    exec.cancel = state.track(&id);
+    let tracked = state.track(&id);
+    exec.cancel = tracked.token.clone();
     let ex = state
-        .engine
+        .engine()?
         .execute(exec)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::execute)?;
+    drop(tracked);
     let Some(ex) = ex else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -234,7 +236,7 @@ pub(super) async fn supported_commands(
             .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, format!("unknown mode {m:?}")))?,
     };
     let agent = session.agent.unwrap_or_else(|| "main".into());
-    let list = state.engine.list(&agent, mode);
+    let list = state.engine()?.list(&agent, mode);
     Ok(Json(
         json!({"mode": mode, "availableCommands": sse::available_commands(&list)}),
     ))

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
-use cmdlog_engine::{Mode, SessionError, valid_id};
+use cmdlog_engine::{Mode, valid_id};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -62,17 +62,13 @@ pub(super) async fn create_session(
     let id = request
         .session_id
         .unwrap_or_else(crate::session_id::new_session_id);
-    let created = state
-        .engine
+    let engine = state.engine()?;
+    let created = engine
         .ensure_session(&id, &agent, mode)
         .await
-        .map_err(|e| match e {
-            SessionError::InvalidId { .. } => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
-            SessionError::Ended { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            other => ApiError::internal(other),
-        })?;
+        .map_err(ApiError::session)?;
     Ok(Json(
-        json!({"sessionId": id, "created": created, "lastEventId": state.engine.log().head().seq}),
+        json!({"sessionId": id, "created": created, "lastEventId": engine.log().head().seq}),
     ))
 }
 
@@ -82,12 +78,9 @@ pub(super) async fn delete_session(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     state.session(&id)?;
     let seq = state
-        .engine
+        .engine()?
         .close_session(&id, Some("deleted over HTTP".into()))
         .await
-        .map_err(|e| match e {
-            SessionError::Ended { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            other => ApiError::internal(other),
-        })?;
+        .map_err(ApiError::session)?;
     Ok(Json(json!({"closed": true, "seq": seq})))
 }

@@ -23,45 +23,69 @@ pub(crate) struct SharedFrame {
 }
 
 /// The most recent frames, shared by every subscriber: under fan-out, the first
-/// subscriber to reach a seq decodes it and the others reuse it. Bounded: older
-/// frames are read from the log again.
+/// subscriber to reach a seq decodes it and the others reuse it. Bounded in frames
+/// and in bytes: older frames are read from the log again.
 #[derive(Debug)]
 pub(crate) struct FrameCache {
-    frames: Mutex<BTreeMap<Seq, Arc<SharedFrame>>>,
-    capacity: usize,
+    frames: Mutex<Cached>,
+    frames_max: usize,
+    bytes_max: usize,
+}
+
+#[derive(Debug, Default)]
+struct Cached {
+    frames: BTreeMap<Seq, Arc<SharedFrame>>,
+    bytes: usize,
+}
+
+impl SharedFrame {
+    fn bytes(&self) -> usize {
+        self.data.len() + self.name.len() + 64
+    }
 }
 
 impl FrameCache {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(frames_max: usize, bytes_max: usize) -> Self {
         FrameCache {
-            frames: Mutex::new(BTreeMap::new()),
-            capacity,
+            frames: Mutex::new(Cached::default()),
+            frames_max,
+            bytes_max,
         }
     }
 
-    /// The frames of every record in `from..=to`, in seq order.
+    /// The frames of the records from `from` on, in seq order, up to `to` or until
+    /// they hold `bytes_max` bytes (at least one frame): what one subscriber holds
+    /// at a time, whatever the size of the events. Also the last seq read.
     pub(crate) fn window(
         &self,
         log: &Log,
         from: Seq,
         to: Seq,
-    ) -> Result<Vec<Arc<SharedFrame>>, ReadError> {
+        bytes_max: usize,
+    ) -> Result<(Vec<Arc<SharedFrame>>, Seq), ReadError> {
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        let mut next = from;
         {
-            let frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
-            let hit: Vec<Arc<SharedFrame>> = frames
-                .range(from..=to)
-                .map(|(_, f)| Arc::clone(f))
-                .collect();
-            if hit.len() as u64 == to + 1 - from {
-                return Ok(hit);
+            let cached = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+            for (&seq, frame) in cached.frames.range(from..=to) {
+                if seq != next || (bytes >= bytes_max && !out.is_empty()) {
+                    break;
+                }
+                bytes += frame.bytes();
+                out.push(Arc::clone(frame));
+                next = seq + 1;
             }
         }
-        let built: Vec<Arc<SharedFrame>> = log
-            .range(from, to)?
-            .into_iter()
-            .filter_map(|r| Event::decode(r.seq, &r.bytes).ok())
-            .map(|e| {
-                Arc::new(SharedFrame {
+        if next > to || bytes >= bytes_max {
+            return Ok((out, next - 1));
+        }
+        let mut built = Vec::new();
+        let mut through = next - 1;
+        log.scan(next, to, |r| {
+            through = r.seq;
+            if let Ok(e) = Event::decode(r.seq, &r.bytes) {
+                let frame = Arc::new(SharedFrame {
                     seq: e.seq,
                     session: e.session.clone(),
                     registry: matches!(
@@ -70,17 +94,26 @@ impl FrameCache {
                     ),
                     name: e.data.type_name().to_string(),
                     data: frame_data(&e).to_string(),
-                })
-            })
-            .collect();
-        let mut frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+                });
+                bytes += frame.bytes();
+                built.push(frame);
+            }
+            bytes < bytes_max
+        })?;
+        let mut cached = self.frames.lock().unwrap_or_else(|p| p.into_inner());
         for f in &built {
-            frames.insert(f.seq, Arc::clone(f));
+            if cached.frames.insert(f.seq, Arc::clone(f)).is_none() {
+                cached.bytes += f.bytes();
+            }
         }
-        while frames.len() > self.capacity {
-            frames.pop_first();
+        while cached.frames.len() > self.frames_max || cached.bytes > self.bytes_max {
+            match cached.frames.pop_first() {
+                Some((_, f)) => cached.bytes -= f.bytes(),
+                None => break,
+            }
         }
-        Ok(built)
+        out.extend(built);
+        Ok((out, through))
     }
 }
 
