@@ -1,5 +1,6 @@
 //! The command model (seed 000 + seed 001 fields), name validation, and effective modes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -118,11 +119,29 @@ impl CommandSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Dialect {
-    /// `$1`, `$ARGUMENTS`, `$@`, `${@:N}`, `{{args}}` (Claude, Codex, OpenCode, native).
+    /// oh-my-pi's rules (seed 002, DESIGN §6): `$1`…, `$ARGUMENTS`, `$@`, `${@:N}`,
+    /// `{{args}}`. cmdlog's native files and the `pi` dialect; also what every
+    /// Markdown file was registered with before the per-agent dialects (kept, so old
+    /// runs replay and drift-check as they expanded then).
     #[default]
     Markdown,
-    /// `{{args}}` = the trimmed raw input, appended when absent (Gemini, Qwen).
+    /// The first Gemini/Qwen rule (`{{args}}` = the trimmed input, appended when
+    /// absent): kept for registrations made before the per-agent dialects.
     Gemini,
+    /// Claude Code commands, skills and plugin commands (docs/dialects.md).
+    Claude,
+    /// Codex custom prompts (`/prompts:<name>`).
+    Codex,
+    /// Gemini CLI TOML commands.
+    #[serde(rename = "gemini_cli")]
+    GeminiCli,
+    /// Qwen Code TOML commands.
+    QwenToml,
+    /// Qwen Code Markdown commands.
+    QwenMarkdown,
+    /// OpenCode commands.
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 /// A command's optional free-form input.
@@ -136,7 +155,9 @@ pub struct InputDescriptor {
     pub attachments: bool,
 }
 
-/// A command name: lowercase `^[a-z0-9][a-z0-9_.:-]{0,63}$`.
+/// A command name: lowercase `^[a-z0-9_.][a-z0-9_.:/-]{0,127}$` — the agents'
+/// namespaces (`frontend:component`, `prompts:review`, `team/review`, `gcp.deploy`)
+/// included.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct CommandName(String);
@@ -152,7 +173,7 @@ pub struct InvalidName {
 }
 
 /// Longest command name, in bytes.
-pub const NAME_BYTES_MAX: usize = 64;
+pub const NAME_BYTES_MAX: usize = 128;
 
 impl CommandName {
     /// Validates `name` as it must be stored (already lowercase).
@@ -168,16 +189,16 @@ impl CommandName {
             return fail("it is empty");
         };
         if name.len() > NAME_BYTES_MAX {
-            return fail("it is longer than 64 characters");
+            return fail("it is longer than 128 characters");
         }
-        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
-            return fail("it must start with a lowercase letter or a digit");
+        if !(first.is_ascii_lowercase() || first.is_ascii_digit() || "_.".contains(first)) {
+            return fail("it must start with a lowercase letter, a digit, '_' or '.'");
         }
         if !name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.:-".contains(c))
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.:/-".contains(c))
         {
-            return fail("only a-z, 0-9, '_', '.', ':' and '-' are allowed");
+            return fail("only a-z, 0-9, '_', '.', ':', '/' and '-' are allowed");
         }
         Ok(CommandName(name))
     }
@@ -278,6 +299,18 @@ pub struct CommandSpec {
     /// Tools a file command allows (frontmatter `allowed-tools`), kept as metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// Named arguments (Claude's `arguments` frontmatter): `$name` placeholders, in
+    /// the order they take the positional arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<String>,
+    /// Variables the template expands, as they were at registration
+    /// (`CLAUDE_PLUGIN_ROOT`, `CLAUDE_PLUGIN_DATA`, `CLAUDE_SKILL_DIR`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variables: BTreeMap<String, String>,
+    /// The agent's own frontmatter fields, kept as given (OpenCode `agent`,
+    /// `subtask`; Claude `disable-model-invocation`, `context`; …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, serde_json::Value>,
 }
 
 impl CommandSpec {
@@ -304,6 +337,9 @@ impl CommandSpec {
             dialect: None,
             model: None,
             allowed_tools: Vec::new(),
+            arguments: Vec::new(),
+            variables: BTreeMap::new(),
+            metadata: BTreeMap::new(),
         }
     }
 
@@ -430,7 +466,10 @@ mod tests {
             "a",
             "0day",
             "a-b_c",
-            &"x".repeat(64),
+            "team/review",
+            "prompts:review",
+            ".hidden:caf_",
+            &"x".repeat(128),
         ] {
             assert!(CommandName::new(ok).is_ok(), "{ok}");
         }
@@ -438,11 +477,11 @@ mod tests {
             ("", "empty"),
             ("Help", "start"),
             ("-x", "start"),
+            ("/x", "start"),
             ("a b", "only"),
-            ("a/b", "only"),
             ("hélp", "only"),
             ("a\0", "only"),
-            (&"x".repeat(65), "longer"),
+            (&"x".repeat(129), "longer"),
         ] {
             let err = CommandName::new(bad).unwrap_err();
             assert!(err.rule.contains(rule), "{bad:?}: {err}");

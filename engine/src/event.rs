@@ -433,6 +433,10 @@ pub struct CommandRun {
     /// Seqs of the `attachment/admitted` events appended with it.
     #[serde(default)]
     pub attachments: Vec<Seq>,
+    /// Injections in its expansion that the command's agent would run or read and
+    /// cmdlog did not (shell commands, file references), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injections: Vec<String>,
 }
 
 /// `command/done`
@@ -534,6 +538,10 @@ pub struct SessionPrompt {
     /// The run whose expansion it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_run: Option<Seq>,
+    /// Injections in the text that the command's agent would run or read and cmdlog
+    /// did not, as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injections: Vec<String>,
 }
 
 /// `permission/requested`
@@ -608,6 +616,7 @@ mod tests {
     #[test]
     fn every_type_round_trips() {
         round_trip(EventData::CommandRun(CommandRun {
+            injections: Vec::new(),
             registration: 3,
             name: "help".into(),
             mode: Mode::NonInteractive,
@@ -643,6 +652,7 @@ mod tests {
             serde_json::json!({"sessionUpdate": "agent_message_chunk"}),
         ));
         round_trip(EventData::SessionPrompt(SessionPrompt {
+            injections: Vec::new(),
             text: "t".into(),
             delivery: Delivery::FollowUp,
             from_run: Some(2),

@@ -60,7 +60,8 @@ pub use command::{
 };
 pub use discovery::{
     BUNDLED, DESCRIPTION_CHARS_MAX, Discovered, Discovery, DiscoveryConfig, DiscoveryError,
-    Warning, describe, discover, parse_frontmatter, parse_toml_command, watch_roots,
+    Warning, describe, discover, parse_frontmatter, parse_toml_command, unknown_command_hints,
+    watch_roots,
 };
 pub use engine::{
     Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError, ExecuteRequest, Execution,
@@ -74,7 +75,7 @@ pub use event::{
     SessionCreated, SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
     WalDiscarded,
 };
-pub use expand::expand;
+pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
 pub use handler::{
     CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
     api_provider,

@@ -111,7 +111,12 @@ mod tests {
             parsed("/git:commit\tmsg"),
             Some(("git:commit".into(), "\tmsg".into()))
         );
-        for miss in ["help", " /help", "/", "/ help", "//x", "/a/b", "/héllo", ""] {
+        // OpenCode names nest with `/`: `/team/review` is a command name.
+        assert_eq!(
+            parsed("/team/review x"),
+            Some(("team/review".into(), " x".into()))
+        );
+        for miss in ["help", " /help", "/", "/ help", "//x", "/héllo", ""] {
             assert_eq!(parsed(miss), None, "{miss:?}");
         }
     }

@@ -155,6 +155,7 @@ impl Engine {
             }
         }
         let mut from_run = None;
+        let mut found_injections = Vec::new();
         if let Some((_, true)) = self.command_kind(&request.agent, request.mode, &text) {
             let ex = self.run_line(&request, &text).await?;
             match &ex.outcome {
@@ -164,6 +165,7 @@ impl Engine {
                 } => {
                     text = expanded.clone();
                     from_run = Some(ex.command_id);
+                    found_injections = ex.injections.clone();
                     runs.push(ex);
                 }
                 _ => return Ok(PromptOutcome::Handled(ex)),
@@ -187,6 +189,7 @@ impl Engine {
                     text: text.clone(),
                     delivery,
                     from_run,
+                    injections: found_injections,
                 }),
             )
             .await?;
@@ -223,6 +226,7 @@ impl Engine {
                     text: text.into(),
                     delivery: behavior.into(),
                     from_run: None,
+                    injections: Vec::new(),
                 }),
             )
             .await?)

@@ -1,7 +1,33 @@
 #![no_main]
-//! Template expansion never panics, in either dialect.
-libfuzzer_sys::fuzz_target!(|data: (&str, &str)| {
-    let (template, input) = data;
-    let _ = cmdlog_engine::expand(template, cmdlog_engine::Dialect::Markdown, input);
-    let _ = cmdlog_engine::expand(template, cmdlog_engine::Dialect::Gemini, input);
+//! Template expansion never panics, in any dialect, with any input and named
+//! arguments.
+use std::collections::BTreeMap;
+
+use cmdlog_engine::{Dialect, ExpandInput, expand};
+
+const DIALECTS: [Dialect; 8] = [
+    Dialect::Markdown,
+    Dialect::Gemini,
+    Dialect::Claude,
+    Dialect::Codex,
+    Dialect::GeminiCli,
+    Dialect::QwenToml,
+    Dialect::QwenMarkdown,
+    Dialect::OpenCode,
+];
+
+libfuzzer_sys::fuzz_target!(|data: (&str, &str, &str)| {
+    let (template, input, name) = data;
+    let names = vec![name.to_string(), "arg".to_string()];
+    let variables = BTreeMap::from([("CLAUDE_PLUGIN_ROOT".to_string(), name.to_string())]);
+    for dialect in DIALECTS {
+        let input = ExpandInput {
+            name: "x",
+            raw_input: input,
+            arguments: &names,
+            variables: &variables,
+        };
+        let _ = expand(template, dialect, &input);
+        let _ = cmdlog_engine::injections(template, dialect);
+    }
 });

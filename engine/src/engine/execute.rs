@@ -15,7 +15,7 @@ use crate::event::{
     AttachmentAdmitted, CommandDone, CommandRun, EventData, InvocationSource, NewEvent, Outcome,
     Seq,
 };
-use crate::expand::expand;
+use crate::expand::{ExpandError, ExpandInput, expand, injections};
 use crate::handler::{CommandResult, HandlerError, Invocation};
 use crate::parse::parse_line;
 use crate::registry::Registration;
@@ -68,6 +68,9 @@ pub struct Execution {
     /// Seq of its `command/done`; `None` when that append failed on the
     /// handler-failure path (the handler's error is the reported failure).
     pub done: Option<Seq>,
+    /// Injections in its expansion that its agent would run or read and cmdlog did
+    /// not (see [`crate::injections`]).
+    pub injections: Vec<String>,
 }
 
 /// `execute` failed loudly: the run could not be recorded, or its success could not.
@@ -149,6 +152,14 @@ impl Engine {
             Ok(a) => (a, None),
             Err(text) => (Vec::new(), Some(text)),
         };
+        // A prompt command's expansion is a pure function of the template and the
+        // input: made now, so the run can say which injections it holds.
+        let expanded = (refusal.is_none() && command.is_prompt())
+            .then(|| self.expand_prompt(&registration, &parsed.raw_input));
+        let found_injections = match &expanded {
+            Some(Ok(prompt)) => injections(prompt, command.dialect.unwrap_or(Dialect::Markdown)),
+            _ => Vec::new(),
+        };
 
         // Blobs first: a failure here can only leave unreferenced blobs.
         let hashes = self
@@ -194,6 +205,7 @@ impl Engine {
             source: request.source,
             raw_input: command.record_input.then(|| parsed.raw_input.clone()),
             attachments: Vec::new(),
+            injections: found_injections.clone(),
         };
         let run_event = envelope(EventData::CommandRun(run));
         let count = admitted.len() as u64;
@@ -244,6 +256,7 @@ impl Engine {
                         command_id,
                         parsed.raw_input,
                         blocks,
+                        expanded,
                         &request,
                     )
                     .await;
@@ -280,6 +293,7 @@ impl Engine {
             name,
             outcome,
             done,
+            injections: found_injections,
         }))
     }
 
@@ -289,14 +303,32 @@ impl Engine {
         command_id: Seq,
         raw_input: String,
         attachments: Vec<AdmittedBlock>,
+        expanded: Option<Result<String, String>>,
         request: &ExecuteRequest,
     ) -> Outcome {
         let name = registration.command.name.as_str();
         if request.cancel.is_cancelled() {
             return Outcome::error("aborted");
         }
-        if registration.command.is_prompt() {
-            return self.expand_prompt(registration, &raw_input, &attachments);
+        if let Some(expanded) = expanded {
+            return match expanded {
+                Ok(mut prompt) => {
+                    // The model side fetches admitted blocks by their blob hashes.
+                    if !attachments.is_empty() {
+                        prompt.push_str("\n\nAttachments:");
+                        for block in &attachments {
+                            prompt.push('\n');
+                            prompt.push_str(&block.prompt_line());
+                        }
+                    }
+                    Outcome::Success {
+                        text: None,
+                        prompt: Some(prompt),
+                        source_event_seq: None,
+                    }
+                }
+                Err(text) => Outcome::error(text),
+            };
         }
         let handler = self
             .inner
@@ -361,46 +393,40 @@ impl Engine {
         }
     }
 
-    fn expand_prompt(
+    /// A prompt command's expansion of `raw_input` with the template recorded in its
+    /// registration, or the error text its run settles with.
+    pub(crate) fn expand_prompt(
         &self,
         registration: &Registration,
         raw_input: &str,
-        attachments: &[AdmittedBlock],
-    ) -> Outcome {
-        let name = registration.command.name.as_str();
+    ) -> Result<String, String> {
+        let command = &registration.command;
+        let name = command.name.as_str();
         let Some(hash) = registration.template.as_deref() else {
-            return Outcome::error(format!("/{name} is a prompt command without a template"));
+            return Err(format!("/{name} is a prompt command without a template"));
         };
         let Some(hash) = BlobHash::from_hex(hash) else {
-            return Outcome::error(format!("/{name}: template hash {hash:?} is malformed"));
+            return Err(format!("/{name}: template hash {hash:?} is malformed"));
         };
-        match self.inner.log.get_blob(&hash) {
-            Ok(Some(bytes)) => {
-                let template = String::from_utf8_lossy(&bytes);
-                let mut prompt = expand(
-                    &template,
-                    registration.command.dialect.unwrap_or(Dialect::Markdown),
-                    raw_input,
-                );
-                // The model side fetches admitted blocks by their blob hashes.
-                if !attachments.is_empty() {
-                    prompt.push_str("\n\nAttachments:");
-                    for block in attachments {
-                        prompt.push('\n');
-                        prompt.push_str(&block.prompt_line());
-                    }
-                }
-                Outcome::Success {
-                    text: None,
-                    prompt: Some(prompt),
-                    source_event_seq: None,
-                }
+        let bytes = match self.inner.log.get_blob(&hash) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return Err(format!(
+                    "/{name}: template blob {hash} is missing; run `cmdlog verify`"
+                ));
             }
-            Ok(None) => Outcome::error(format!(
-                "/{name}: template blob {hash} is missing; run `cmdlog verify`"
-            )),
-            Err(e) => Outcome::error(format!("/{name}: {e}")),
-        }
+            Err(e) => return Err(format!("/{name}: {e}")),
+        };
+        let template = String::from_utf8_lossy(&bytes);
+        expand(
+            &template,
+            command.dialect.unwrap_or(Dialect::Markdown),
+            &ExpandInput::new(command, raw_input),
+        )
+        .map_err(|e| match e {
+            ExpandError::Usage(text) => text,
+            other => format!("/{name}: {other}"),
+        })
     }
 }
 

@@ -1,14 +1,16 @@
-//! Template expansion, one pass: substituted text is never scanned again.
+//! The oh-my-pi rules of seed 002 (cmdlog's native files and the `pi` dialect), and
+//! the first Gemini rule, kept for registrations made before the per-agent dialects.
 
-use crate::command::Dialect;
 use crate::parse::parse_command_args;
 
-/// Expands `template` with `raw_input` in `dialect`.
-pub fn expand(template: &str, dialect: Dialect, raw_input: &str) -> String {
-    match dialect {
-        Dialect::Markdown => expand_markdown(template, &parse_command_args(raw_input)),
-        Dialect::Gemini => expand_gemini(template, raw_input.trim()),
-    }
+/// The `markdown` dialect: `$1`…, `$ARGUMENTS`, `$@`, `${@:N}`, `{{args}}`.
+pub(super) fn markdown(template: &str, raw_input: &str) -> String {
+    expand_markdown(template, &parse_command_args(raw_input))
+}
+
+/// The `gemini` dialect of the first release.
+pub(super) fn gemini(template: &str, raw_input: &str) -> String {
+    expand_gemini(template, raw_input.trim())
 }
 
 const ARGS_PLACEHOLDERS: [&str; 3] = ["{{args}}", "{{ARGUMENTS}}", "{{arguments}}"];
@@ -92,7 +94,7 @@ mod tests {
     use super::*;
 
     fn md(t: &str, input: &str) -> String {
-        expand(t, Dialect::Markdown, input)
+        markdown(t, input)
     }
 
     #[test]
@@ -120,7 +122,7 @@ mod tests {
 
     #[test]
     fn gemini_dialect() {
-        let g = |t: &str, i: &str| expand(t, Dialect::Gemini, i);
+        let g = gemini;
         assert_eq!(g("Review {{args}}.", "  a b "), "Review a b.");
         assert_eq!(g("Review.", " a b"), "Review.\n\na b");
         assert_eq!(g("Review.", "  "), "Review.");
