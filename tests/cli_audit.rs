@@ -14,7 +14,7 @@ fn history() -> Workspace {
     let w = Workspace::new();
     w.write(
         ".claude/commands/review.md",
-        "---\nattachments: true\n---\nReview $1 carefully\n",
+        "---\nattachments: true\n---\nReview $0 carefully\n",
     );
     w.write("notes.txt", "notes\n");
     w.ok(&["run", "--session", "alpha", "/review a.rs"]);
@@ -34,7 +34,7 @@ fn history() -> Workspace {
     );
     w.write(
         ".claude/commands/review.md",
-        "---\nattachments: true\n---\nReview $1 with tests\n",
+        "---\nattachments: true\n---\nReview $0 with tests\n",
     );
     w.ok(&[
         "run",
@@ -65,6 +65,7 @@ fn history() -> Workspace {
             session: Some("beta".into()),
             agent: Some("main".into()),
             data: EventData::CommandRun(CommandRun {
+                injections: Vec::new(),
                 registration: help,
                 name: "help".into(),
                 mode: Mode::NonInteractive,
@@ -210,7 +211,7 @@ fn the_failed_run_and_its_template_in_three_commands() {
     let first = review[0]["seq"].as_u64().unwrap();
     let text = w.ok(&["show", &first.to_string()]);
     assert!(
-        text.contains("template as registered:\nReview $1 carefully"),
+        text.contains("template as registered:\nReview $0 carefully"),
         "{text}"
     );
     let shown = w.json(&["show", &review[1]["seq"].to_string(), "--json"]);
@@ -344,6 +345,7 @@ fn drift_reports_template_drift_and_engine_regressions() {
         let run = log
             .append(vec![
                 event(EventData::CommandRun(CommandRun {
+                    injections: Vec::new(),
                     registration: reg,
                     name: "review".into(),
                     mode: Mode::NonInteractive,

@@ -6,9 +6,9 @@ use common::Workspace;
 
 fn agents_workspace() -> Workspace {
     let w = Workspace::new();
-    w.put("ws/.claude/commands/review.md", "---\ndescription: Review a file\nargument-hint: <file> [focus...]\n---\nReview $1. Focus on: ${@:2}\n")
+    w.put("ws/.claude/commands/review.md", "---\ndescription: Review a file\nargument-hint: <file> [focus...]\n---\nReview $0. Focus on: $1 and $2\n")
         .put("~/.codex/prompts/review.md", "Codex review of $ARGUMENTS\n")
-        .put("~/.codex/commands/plan.md", "---\nname: plan-work\n---\nPlan the work for $ARGUMENTS\n")
+        .put("~/.codex/prompts/plan.md", "---\nname: plan-work\n---\nPlan the work for $ARGUMENTS\n")
         .put("ws/.gemini/commands/git/commit.toml", "description = \"Commit message\"\nprompt = \"Write a commit message for {{args}}\"\n")
         .put("ws/.qwen/commands/summarize.toml", "prompt = \"Summarize the thread.\"\n")
         .put("ws/.opencode/command/test.md", "Run the $1 tests and report failures\n");
@@ -40,21 +40,29 @@ fn every_agents_files_are_listed_with_source_label_modes_and_shadowing() {
         claude["modes"],
         serde_json::json!(["interactive", "non_interactive", "acp"])
     );
-    let codex = find("review", "codex");
-    assert_eq!(codex["status"], "shadowed");
-    assert_eq!(codex["shadowed_by"], claude["registration"]);
-    assert!(codex["why"].as_str().unwrap().contains("priority 80 > 70"));
-    assert_eq!(find("review", "bundled")["status"], "shadowed");
-    assert_eq!(find("plan-work", "codex")["status"], "active");
+    // Codex prompts are `/prompts:<name>`, so they never collide with Claude's.
+    assert_eq!(find("prompts:review", "codex")["status"], "active");
+    let bundled = find("review", "bundled");
+    assert_eq!(bundled["status"], "shadowed");
+    assert_eq!(bundled["shadowed_by"], claude["registration"]);
+    assert!(
+        bundled["why"]
+            .as_str()
+            .unwrap()
+            .contains("priority 80 > -1000"),
+        "{bundled}"
+    );
+    // Codex ignores a frontmatter `name`.
+    assert_eq!(find("prompts:plan", "codex")["status"], "active");
     assert_eq!(
         find("git:commit", "gemini")["description"],
         "Commit message"
     );
-    assert_eq!(find("summarize", "gemini")["status"], "active");
     assert_eq!(
-        find("test", "opencode")["description"],
-        "Run the $1 tests and report failures"
+        find("summarize", "qwen")["description"],
+        "Custom command from summarize.toml"
     );
+    assert_eq!(find("test", "opencode")["description"], "");
 
     let acp = w.json(&["commands", "--format", "acp"]);
     let review = acp
@@ -76,16 +84,16 @@ fn run_prints_the_prompt_the_agent_would_build() {
     for (line, prompt) in [
         (
             "/review src/lib.rs errors 'edge cases'",
-            "Review src/lib.rs. Focus on: errors edge cases",
+            "Review src/lib.rs. Focus on: errors and edge cases",
         ),
-        ("/plan-work the release", "Plan the work for the release"),
+        ("/prompts:plan the release", "Plan the work for the release"),
         (
             "/git:commit  the parser fix ",
             "Write a commit message for the parser fix",
         ),
         (
             "/summarize please be brief",
-            "Summarize the thread.\n\nplease be brief",
+            "Summarize the thread.\n\n/summarize please be brief",
         ),
         ("/test unit", "Run the unit tests and report failures"),
     ] {
@@ -100,6 +108,101 @@ fn run_prints_the_prompt_the_agent_would_build() {
     assert_eq!(
         v["outcome"]["prompt"],
         "Run the unit tests and report failures"
+    );
+}
+
+#[test]
+fn a_line_that_meant_a_command_file_says_which_and_why() {
+    let w = agents_workspace();
+    w.put(
+        "ws/.claude/commands/frontend/component.md",
+        "Make $ARGUMENTS\n",
+    )
+    .put(
+        "ws/.claude/commands/notes.markdown",
+        "Not read by Claude Code\n",
+    );
+    // `/component` is `/frontend:component` in Claude Code; `/plan` is a Codex prompt.
+    for (line, says) in [
+        ("/component x", "loaded as /frontend:component"),
+        ("/plan x", "loaded as /prompts:plan"),
+        (
+            "/notes",
+            "notes.markdown is in a command folder but is not read",
+        ),
+    ] {
+        let o = w.run(&["run", "--session", "s", line]);
+        assert_eq!(o.status.code(), Some(3), "{line}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(says), "{line}: {stderr}");
+        // The prompt pipeline sends the text on, and says so (a new session each time:
+        // a delivered prompt leaves its session streaming).
+        let o = w.run(&["prompt", line]);
+        assert!(o.status.success(), "{line}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains(says) && stderr.contains("sent as typed"),
+            "{line}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn injections_are_never_run_and_every_run_says_so() {
+    let w = Workspace::new();
+    w.put(
+        "ws/.claude/commands/status.md",
+        "Status:\n!`git status`\nRead @src/main.rs\n",
+    )
+    .put(
+        "ws/.gemini/commands/diff.toml",
+        "prompt = \"Diff: !{git diff {{args}}}\"\n",
+    );
+    let o = w.run(&["run", "--session", "s", "/status"]);
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("never does") && stderr.contains("!`git status`"),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Status:\n!`git status`\nRead @src/main.rs\n"
+    );
+    let v = w.json(&["run", "--session", "s", "--json", "/diff HEAD"]);
+    assert_eq!(v["injections"], serde_json::json!(["!{git diff HEAD}"]));
+    let run: serde_json::Value = serde_json::from_str(
+        w.ok(&["log", "--json", "--type", "command/run"])
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        run["data"]["injections"],
+        serde_json::json!(["!{git diff HEAD}"])
+    );
+    let seq = run["seq"].as_u64().unwrap().to_string();
+    assert!(
+        w.ok(&["show", &seq])
+            .contains("not run: its agent would have run or read 1 injection(s)")
+    );
+    assert!(w.ok(&["audit"]).contains("[1 injection(s) not run]"));
+    let prompt = w.json(&["prompt", "--session", "p", "--json", "/status"]);
+    assert_eq!(
+        prompt["injections"],
+        serde_json::json!(["!`git status`", "@src/main.rs"])
+    );
+    let delivered: serde_json::Value = serde_json::from_str(
+        w.ok(&["log", "--json", "--type", "session/prompt"])
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        delivered["data"]["injections"],
+        serde_json::json!(["!`git status`", "@src/main.rs"])
     );
 }
 
@@ -207,7 +310,7 @@ fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
 #[test]
 fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     let w = Workspace::new();
-    let broken = "---\ndescription: Deploy\nargument-hint: [service\n---\nDeploy $1\n";
+    let broken = "---\ndescription: Deploy\ntags: [service\n---\nDeploy $1\n";
     w.put("ws/.cmdlog/commands/deploy.md", broken);
     let o = w.run(&["run", "/help"]);
     assert_eq!(o.status.code(), Some(2));
@@ -225,7 +328,12 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     w.put("ws/.claude/commands/deploy.md", broken);
     let o = w.run(&["run", "/deploy api"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Deploy api");
+    // Claude Code's first argument is `$0`: `$1` has none here, so it stays and the
+    // arguments are appended.
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "Deploy $1\n\nARGUMENTS: api"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("warning:") && err.contains("deploy.md: line 3: invalid frontmatter"),
@@ -242,9 +350,9 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
 fn prompt_verb_expands_passes_through_and_guards_streaming() {
     let w = agents_workspace();
     assert_eq!(
-        w.ok(&["prompt", "--session", "p", "/review x.rs speed"])
+        w.ok(&["prompt", "--session", "p", "/review x.rs speed accuracy"])
             .trim(),
-        "Review x.rs. Focus on: speed"
+        "Review x.rs. Focus on: speed and accuracy"
     );
     let o = w.run(&["prompt", "--session", "p", "just chatting"]);
     assert_eq!(

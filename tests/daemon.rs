@@ -15,7 +15,7 @@ use common::Workspace;
 /// A workspace with two Claude Code commands the daemon tests run.
 fn workspace() -> Workspace {
     let w = Workspace::new();
-    w.put("ws/.claude/commands/review.md", "Review $1\n").put(
+    w.put("ws/.claude/commands/review.md", "Review $0\n").put(
         "ws/.claude/commands/describe.md",
         "---\nattachments: true\n---\nDescribe $ARGUMENTS\n",
     );
@@ -425,7 +425,7 @@ fn command_files_reload_while_serving() {
     });
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
-    std::fs::write(w.ws.path().join(".claude/commands/fresh.md"), "Fresh $1\n").unwrap();
+    std::fs::write(w.ws.path().join(".claude/commands/fresh.md"), "Fresh $0\n").unwrap();
     let frames = reader.join().unwrap();
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(2), "reloaded in {elapsed:?}");

@@ -3,53 +3,11 @@
 //! bad frontmatter; checked against expected listings and expansions
 //! (`UPDATE_EXPECT=1 cargo test` rewrites the expectations).
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
 use cmdlog_engine::*;
-use cmdlog_store::{Log, LogConfig};
+use common::{Tree, engine_at, expand_line, rt};
 use expect_test::{Expect, expect};
-
-struct Tree {
-    home: tempfile::TempDir,
-    ws: tempfile::TempDir,
-}
-
-impl Tree {
-    fn new() -> Self {
-        Tree {
-            home: tempfile::tempdir().unwrap(),
-            ws: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn write(&self, path: &str, text: &str) -> &Self {
-        let (base, rest) = match path.split_once('/') {
-            Some(("~", rest)) => (self.home.path(), rest),
-            Some(("ws", rest)) => (self.ws.path(), rest),
-            _ => panic!("paths start with ~/ or ws/: {path}"),
-        };
-        let full = base.join(rest);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-        self
-    }
-
-    fn remove(&self, path: &str) {
-        let rest = path.strip_prefix("ws/").unwrap();
-        std::fs::remove_file(self.ws.path().join(rest)).unwrap();
-    }
-
-    fn config(&self) -> DiscoveryConfig {
-        DiscoveryConfig::new(self.home.path(), self.ws.path())
-    }
-
-    /// Replaces the temp roots in `text` with `~` and `ws`.
-    fn shorten(&self, text: &str) -> String {
-        text.replace(&self.home.path().display().to_string(), "~")
-            .replace(&self.ws.path().display().to_string(), "ws")
-    }
-}
 
 fn every_provider() -> Tree {
     let t = Tree::new();
@@ -58,12 +16,13 @@ fn every_provider() -> Tree {
         // Claude: user before project inside the provider.
         .write("~/.claude/commands/review.md", "---\ndescription: Review (user)\nwhen_to_use: after edits\n---\nReview $ARGUMENTS as the user likes it.\n")
         .write("ws/.claude/commands/review.md", "---\ndescription: Review (project)\n---\nProject review of $ARGUMENTS\n")
-        .write("ws/.claude/commands/broken.md", "---\ndescription: \"Broken: [yaml\nargument-hint: <x>\n---\nStill works with $1\n")
-        .write("ws/.claude/commands/private.md", "ignored by .gitignore\n")
+        .write("ws/.claude/commands/broken.md", "---\ndescription: \"Broken: [yaml\nargument-hint: <x>\n---\nStill works with $0\n")
+        // Claude Code reads hidden and git-ignored files, and sub-folders as namespaces.
+        .write("ws/.claude/commands/private.md", "git-ignored, still read\n")
         .write("ws/.gitignore", ".claude/commands/private.md\n")
         .write("ws/.claude/commands/.hidden.md", "hidden\n")
         .write("ws/.claude/commands/notes.txt", "not markdown\n")
-        .write("ws/.claude/commands/sub/nested.md", "not recursive\n")
+        .write("ws/.claude/commands/sub/nested.md", "a namespaced command\n")
         .write("ws/.claude/commands/Bad Name.md", "invalid name\n")
         .write("ws/.claude/commands/quiet.md", "---\ndisable-model-invocation: true\nallowed-tools: Read, Grep\nmodel: haiku\n---\nA very long first line that goes on well past the sixty character limit for descriptions\n")
         // Claude plugins: registered before codex at the same priority.
@@ -73,6 +32,7 @@ fn every_provider() -> Tree {
         )
         .write("~/plugins/tools/commands/lint.md", "---\ndescription: Lint (plugin)\n---\nLint $ARGUMENTS\n")
         .write("~/plugins/tools/commands/review.md", "Plugin review\n")
+        // Not a Codex folder: never read.
         .write("~/.codex/commands/lint.md", "Lint (codex) $1\n")
         .write("~/.codex/prompts/draft.md", "---\nname: draft-pr\ndescription: Draft a PR\n---\nDraft a PR for $ARGUMENTS\n")
         // Gemini / Qwen TOML, recursive, dir:name.
@@ -124,59 +84,27 @@ fn every_provider_with_its_rules() {
         /deploy native@100[project] "Custom" "Deploy a service" interactive,non_interactive,acp model_invocable=true hint="<service> [env]" ws/.cmdlog/commands/deploy.md
         /deploy native@100[user] "Custom" "User-level deploy, shadowed by the project one" interactive,non_interactive,acp model_invocable=true hint="" ~/.cmdlog/commands/deploy.md
         /review claude@80[user] "Custom" "Review (user)" interactive,non_interactive,acp model_invocable=true hint="" ~/.claude/commands/review.md
+        /.hidden claude@80[project] "Custom" "hidden" interactive,non_interactive,acp model_invocable=true hint="" ws/.claude/commands/.hidden.md
         /broken claude@80[project] "Custom" "\"Broken: [yaml" interactive,non_interactive,acp model_invocable=true hint="<x>" ws/.claude/commands/broken.md
-        /quiet claude@80[project] "Custom" "A very long first line that goes on well past the sixty char..." interactive,non_interactive,acp model_invocable=false hint="" ws/.claude/commands/quiet.md
+        /private claude@80[project] "Custom" "git-ignored, still read" interactive,non_interactive,acp model_invocable=true hint="" ws/.claude/commands/private.md
+        /quiet claude@80[project] "Custom" "A very long first line that goes on well past the sixty character limit for descriptions" interactive,non_interactive,acp model_invocable=false hint="" ws/.claude/commands/quiet.md
         /review claude@80[project] "Custom" "Review (project)" interactive,non_interactive,acp model_invocable=true hint="" ws/.claude/commands/review.md
-        /lint claude-plugins@70[plugin] "Plugin: tools" "Lint (plugin)" interactive,non_interactive,acp model_invocable=false hint="" ~/plugins/tools/commands/lint.md
-        /review claude-plugins@70[plugin] "Plugin: tools" "Plugin review" interactive,non_interactive,acp model_invocable=false hint="" ~/plugins/tools/commands/review.md
-        /lint codex@70[user] "Custom" "Lint (codex) $1" interactive,non_interactive,acp model_invocable=true hint="" ~/.codex/commands/lint.md
-        /draft-pr codex@70[user] "Custom" "Draft a PR" interactive,non_interactive,acp model_invocable=true hint="" ~/.codex/prompts/draft.md
-        /inject gemini@60[user] "Custom" "Files: @{src/main.rs} and !{ls}" interactive,non_interactive,acp model_invocable=true hint="" ~/.gemini/commands/inject.toml
-        /git:commit gemini@60[project] "Custom" "Commit" interactive,non_interactive,acp model_invocable=true hint="" ws/.gemini/commands/git/commit.toml
-        /summarize gemini@60[user] "Custom" "Summarize the discussion." interactive,non_interactive,acp model_invocable=true hint="" ~/.qwen/commands/summarize.toml
-        /test opencode@55[project] "Custom" "Run the tests for $1" interactive,non_interactive,acp model_invocable=true hint="" ws/.opencode/command/test.md
+        /sub:nested claude@80[project] "Custom" "a namespaced command" interactive,non_interactive,acp model_invocable=true hint="" ws/.claude/commands/sub/nested.md
+        /tools:lint claude-plugins@70[plugin] "Plugin: tools" "Lint (plugin)" interactive,non_interactive,acp model_invocable=true hint="" ~/plugins/tools/commands/lint.md
+        /tools:review claude-plugins@70[plugin] "Plugin: tools" "Plugin review" interactive,non_interactive,acp model_invocable=false hint="" ~/plugins/tools/commands/review.md
+        /prompts:draft codex@70[user] "Prompt" "Draft a PR" interactive,non_interactive,acp model_invocable=false hint="" ~/.codex/prompts/draft.md
+        /git:commit gemini@60[project] "Custom" "Commit" interactive,non_interactive,acp model_invocable=false hint="" ws/.gemini/commands/git/commit.toml
+        /inject gemini@60[user] "Custom" "Custom command from inject.toml" interactive,non_interactive,acp model_invocable=false hint="" ~/.gemini/commands/inject.toml
+        /summarize qwen@60[user] "Custom" "Custom command from summarize.toml" interactive,non_interactive,acp model_invocable=true hint="" ~/.qwen/commands/summarize.toml
+        /test opencode@55[project] "Custom" "" interactive,non_interactive,acp model_invocable=false hint="" ws/.opencode/command/test.md
         /review bundled@-1000[bundled] "Skill" "Review code changes for bugs, risks and missing tests" interactive,non_interactive,acp model_invocable=true hint="[path or ref]" bundled:review
         /explain bundled@-1000[bundled] "Skill" "Explain how a piece of code works" interactive,non_interactive,acp model_invocable=true hint="<path or symbol>" bundled:explain
         /commit-message bundled@-1000[bundled] "Skill" "Write a commit message for the staged changes" interactive,non_interactive,acp model_invocable=true hint="[context]" bundled:commit-message
         /fix-tests bundled@-1000[bundled] "Skill" "Find and fix the cause of failing tests" interactive,non_interactive,acp model_invocable=true hint="[test name or command]" bundled:fix-tests
-        warning claude ws/.claude/commands/Bad Name.md: invalid command name "bad name": only a-z, 0-9, '_', '.', ':' and '-' are allowed; rename the file (or its `name`) to use it
-        warning claude ws/.claude/commands/broken.md: line 2: invalid frontmatter (unclosed quote); read it as `key: value` lines instead
+        warning claude ws/.claude/commands/Bad Name.md: invalid command name "bad name": only a-z, 0-9, '_', '.', ':', '/' and '-' are allowed; rename the file (or its `name`) to use it
+        warning claude ws/.claude/commands/broken.md: line 2: invalid frontmatter (unclosed quote); read it as `key: value` lines instead, as Claude Code loads such a file with what it can read
         warning gemini ~/.gemini/commands/bad.toml: line 1: invalid TOML (invalid basic string, expected `"`); skipped
-        warning gemini ~/.gemini/commands/inject.toml: contains !{...} shell or @{...} file injection; cmdlog never runs them, the text is kept as written
     "#]]);
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn engine_at(dir: &Path) -> Engine {
-    let log = Log::open(dir.join("log.redb"), LogConfig::default()).unwrap();
-    let engine = Engine::open(log, EngineConfig::with_clock(Arc::new(FixedClock::at(1))))
-        .await
-        .unwrap();
-    engine
-        .ensure_session("s", "main", Mode::NonInteractive)
-        .await
-        .unwrap();
-    engine
-}
-
-async fn expand_line(engine: &Engine, line: &str) -> String {
-    let ex = engine
-        .execute(ExecuteRequest::new("s", "main", Mode::NonInteractive, line))
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("{line} resolves"));
-    match ex.outcome {
-        Outcome::Success {
-            prompt: Some(p), ..
-        } => p,
-        other => panic!("{line}: {other:?}"),
-    }
 }
 
 #[test]
@@ -204,21 +132,25 @@ fn resolution_and_expansion_match_the_agents() {
             })
             .collect();
         expect![[r#"
+            /.hidden <- claude ws/.claude/commands/.hidden.md
             /broken <- claude ws/.claude/commands/broken.md
             /commit-message <- bundled bundled:commit-message
             /deploy <- native ws/.cmdlog/commands/deploy.md
-            /draft-pr <- codex ~/.codex/prompts/draft.md
             /explain <- bundled bundled:explain
             /fix-tests <- bundled bundled:fix-tests
             /git:commit <- gemini ws/.gemini/commands/git/commit.toml
             /help <- builtin 
             /inject <- gemini ~/.gemini/commands/inject.toml
-            /lint <- claude-plugins ~/plugins/tools/commands/lint.md
             /model <- builtin 
+            /private <- claude ws/.claude/commands/private.md
+            /prompts:draft <- codex ~/.codex/prompts/draft.md
             /quiet <- claude ws/.claude/commands/quiet.md
             /review <- claude ~/.claude/commands/review.md
-            /summarize <- gemini ~/.qwen/commands/summarize.toml
-            /test <- opencode ws/.opencode/command/test.md"#]]
+            /sub:nested <- claude ws/.claude/commands/sub/nested.md
+            /summarize <- qwen ~/.qwen/commands/summarize.toml
+            /test <- opencode ws/.opencode/command/test.md
+            /tools:lint <- claude-plugins ~/plugins/tools/commands/lint.md
+            /tools:review <- claude-plugins ~/plugins/tools/commands/review.md"#]]
         .assert_eq(&winners.join("\n"));
 
         let mut out = String::new();
@@ -226,8 +158,8 @@ fn resolution_and_expansion_match_the_agents() {
             "/deploy api prod eu",
             "/review src/lib.rs",
             "/broken 'a b' c",
-            "/lint --fix",
-            "/draft-pr 42",
+            "/tools:lint --fix",
+            "/prompts:draft 42",
             "/git:commit  fix the \"parser\" ",
             "/summarize",
             "/summarize in French",
@@ -247,10 +179,11 @@ fn resolution_and_expansion_match_the_agents() {
             => Review src/lib.rs as the user likes it.
             /broken 'a b' c
             => Still works with a b
-            /lint --fix
+            /tools:lint --fix
             => Lint --fix
-            /draft-pr 42
+            /prompts:draft 42
             => Draft a PR for 42
+
             /git:commit  fix the "parser" 
             => Write a commit message for: fix the "parser"
             /summarize
@@ -258,7 +191,7 @@ fn resolution_and_expansion_match_the_agents() {
             /summarize in French
             => Summarize the discussion.
 
-            in French
+            /summarize in French
             /inject
             => Files: @{src/main.rs} and !{ls}
             /test unit
@@ -277,8 +210,12 @@ fn resolution_and_expansion_match_the_agents() {
             .map(|r| r.command.name.to_string())
             .collect();
         assert!(
-            !mi.contains(&"lint".to_string()),
-            "plugin commands are not model-invocable"
+            mi.contains(&"tools:lint".to_string()) && !mi.contains(&"tools:review".to_string()),
+            "plugin commands are model-invocable with a description of their own"
+        );
+        assert!(
+            !mi.contains(&"prompts:draft".to_string()) && !mi.contains(&"test".to_string()),
+            "Codex and OpenCode commands are never model-invocable"
         );
         assert!(
             !mi.contains(&"quiet".to_string()),
@@ -296,7 +233,7 @@ fn native_frontmatter_errors_are_fatal_with_path_and_line() {
     let t = Tree::new();
     t.write("ws/.cmdlog/commands/ok.md", "fine\n").write(
         "ws/.cmdlog/commands/bad.md",
-        "---\ndescription: fine\nargument-hint: [unclosed\n---\nbody\n",
+        "---\ndescription: fine\ntags: [unclosed\n---\nbody\n",
     );
     let err = discover(&t.config()).unwrap_err();
     assert!(err.path.ends_with(".cmdlog/commands/bad.md"), "{err}");
@@ -310,7 +247,7 @@ fn native_frontmatter_errors_are_fatal_with_path_and_line() {
     let t = Tree::new();
     t.write(
         "ws/.claude/commands/bad.md",
-        "---\ndescription: fine\nargument-hint: [unclosed\n---\nbody\n",
+        "---\ndescription: fine\ntags: [unclosed\n---\nbody\n",
     );
     let d = discover(&t.config()).unwrap();
     assert_eq!(d.commands[0].command.name.as_str(), "bad");
@@ -327,7 +264,7 @@ fn native_frontmatter_errors_are_fatal_with_path_and_line() {
 #[test]
 fn sync_appends_only_changes_and_warns_once() {
     let t = Tree::new();
-    t.write("ws/.claude/commands/a.md", "A $1\n")
+    t.write("ws/.claude/commands/a.md", "A $0\n")
         .write("ws/.claude/commands/b.md", "B\n")
         .write("ws/.claude/commands/Bad Name.md", "x\n");
     let dir = tempfile::tempdir().unwrap();
@@ -355,7 +292,7 @@ fn sync_appends_only_changes_and_warns_once() {
         assert!(again.warnings.is_empty(), "warnings are logged once");
 
         let a_before = engine.find("main", Mode::NonInteractive, "a").unwrap();
-        t.write("ws/.claude/commands/a.md", "A changed $1\n");
+        t.write("ws/.claude/commands/a.md", "A changed $0\n");
         t.remove("ws/.claude/commands/b.md");
         t.write("ws/.claude/commands/c.md", "C\n");
         let report = engine.sync(&discover(&t.config()).unwrap()).await.unwrap();

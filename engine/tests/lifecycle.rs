@@ -438,6 +438,7 @@ async fn reopen_closes_interrupted_runs_ends_stale_handlers_and_keeps_builtins()
         session: Some("s1".into()),
         agent: Some("main".into()),
         data: EventData::CommandRun(CommandRun {
+            injections: Vec::new(),
             registration: help,
             name: "help".into(),
             mode: NI,

@@ -1,8 +1,32 @@
 //! Properties of the parsers: they never panic, and quoted tokens round-trip.
 //! proptest prints the failing input and its seed; set PROPTEST_CASES for more cases.
 
-use cmdlog_engine::{Dialect, expand, parse_command_args, parse_line};
+use std::collections::BTreeMap;
+
+use cmdlog_engine::{Dialect, ExpandInput, expand, parse_command_args, parse_line};
 use proptest::prelude::*;
+
+const DIALECTS: [Dialect; 8] = [
+    Dialect::Markdown,
+    Dialect::Gemini,
+    Dialect::Claude,
+    Dialect::Codex,
+    Dialect::GeminiCli,
+    Dialect::QwenToml,
+    Dialect::QwenMarkdown,
+    Dialect::OpenCode,
+];
+
+fn run(template: &str, dialect: Dialect, raw_input: &str, names: &[String]) -> Option<String> {
+    let vars = BTreeMap::from([("CLAUDE_PLUGIN_ROOT".to_string(), "/p".to_string())]);
+    let input = ExpandInput {
+        name: "x",
+        raw_input,
+        arguments: names,
+        variables: &vars,
+    };
+    expand(template, dialect, &input).ok()
+}
 
 /// A token and the quoting that keeps it whole.
 fn quoted_token() -> impl Strategy<Value = (String, String)> {
@@ -23,8 +47,26 @@ proptest! {
         let _ = parse_command_args(&any_text);
         let _ = parse_line(&input);
         let _ = parse_line(&format!("/{any_text}"));
-        let _ = expand(&input, Dialect::Markdown, &any_text);
-        let _ = expand(&any_text, Dialect::Gemini, &input);
+        for dialect in DIALECTS {
+            let _ = run(&input, dialect, &any_text, &["a".into(), input.clone()]);
+            let _ = run(&any_text, dialect, &input, &[]);
+        }
+    }
+
+    #[test]
+    fn text_without_placeholders_is_never_altered(
+        text in "[^$\\\\{}!@\\s][^$\\\\{}!@]{0,80}[^$\\\\{}!@\\s]",
+        args in "( [a-z0-9 ]{1,20})?",
+    ) {
+        for dialect in DIALECTS {
+            let expanded = run(&text, dialect, &args, &[]).expect("plain text expands");
+            if args.trim().is_empty() {
+                prop_assert_eq!(&expanded, &text, "{:?}", dialect);
+            } else {
+                // Dialects that append the arguments keep the text as its start.
+                prop_assert!(expanded.starts_with(&text), "{:?}: {:?}", dialect, expanded);
+            }
+        }
     }
 
     #[test]
@@ -42,7 +84,7 @@ proptest! {
     }
 
     #[test]
-    fn raw_input_is_exactly_what_follows_the_name(name in "[a-z][a-z0-9:-]{0,20}", rest in "(\\s[^\\n]{0,40})?") {
+    fn raw_input_is_exactly_what_follows_the_name(name in "[a-z][a-z0-9:/-]{0,20}", rest in "(\\s[^\\n]{0,40})?") {
         let parsed = parse_line(&format!("/{name}{rest}")).expect("a valid line parses");
         prop_assert_eq!(parsed.name.as_str(), name.as_str());
         prop_assert_eq!(parsed.raw_input, rest);
@@ -51,7 +93,9 @@ proptest! {
     #[test]
     fn expansion_never_rescans_arguments(arg in "[$@{}A-Za-z0-9:]{0,16}") {
         // Whatever an argument holds, it lands verbatim: placeholders in it stay text.
-        prop_assert_eq!(expand("<$1>", Dialect::Markdown, &format!("'{arg}'")), format!("<{arg}>"));
+        prop_assert_eq!(run("<$1>", Dialect::Markdown, &format!("'{arg}'"), &[]), Some(format!("<{arg}>")));
+        prop_assert_eq!(run("<$0>", Dialect::Claude, &format!(" '{arg}'"), &[]), Some(format!("<{arg}>")));
+        prop_assert_eq!(run("<$ARGUMENTS>", Dialect::Claude, &format!(" {arg}"), &[]), Some(format!("<{arg}>")));
     }
 }
 

@@ -171,6 +171,9 @@ pub struct AuditRow {
     pub done: Option<Seq>,
     /// Handler time.
     pub elapsed_us: Option<u64>,
+    /// Injections in its expansion that its agent would run or read and cmdlog did not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub injections: Vec<String>,
 }
 
 impl AuditRow {
@@ -224,6 +227,7 @@ pub fn audit(
                     outcome: None,
                     done: None,
                     elapsed_us: None,
+                    injections: run.injections.clone(),
                 });
             }
             EventData::CommandDone(done) => {

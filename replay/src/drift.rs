@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use cmdlog_engine::{
-    AdmittedBlock, AttachmentAdmitted, CommandRun, Dialect, Discovery, Event, EventData, Outcome,
-    Registered, Seq, expand,
+    AdmittedBlock, AttachmentAdmitted, CommandRun, CommandSpec, Dialect, Discovery, Event,
+    EventData, ExpandInput, Outcome, Registered, Seq, expand,
 };
 use cmdlog_store::{BlobHash, Log};
 
@@ -86,17 +86,22 @@ fn unified(then: &str, now: &str, then_label: &str, now_label: &str) -> String {
         .to_string()
 }
 
+/// `command`'s expansion of `raw_input` as a run would record it (an expansion the
+/// agent refuses shows as its error).
 fn expansion(
     template: &str,
-    registered: &Registered,
+    command: &CommandSpec,
     raw_input: &str,
     blocks: &[AdmittedBlock],
 ) -> String {
-    let mut prompt = expand(
+    let mut prompt = match expand(
         template,
-        registered.command.dialect.unwrap_or(Dialect::Markdown),
-        raw_input,
-    );
+        command.dialect.unwrap_or(Dialect::Markdown),
+        &ExpandInput::new(command, raw_input),
+    ) {
+        Ok(p) => p,
+        Err(e) => return format!("(refused) {e}"),
+    };
     if !blocks.is_empty() {
         prompt.push_str("\n\nAttachments:");
         for b in blocks {
@@ -195,7 +200,7 @@ pub fn drift(log: &Log, only: Option<Seq>, today: &Discovery) -> Result<DriftRep
                 })
             })
             .collect();
-        let then = expansion(&template, registered, raw_input, &blocks);
+        let then = expansion(&template, &registered.command, raw_input, &blocks);
         if then != recorded {
             row.status = DriftStatus::Regression;
             row.diff = Some(unified(
@@ -207,26 +212,32 @@ pub fn drift(log: &Log, only: Option<Seq>, today: &Discovery) -> Result<DriftRep
             report.runs.push(row);
             continue;
         }
+        // Today's command from the same file, as today's engine reads it (its
+        // dialect may have changed with the engine: that is drift too, never a
+        // regression of the run as recorded).
         let current = path.as_ref().and_then(|p| {
             today
                 .commands
                 .iter()
-                .find(|d| d.provider.id == registered.provider.id && d.origin.path == *p)
+                .filter(|d| d.origin.path == *p)
+                .find(|d| d.command.name == registered.command.name)
+                .or_else(|| today.commands.iter().find(|d| d.origin.path == *p))
         });
         match (path.as_ref(), current) {
             (None, _) => {}
             (Some(_), None) => row.status = DriftStatus::FileGone,
-            (Some(p), Some(d)) if d.template != template => {
-                let now = expansion(&d.template, registered, raw_input, &blocks);
-                row.status = DriftStatus::Drifted;
-                row.diff = Some(unified(
-                    &then,
-                    &now,
-                    &format!("then (run {run_seq})"),
-                    &format!("today ({p})"),
-                ));
+            (Some(p), Some(d)) => {
+                let now = expansion(&d.template, &d.command, raw_input, &blocks);
+                if now != then {
+                    row.status = DriftStatus::Drifted;
+                    row.diff = Some(unified(
+                        &then,
+                        &now,
+                        &format!("then (run {run_seq})"),
+                        &format!("today ({p})"),
+                    ));
+                }
             }
-            (Some(_), Some(_)) => {}
         }
         report.runs.push(row);
     }

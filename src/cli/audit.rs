@@ -69,7 +69,10 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
         "time", "seq", "session", "agent", "mode", "command", "duration"
     )?;
     for row in &rows {
-        let (line, outcome, code) = audit_line(row);
+        let (line, mut outcome, code) = audit_line(row);
+        if !row.injections.is_empty() {
+            outcome.push_str(&format!(" [{} injection(s) not run]", row.injections.len()));
+        }
         write!(out, "{line} ")?;
         out.paint(on, code, &outcome)?;
         writeln!(out)?;

@@ -133,5 +133,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> VerbResult
 }
 
 pub(crate) fn exec(paths: &Paths, args: CommandsArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |engine| commands(engine, args, json).await)
+    with_engine(paths, async |opened| {
+        commands(&opened.engine, args, json).await
+    })
 }

@@ -18,7 +18,7 @@ pub(crate) struct DriftArgs {
 }
 
 pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
-    let today = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
+    let today = discover(&DiscoveryConfig::from_env(home()?, &paths.workspace))
         .map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let log = open_existing(paths)?;
     if let Some(run) = args.run {

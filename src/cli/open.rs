@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use cmdlog_engine::{
-    DiscoveryConfig, Engine, EngineConfig, Mode, SessionError, WorkspaceReceipts, discover,
-    valid_id,
+    Discovery, DiscoveryConfig, Engine, EngineConfig, Mode, SessionError, WorkspaceReceipts,
+    discover, unknown_command_hints, valid_id,
 };
 use cmdlog_store::{Log, LogConfig, OpenError};
 
@@ -113,17 +113,55 @@ pub(crate) async fn open_engine(
     Ok(engine)
 }
 
+/// What the verbs that run lines work with: the engine, and the discovery pass it
+/// was synced with (for hints when a line names no command).
+pub(crate) struct Opened {
+    pub(crate) engine: Engine,
+    pub(crate) config: DiscoveryConfig,
+    pub(crate) discovery: Discovery,
+}
+
+impl Opened {
+    /// Prints, on stderr, why `/name` may have named no command (see
+    /// `unknown_command_hints`); whether there was anything to say.
+    pub(crate) fn explain_unknown(&self, name: &str) -> bool {
+        let hints = unknown_command_hints(&self.config, &self.discovery, name);
+        for hint in &hints {
+            eprintln!("cmdlog: hint: {}", render::clean(hint));
+        }
+        !hints.is_empty()
+    }
+}
+
+/// Says on stderr which injections a run's expansion holds that cmdlog never runs.
+pub(crate) fn note_injections(name: &str, injections: &[String]) {
+    if injections.is_empty() {
+        return;
+    }
+    eprintln!(
+        "cmdlog: note: /{} holds {} injection(s) its agent would run or read, which cmdlog never does; they stay in the prompt as text: {}",
+        render::clean(name),
+        injections.len(),
+        render::clean(&injections.join(", "))
+    );
+}
+
 /// Opens the engine, syncs command-file discovery into the log, then runs `f`.
-pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Engine) -> VerbResult) -> VerbResult {
-    let discovery = discover(&DiscoveryConfig::new(home()?, &paths.workspace))
-        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbResult) -> VerbResult {
+    let config = DiscoveryConfig::from_env(home()?, &paths.workspace);
+    let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
-        f(&engine).await
+        f(&Opened {
+            engine,
+            config,
+            discovery,
+        })
+        .await
     })
 }
 

@@ -4,12 +4,12 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use cmdlog_engine::{
-    Engine, ExecuteError, Mode, PromptError, PromptOutcome, PromptRequest, SessionError,
-    StreamingBehavior,
+    ExecuteError, Mode, PromptError, PromptOutcome, PromptRequest, SessionError, StreamingBehavior,
+    parse_line,
 };
 use serde_json::json;
 
-use super::open::{open_session, with_engine};
+use super::open::{Opened, note_injections, open_session, with_engine};
 use super::run::{exit_code, print_outcome};
 use super::{Failure, ModeArg, NOT_FOUND, Paths, USAGE, VerbResult, store_failure};
 use crate::render;
@@ -39,8 +39,22 @@ pub(crate) struct PromptArgs {
     text: String,
 }
 
-async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> VerbResult {
+async fn prompt(opened: &Opened, args: PromptArgs, json: bool) -> VerbResult {
+    let engine = &opened.engine;
     let mode = Mode::from(args.mode);
+    // A `/x` that names nothing passes through as text, as the agents send it: say so
+    // when it looks like a command file was meant.
+    if let Some(parsed) = parse_line(&args.text)
+        && engine
+            .find(&args.agent, mode, parsed.name.as_str())
+            .is_none()
+        && opened.explain_unknown(parsed.name.as_str())
+    {
+        eprintln!(
+            "cmdlog: warning: /{} is not a command for agent {} in {mode} mode; the text is sent as typed",
+            parsed.name, args.agent
+        );
+    }
     let session = open_session(engine, args.session, &args.agent, mode).await?;
     let mut request = PromptRequest::new(&session, &args.agent, mode, &args.text);
     request.behavior = args.delivery.map(|d| match d {
@@ -65,13 +79,21 @@ async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> VerbResult {
             text,
             delivery,
             from_run,
-            ..
+            runs,
         } => {
+            let injections: Vec<String> = runs
+                .iter()
+                .filter(|r| Some(r.command_id) == from_run)
+                .flat_map(|r| r.injections.clone())
+                .collect();
+            if let Some(run) = runs.iter().find(|r| Some(r.command_id) == from_run) {
+                note_injections(&run.name, &injections);
+            }
             if json {
                 writeln!(
                     out,
                     "{}",
-                    json!({"session": session, "delivered": true, "seq": seq, "text": text, "delivery": delivery, "from_run": from_run})
+                    json!({"session": session, "delivered": true, "seq": seq, "text": text, "delivery": delivery, "from_run": from_run, "injections": injections})
                 )?;
             } else {
                 writeln!(out, "{text}")?;
@@ -94,5 +116,5 @@ async fn prompt(engine: &Engine, args: PromptArgs, json: bool) -> VerbResult {
 }
 
 pub(crate) fn exec(paths: &Paths, args: PromptArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |engine| prompt(engine, args, json).await)
+    with_engine(paths, async |opened| prompt(opened, args, json).await)
 }

@@ -4,12 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use cmdlog_engine::{
-    Engine, ExecuteError, ExecuteRequest, Mode, Outcome, SubmittedAttachment, valid_id,
-};
+use cmdlog_engine::{ExecuteError, ExecuteRequest, Mode, Outcome, SubmittedAttachment, valid_id};
 use serde_json::json;
 
-use super::open::{open_session, with_engine};
+use super::open::{Opened, note_injections, open_session, with_engine};
 use super::{Failure, ModeArg, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
 use crate::render;
 
@@ -57,7 +55,8 @@ pub(crate) fn print_outcome(execution: &cmdlog_engine::Execution) -> VerbResult 
     }
 }
 
-async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
+async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
+    let engine = &opened.engine;
     let mode = Mode::from(args.mode);
     if !args.line.starts_with('/') {
         return Err(Failure::new(
@@ -85,7 +84,10 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
                 .find(&args.agent, mode, parsed.name.as_str())
                 .is_some() => {}
         _ if !valid_id(&args.agent) => {}
-        _ => return Err(unknown()),
+        _ => {
+            opened.explain_unknown(name);
+            return Err(unknown());
+        }
     }
     let session = open_session(engine, args.session, &args.agent, mode).await?;
     // Each --attach is a staged file receipt: the path as typed, resolved by the
@@ -113,6 +115,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
             ),
         ));
     };
+    note_injections(&execution.name, &execution.injections);
     let mut out = render::Human::stdout(json);
     if json {
         writeln!(
@@ -125,6 +128,7 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
                 "name": execution.name,
                 "outcome": execution.outcome,
                 "done": execution.done,
+                "injections": execution.injections,
             })
         )?;
         return Ok(exit_code(&execution.outcome));
@@ -134,5 +138,5 @@ async fn run(engine: &Engine, args: RunArgs, json: bool) -> VerbResult {
 }
 
 pub(crate) fn exec(paths: &Paths, args: RunArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |engine| run(engine, args, json).await)
+    with_engine(paths, async |opened| run(opened, args, json).await)
 }

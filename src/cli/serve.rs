@@ -42,7 +42,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
         ));
     }
     let home = home()?;
-    let config = DiscoveryConfig::new(&home, &paths.workspace);
+    let config = DiscoveryConfig::from_env(&home, &paths.workspace);
     let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

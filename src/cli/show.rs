@@ -46,5 +46,19 @@ pub(crate) fn exec(log: &Log, args: ShowArgs, json: bool) -> VerbResult {
     if let Some(t) = &shown.template {
         writeln!(out, "\ntemplate as registered:\n{t}")?;
     }
+    let injections = shown.event["data"]["injections"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|i| i.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    if !injections.is_empty() {
+        writeln!(
+            out,
+            "\nnot run: its agent would have run or read {} injection(s), which cmdlog never does:",
+            injections.len()
+        )?;
+        for i in injections {
+            writeln!(out, "  {i}")?;
+        }
+    }
     Ok(0)
 }

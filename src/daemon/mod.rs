@@ -283,7 +283,7 @@ pub(crate) async fn serve(
     let state = AppState::new(engine, access);
     let _watcher = watch_commands(
         Arc::clone(&state),
-        DiscoveryConfig::new(&config.home, &config.workspace),
+        DiscoveryConfig::from_env(&config.home, &config.workspace),
         tokio::runtime::Handle::current(),
     );
     tokio::spawn(supervise(Arc::clone(&state), config.reopen));

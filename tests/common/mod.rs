@@ -66,6 +66,9 @@ impl Workspace {
             .env_remove("CMDLOG_LOG")
             .env_remove("CMDLOG_SESSION")
             .env_remove("CMDLOG_DAEMON_URL")
+            .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("OPENCODE_CONFIG_DIR")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd

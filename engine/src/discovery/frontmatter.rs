@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 pub(crate) struct Frontmatter {
     /// Scalar fields as text; lists joined with `,`.
     pub(crate) fields: BTreeMap<String, String>,
+    /// Each top-level `key: value` line's value as written (one pair of quotes
+    /// removed): what an agent that does not parse YAML shows (`argument-hint:
+    /// [pr] [priority]` is text, not a list).
+    pub(crate) raw: BTreeMap<String, String>,
     /// Everything after the closing `---`.
     pub(crate) body: String,
 }
@@ -56,31 +60,86 @@ fn scalar(value: &serde_json::Value) -> String {
     }
 }
 
-/// Strict parse: YAML errors are returned with their line in the file.
+/// Strict parse: YAML errors are returned with their line in the file (cmdlog's
+/// native files: the YAML as written).
 pub(crate) fn parse_strict(text: &str) -> Result<Frontmatter, FrontmatterError> {
+    parse(text, false)
+}
+
+/// Strict parse of an agent's file: an argument hint is text as written, as the
+/// agents show it, even where YAML would read a list or fail.
+pub(crate) fn parse_agent(text: &str) -> Result<Frontmatter, FrontmatterError> {
+    parse(text, true)
+}
+
+fn parse(text: &str, hints_as_text: bool) -> Result<Frontmatter, FrontmatterError> {
     let Some((yaml, first_line, body)) = split(text)? else {
         return Ok(Frontmatter {
             fields: BTreeMap::new(),
+            raw: BTreeMap::new(),
             body: text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
         });
     };
     let fields = if yaml.trim().is_empty() {
         BTreeMap::new()
     } else {
-        let map: BTreeMap<String, serde_json::Value> =
-            serde_saphyr::from_str(yaml).map_err(|e| FrontmatterError {
-                line: first_line
-                    + e.location()
-                        .map(|l| (l.line() as usize).saturating_sub(1))
-                        .unwrap_or(0),
-                message: first_line_of(&e.to_string()),
-            })?;
+        let map: BTreeMap<String, serde_json::Value> = serde_saphyr::from_str(&if hints_as_text {
+            quote_hints(yaml)
+        } else {
+            std::borrow::Cow::Borrowed(yaml)
+        })
+        .map_err(|e| FrontmatterError {
+            line: first_line
+                + e.location()
+                    .map(|l| (l.line() as usize).saturating_sub(1))
+                    .unwrap_or(0),
+            message: first_line_of(&e.to_string()),
+        })?;
         map.into_iter().map(|(k, v)| (k, scalar(&v))).collect()
     };
     Ok(Frontmatter {
         fields,
+        raw: raw_lines(yaml),
         body: body.to_string(),
     })
+}
+
+/// The agents show an argument hint as written: `argument-hint: [pr] [priority]` is
+/// text, though YAML would read a list (or fail). Such values are quoted first.
+fn quote_hints(yaml: &str) -> std::borrow::Cow<'_, str> {
+    let is_hint = |l: &str| l.starts_with("argument-hint:") || l.starts_with("argument_hint:");
+    if !yaml.lines().any(is_hint) {
+        return std::borrow::Cow::Borrowed(yaml);
+    }
+    let mut out = String::with_capacity(yaml.len() + 8);
+    for line in yaml.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        match bare.split_once(':') {
+            Some((key, value))
+                if is_hint(bare)
+                    && !value.trim().is_empty()
+                    && !value.trim_start().starts_with(['\'', '"']) =>
+            {
+                out.push_str(key);
+                out.push_str(": '");
+                out.push_str(&value.trim().replace('\'', "''"));
+                out.push('\'');
+                out.push_str(&line[bare.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Top-level `key: value` lines, values as written.
+fn raw_lines(yaml: &str) -> BTreeMap<String, String> {
+    yaml.lines()
+        .filter(|l| !l.starts_with([' ', '\t', '#', '-']))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), unquote(v.trim()).to_string()))
+        .filter(|(k, _)| !k.is_empty() && !k.contains(char::is_whitespace))
+        .collect()
 }
 
 /// The parser's message without its own position prefix (`error: line 1 column 14: `):
@@ -101,22 +160,18 @@ fn first_line_of(message: &str) -> String {
 /// and returns the error as a warning. An unclosed frontmatter leaves the whole text
 /// as the body.
 pub(crate) fn parse_lenient(text: &str) -> (Frontmatter, Option<FrontmatterError>) {
-    match parse_strict(text) {
+    match parse_agent(text) {
         Ok(fm) => (fm, None),
         Err(error) => {
             let fm = match split(text) {
                 Ok(Some((yaml, _, body))) => Frontmatter {
-                    fields: yaml
-                        .lines()
-                        .filter(|l| !l.trim_start().starts_with('#'))
-                        .filter_map(|l| l.split_once(':'))
-                        .map(|(k, v)| (k.trim().to_string(), unquote(v.trim()).to_string()))
-                        .filter(|(k, _)| !k.is_empty() && !k.contains(char::is_whitespace))
-                        .collect(),
+                    fields: raw_lines(yaml),
+                    raw: raw_lines(yaml),
                     body: body.to_string(),
                 },
                 _ => Frontmatter {
                     fields: BTreeMap::new(),
+                    raw: BTreeMap::new(),
                     body: text.to_string(),
                 },
             };
@@ -167,6 +222,21 @@ mod tests {
         assert!(err.message.contains("never closed"));
         let err = parse_strict("---\n- a list\n---\n").unwrap_err();
         assert_eq!(err.line, 2, "{err:?}");
+    }
+
+    #[test]
+    fn argument_hints_are_text_as_written() {
+        let fm = parse_agent("---\nargument-hint: [pr-number] [priority]\ndescription: x\n---\nB")
+            .unwrap();
+        assert_eq!(fm.fields["argument-hint"], "[pr-number] [priority]");
+        let fm = parse_agent("---\nargument-hint: [file]\n---\nB").unwrap();
+        assert_eq!(fm.fields["argument-hint"], "[file]");
+        assert!(
+            parse_strict("---\nargument-hint: [pr] [p]\n---\nB").is_err(),
+            "native files are YAML as written"
+        );
+        let fm = parse_agent("---\nargument-hint: \"<a> 'b'\"\n---\nB").unwrap();
+        assert_eq!(fm.fields["argument-hint"], "<a> 'b'");
     }
 
     #[test]

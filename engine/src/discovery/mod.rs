@@ -1,23 +1,28 @@
-//! Discovery: read the command files people already have (DESIGN §6).
+//! Discovery: read the command files people already have, each agent's files as
+//! that agent reads them (`docs/dialects.md` is the normative table, with a citation
+//! per rule): one module per agent.
 //!
 //! [`discover`] walks every provider's folders and returns what it found; it
 //! writes nothing. [`crate::Engine::sync`] diffs that against the registry's file
 //! registrations and appends only the changes.
 
 mod bundled;
+mod claude;
+mod codex;
 mod frontmatter;
+mod gemini;
+mod native;
+mod opencode;
 mod plugins;
+mod qwen;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::command::{
-    CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect, InputDescriptor,
-};
-use crate::event::Origin;
-use crate::event::ProviderRef;
+use crate::command::{CommandName, CommandSpec};
+use crate::event::{Origin, ProviderRef};
 
 pub use bundled::BUNDLED;
 
@@ -30,23 +35,76 @@ pub struct DiscoveryConfig {
     pub workspace: PathBuf,
     /// Largest command file read; larger ones are skipped with a warning. Default 1 MiB.
     pub file_bytes_max: u64,
+    /// Codex's home (`$CODEX_HOME`); `~/.codex` when unset.
+    pub codex_home: Option<PathBuf>,
+    /// Claude Code's configuration folder (`$CLAUDE_CONFIG_DIR`); `~/.claude` when unset.
+    pub claude_config_dir: Option<PathBuf>,
+    /// OpenCode's extra configuration folder (`$OPENCODE_CONFIG_DIR`).
+    pub opencode_config_dir: Option<PathBuf>,
 }
 
 impl DiscoveryConfig {
-    /// Discovery of `workspace` for a user whose home is `home`.
+    /// Discovery of `workspace` for a user whose home is `home`, with the agents'
+    /// default folders.
     pub fn new(home: impl Into<PathBuf>, workspace: impl Into<PathBuf>) -> Self {
         DiscoveryConfig {
             home: home.into(),
             workspace: workspace.into(),
             file_bytes_max: 1024 * 1024,
+            codex_home: None,
+            claude_config_dir: None,
+            opencode_config_dir: None,
         }
+    }
+
+    /// [`DiscoveryConfig::new`], with the folders the agents take from the
+    /// environment: `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `OPENCODE_CONFIG_DIR`.
+    pub fn from_env(home: impl Into<PathBuf>, workspace: impl Into<PathBuf>) -> Self {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        DiscoveryConfig {
+            codex_home: var("CODEX_HOME"),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+            opencode_config_dir: var("OPENCODE_CONFIG_DIR"),
+            ..DiscoveryConfig::new(home, workspace)
+        }
+    }
+
+    /// `~/.claude` or `$CLAUDE_CONFIG_DIR`.
+    fn claude_dir(&self) -> PathBuf {
+        self.claude_config_dir
+            .clone()
+            .unwrap_or_else(|| self.home.join(".claude"))
+    }
+
+    /// The project folders an agent reads, nearest first: the workspace and each
+    /// folder above it up to the repository root (the first holding `.git`), never
+    /// the home folder. Without a repository, the workspace alone.
+    fn project_dirs(&self) -> Vec<PathBuf> {
+        let home = canonical(&self.home);
+        let mut dirs = Vec::new();
+        let mut at = Some(self.workspace.as_path());
+        while let Some(dir) = at {
+            if canonical(dir) == home {
+                break;
+            }
+            dirs.push(dir.to_path_buf());
+            if dir.join(".git").exists() {
+                return dirs;
+            }
+            at = dir.parent();
+        }
+        vec![self.workspace.clone()]
     }
 }
 
 /// One command found in a file (or bundled).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discovered {
-    /// Provider and precedence (`item` = the index of the folder it came from).
+    /// Provider and precedence (`item` = its place among the provider's folders).
     pub provider: ProviderRef,
     /// The file and the BLAKE3 of its bytes.
     pub origin: Origin,
@@ -90,69 +148,61 @@ pub struct DiscoveryError {
     pub message: String,
 }
 
-/// A provider's static description.
-struct Provider {
-    id: &'static str,
-    priority: i32,
-    label_level: fn(usize) -> &'static str,
+/// The providers, in registration order: ties at one priority keep this order
+/// (claude-plugins before codex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProviderId {
+    Native,
+    Claude,
+    ClaudePlugins,
+    Codex,
+    Gemini,
+    Qwen,
+    OpenCode,
+    Bundled,
 }
 
-/// Providers in registration order: ties at one priority keep this order
-/// (claude-plugins before codex).
-const PROVIDERS: [Provider; 7] = [
-    Provider {
-        id: "native",
-        priority: 100,
-        label_level: |i| ["project", "user"][i.min(1)],
-    },
-    Provider {
-        id: "claude",
-        priority: 80,
-        label_level: |i| ["user", "project"][i.min(1)],
-    },
-    Provider {
-        id: "claude-plugins",
-        priority: 70,
-        label_level: |_| "plugin",
-    },
-    Provider {
-        id: "codex",
-        priority: 70,
-        label_level: |i| ["user", "project", "user"][i.min(2)],
-    },
-    Provider {
-        id: "gemini",
-        priority: 60,
-        label_level: |i| ["user", "project", "user", "project"][i.min(3)],
-    },
-    Provider {
-        id: "opencode",
-        priority: 55,
-        label_level: |i| ["project", "project", "user", "user"][i.min(3)],
-    },
-    Provider {
-        id: "bundled",
-        priority: bundled::PRIORITY,
-        label_level: |_| "bundled",
-    },
-];
+impl ProviderId {
+    fn id(self) -> &'static str {
+        match self {
+            ProviderId::Native => "native",
+            ProviderId::Claude => "claude",
+            ProviderId::ClaudePlugins => "claude-plugins",
+            ProviderId::Codex => "codex",
+            ProviderId::Gemini => "gemini",
+            ProviderId::Qwen => "qwen",
+            ProviderId::OpenCode => "opencode",
+            ProviderId::Bundled => "bundled",
+        }
+    }
 
-fn provider_ref(index: usize, item: usize) -> ProviderRef {
-    let p = &PROVIDERS[index];
-    ProviderRef {
-        id: p.id.into(),
-        priority: p.priority,
-        level: (p.label_level)(item).into(),
-        order: index as u32,
-        item: item as u32,
+    fn priority(self) -> i32 {
+        match self {
+            ProviderId::Native => 100,
+            ProviderId::Claude => 80,
+            ProviderId::ClaudePlugins | ProviderId::Codex => 70,
+            ProviderId::Gemini | ProviderId::Qwen => 60,
+            ProviderId::OpenCode => 55,
+            ProviderId::Bundled => bundled::PRIORITY,
+        }
+    }
+
+    pub(crate) fn reference(self, level: &str, item: usize) -> ProviderRef {
+        ProviderRef {
+            id: self.id().into(),
+            priority: self.priority(),
+            level: level.into(),
+            order: self as u32,
+            item: item as u32,
+        }
     }
 }
 
-/// The longest a fallback description runs before `...`.
+/// The longest a native fallback description runs before `...`.
 pub const DESCRIPTION_CHARS_MAX: usize = 60;
 
 /// Frontmatter `description`, else the first non-empty body line, trimmed and cut to
-/// 60 characters plus `...`.
+/// 60 characters plus `...` (cmdlog's native rule).
 pub fn describe(frontmatter: Option<&str>, body: &str) -> String {
     if let Some(d) = frontmatter.map(str::trim).filter(|d| !d.is_empty()) {
         return d.to_string();
@@ -162,64 +212,111 @@ pub fn describe(frontmatter: Option<&str>, body: &str) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    if line.chars().count() > DESCRIPTION_CHARS_MAX {
-        format!(
-            "{}...",
-            line.chars().take(DESCRIPTION_CHARS_MAX).collect::<String>()
-        )
+    cut(line, DESCRIPTION_CHARS_MAX, DESCRIPTION_CHARS_MAX)
+}
+
+/// `text` when it has at most `max` characters, else its first `keep` and `...`.
+fn cut(text: &str, max: usize, keep: usize) -> String {
+    if text.chars().count() > max {
+        format!("{}...", text.chars().take(keep).collect::<String>())
     } else {
-        line.to_string()
+        text.to_string()
     }
 }
 
 /// The folders discovery reads (existing ones only), and whether each is read
 /// recursively: what a daemon watches for hot reload.
 pub fn watch_roots(config: &DiscoveryConfig) -> Vec<(PathBuf, bool)> {
-    let (home, ws) = (&config.home, &config.workspace);
-    let mut roots: Vec<(PathBuf, bool)> = [
-        ws.join(".cmdlog/commands"),
-        home.join(".cmdlog/commands"),
-        home.join(".claude/commands"),
-        ws.join(".claude/commands"),
-        home.join(".codex/commands"),
-        ws.join(".codex/commands"),
-        home.join(".codex/prompts"),
-        ws.join(".opencode/command"),
-        ws.join(".opencode/commands"),
-        home.join(".config/opencode/command"),
-        home.join(".config/opencode/commands"),
-        home.join(".claude/plugins"),
-    ]
-    .into_iter()
-    .map(|p| (p, false))
-    .chain(
-        [
-            home.join(".gemini/commands"),
-            ws.join(".gemini/commands"),
-            home.join(".qwen/commands"),
-            ws.join(".qwen/commands"),
-        ]
-        .into_iter()
-        .map(|p| (p, true)),
-    )
-    .filter(|(p, _)| p.is_dir())
-    .collect();
-    let mut plugins = Vec::new();
-    for plugin in plugins::installed(home, &mut Vec::new()) {
-        let dir = plugin.root.join("commands");
-        if dir.is_dir() {
-            plugins.push((dir, false));
+    let mut roots = Vec::new();
+    roots.extend(native::roots(config));
+    roots.extend(claude::roots(config));
+    roots.extend(codex::roots(config));
+    roots.extend(gemini::roots(config));
+    roots.extend(qwen::roots(config));
+    roots.extend(opencode::roots(config));
+    let mut seen = BTreeSet::new();
+    roots.retain(|(p, _)| p.is_dir() && seen.insert(p.clone()));
+    roots
+}
+
+/// Why `/name` names no command when the user probably meant a command file: the
+/// loaded commands it may be a part of (`/frontend:component` for `/component`,
+/// `/prompts:review` for `/review`), files of that name discovery skipped (with the
+/// reason), and files of that name in an agent's command folder that no agent reads
+/// (another extension). Empty when nothing looks meant.
+pub fn unknown_command_hints(
+    config: &DiscoveryConfig,
+    discovery: &Discovery,
+    name: &str,
+) -> Vec<String> {
+    let name = name.trim_start_matches('/').to_lowercase();
+    let mut hints = Vec::new();
+    for c in &discovery.commands {
+        let full = c.command.name.as_str();
+        let last = full.rsplit([':', '/', '.']).next().unwrap_or(full);
+        if full != name && last == name {
+            hints.push(format!(
+                "{} is loaded as /{full} ({} names it so); type /{full}",
+                c.origin.path, c.provider.id
+            ));
         }
     }
-    roots.extend(plugins);
-    roots
+    let stem_is = |path: &Path| {
+        path.file_stem()
+            .is_some_and(|s| s.to_string_lossy().to_lowercase() == name)
+    };
+    for w in &discovery.warnings {
+        let path = Path::new(w.path.split('#').next().unwrap_or(&w.path));
+        if stem_is(path) {
+            hints.push(format!("{} was not loaded: {}", w.path, w.message));
+        }
+    }
+    let loaded: BTreeSet<&str> = discovery
+        .commands
+        .iter()
+        .map(|c| c.origin.path.as_str())
+        .chain(discovery.warnings.iter().map(|w| w.path.as_str()))
+        .collect();
+    for (root, recursive) in watch_roots(config) {
+        let mut walker = ignore::WalkBuilder::new(&root);
+        walker.standard_filters(false).follow_links(false);
+        if !recursive {
+            walker.max_depth(Some(1));
+        }
+        for entry in walker.build().filter_map(Result::ok) {
+            let path = entry.path();
+            let shown = path.display().to_string();
+            if entry.file_type().is_some_and(|t| t.is_file())
+                && stem_is(path)
+                && !loaded.contains(shown.as_str())
+            {
+                hints.push(format!(
+                    "{shown} is in a command folder but is not read: its agent reads only {} files there",
+                    expected_extension(&root)
+                ));
+            }
+        }
+    }
+    hints
+}
+
+/// The files an agent reads in a command folder, for a hint.
+fn expected_extension(root: &Path) -> &'static str {
+    let text = root.display().to_string();
+    if text.contains(".gemini") {
+        ".toml"
+    } else if text.contains(".qwen") {
+        ".md and .toml"
+    } else {
+        ".md"
+    }
 }
 
 /// Parses a command file's frontmatter as native files are read: `Ok((fields,
 /// body))`, or the 1-based line and message of the YAML error. Never panics.
 pub fn parse_frontmatter(
     text: &str,
-) -> Result<(std::collections::BTreeMap<String, String>, String), (usize, String)> {
+) -> Result<(BTreeMap<String, String>, String), (usize, String)> {
     frontmatter::parse_strict(text)
         .map(|f| (f.fields, f.body))
         .map_err(|e| (e.line, e.message))
@@ -238,11 +335,6 @@ pub fn parse_toml_command(text: &str) -> Result<(Option<String>, Option<String>)
         .map_err(|e| e.message().to_string())
 }
 
-struct Pass<'a> {
-    config: &'a DiscoveryConfig,
-    out: Discovery,
-}
-
 /// Reads every provider. Provider failures are isolated (a warning, and the others
 /// still load); only a native file's broken frontmatter is fatal.
 pub fn discover(config: &DiscoveryConfig) -> Result<Discovery, DiscoveryError> {
@@ -250,63 +342,18 @@ pub fn discover(config: &DiscoveryConfig) -> Result<Discovery, DiscoveryError> {
         config,
         out: Discovery::default(),
     };
-    let (home, ws) = (&config.home, &config.workspace);
-    pass.markdown(
-        0,
-        &[ws.join(".cmdlog/commands"), home.join(".cmdlog/commands")],
-        Flavour::Native,
-    )?;
-    pass.markdown(
-        1,
-        &[home.join(".claude/commands"), ws.join(".claude/commands")],
-        Flavour::Plain,
-    )?;
-    for (item, plugin) in plugins::installed(home, &mut pass.out.warnings)
-        .into_iter()
-        .enumerate()
-    {
-        pass.markdown_root(
-            2,
-            item,
-            &plugin.root.join("commands"),
-            &Flavour::Plugin(plugin.name),
-        )?;
-    }
-    pass.markdown(
-        3,
-        &[
-            home.join(".codex/commands"),
-            ws.join(".codex/commands"),
-            home.join(".codex/prompts"),
-        ],
-        Flavour::Codex,
-    )?;
-    let gemini_roots = [
-        home.join(".gemini/commands"),
-        ws.join(".gemini/commands"),
-        home.join(".qwen/commands"),
-        ws.join(".qwen/commands"),
-    ];
-    let mut seen = BTreeSet::new();
-    for (item, root) in gemini_roots.iter().enumerate() {
-        if seen.insert(canonical(root)) {
-            pass.toml_root(4, item, root);
-        }
-    }
-    pass.markdown(
-        5,
-        &[
-            ws.join(".opencode/command"),
-            ws.join(".opencode/commands"),
-            home.join(".config/opencode/command"),
-            home.join(".config/opencode/commands"),
-        ],
-        Flavour::Plain,
-    )?;
+    native::discover(&mut pass)?;
+    claude::discover(&mut pass);
+    plugins::discover(&mut pass);
+    codex::discover(&mut pass);
+    gemini::discover(&mut pass);
+    qwen::discover(&mut pass);
+    opencode::discover(&mut pass);
     for (item, b) in BUNDLED.iter().enumerate() {
-        pass.out
-            .commands
-            .push(bundled::discovered(b, provider_ref(6, item)));
+        pass.out.commands.push(bundled::discovered(
+            b,
+            ProviderId::Bundled.reference("bundled", item),
+        ));
     }
     Ok(pass.out)
 }
@@ -315,100 +362,108 @@ fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
-enum Flavour {
-    /// cmdlog's own files: frontmatter errors are fatal.
-    Native,
-    /// Claude, OpenCode.
-    Plain,
-    /// Codex: frontmatter `name` overrides the file name.
-    Codex,
-    /// A Claude plugin: plugin source, never model-invocable.
-    Plugin(String),
+/// How a provider walks its folders.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Walk {
+    /// Into sub-folders.
+    pub(crate) recursive: bool,
+    /// Hidden files and folders too.
+    pub(crate) hidden: bool,
+    /// Skip what `.gitignore` files ignore.
+    pub(crate) gitignore: bool,
+    /// The file extension, and whether it matches in any case (`.MD`).
+    pub(crate) extension: &'static str,
+    pub(crate) any_case: bool,
 }
 
 /// A file read for discovery.
-struct FileText {
-    path: String,
-    content_hash: String,
-    text: String,
+pub(crate) struct FileText {
+    pub(crate) path: String,
+    pub(crate) content_hash: String,
+    pub(crate) text: String,
+}
+
+/// One discovery pass: what was found so far.
+pub(crate) struct Pass<'a> {
+    pub(crate) config: &'a DiscoveryConfig,
+    pub(crate) out: Discovery,
 }
 
 impl Pass<'_> {
-    fn warn(&mut self, provider: usize, path: &str, content_hash: Option<&str>, message: String) {
+    pub(crate) fn warn(
+        &mut self,
+        provider: ProviderId,
+        path: &str,
+        content_hash: Option<&str>,
+        message: String,
+    ) {
         self.out.warnings.push(Warning {
-            provider: PROVIDERS[provider].id.into(),
+            provider: provider.id().into(),
             path: path.into(),
             content_hash: content_hash.map(str::to_string),
             message,
         });
     }
 
-    fn found(
+    pub(crate) fn found(
         &mut self,
-        provider: usize,
-        item: usize,
-        file: FileText,
+        provider: ProviderRef,
+        origin: Origin,
         command: CommandSpec,
         template: String,
     ) {
         self.out.commands.push(Discovered {
-            provider: provider_ref(provider, item),
-            origin: Origin {
-                path: file.path,
-                content_hash: file.content_hash,
-            },
+            provider,
+            origin,
             command,
             template,
         });
     }
 
-    fn markdown(
-        &mut self,
-        provider: usize,
-        roots: &[PathBuf],
-        flavour: Flavour,
-    ) -> Result<(), DiscoveryError> {
-        let mut seen = BTreeSet::new();
-        for (item, root) in roots.iter().enumerate() {
-            // When the workspace is the home folder, a user and a project root coincide.
-            if seen.insert(canonical(root)) {
-                self.markdown_root(provider, item, root, &flavour)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The files under `root` with extension `ext`: hidden entries and ignored paths
-    /// skipped, only regular files. A `root` that is itself a symlink is followed (as
-    /// the agents do: people keep their command folders in dotfile repositories);
-    /// inside it, a symlinked file is read only when it resolves to a file inside the
-    /// same root, and symlinked folders are not entered.
-    fn files(&mut self, provider: usize, root: &Path, recursive: bool, ext: &str) -> Vec<PathBuf> {
+    /// The files under `root` the walk wants, sorted by path. A `root` that is itself
+    /// a symlink is followed (as the agents do: people keep their command folders in
+    /// dotfile repositories); inside it, a symlinked file is read only when it
+    /// resolves to a file inside the same root, and symlinked folders are not entered.
+    pub(crate) fn files(&mut self, provider: ProviderId, root: &Path, walk: Walk) -> Vec<PathBuf> {
         if !root.is_dir() {
             return Vec::new();
         }
         let root_real = canonical(root);
-        let mut walk = ignore::WalkBuilder::new(root);
-        walk.hidden(true)
-            .git_ignore(true)
+        let mut walker = ignore::WalkBuilder::new(root);
+        walker
+            .hidden(!walk.hidden)
+            .ignore(false)
+            .git_ignore(walk.gitignore)
             .require_git(false)
             .git_global(false)
             .git_exclude(false)
-            .parents(true)
+            .parents(walk.gitignore)
             .follow_links(false)
             .sort_by_file_name(|a, b| a.cmp(b));
-        if !recursive {
-            walk.max_depth(Some(1));
+        if !walk.recursive {
+            walker.max_depth(Some(1));
         }
+        let wanted = |p: &Path| {
+            p.extension().is_some_and(|x| {
+                let x = x.to_string_lossy();
+                if walk.any_case {
+                    x.eq_ignore_ascii_case(walk.extension)
+                } else {
+                    x == walk.extension
+                }
+            })
+        };
         let mut files = Vec::new();
-        for entry in walk.build() {
+        for entry in walker.build() {
             match entry {
                 Ok(e) => {
-                    let wanted = e.path().extension().is_some_and(|x| x == ext);
                     let kind = e.file_type();
-                    if wanted && kind.is_some_and(|t| t.is_file()) {
+                    if !wanted(e.path()) {
+                        continue;
+                    }
+                    if kind.is_some_and(|t| t.is_file()) {
                         files.push(e.into_path());
-                    } else if wanted && kind.is_some_and(|t| t.is_symlink()) {
+                    } else if kind.is_some_and(|t| t.is_symlink()) {
                         match std::fs::canonicalize(e.path()) {
                             Ok(target) if target.starts_with(&root_real) && target.is_file() => {
                                 files.push(e.into_path());
@@ -438,10 +493,15 @@ impl Pass<'_> {
         files
     }
 
-    fn read(&mut self, provider: usize, path: &Path) -> Option<FileText> {
+    /// A command file's text: regular files of at most `file_bytes_max`, UTF-8.
+    pub(crate) fn read(&mut self, provider: ProviderId, path: &Path) -> Option<FileText> {
         let shown = path.display().to_string();
         let max = self.config.file_bytes_max;
         let bytes = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => {
+                self.warn(provider, &shown, None, "not a regular file; skipped".into());
+                return None;
+            }
             Ok(m) if m.len() > max => {
                 let message = format!(
                     "file is {} bytes, over the {max}-byte limit for command files; skipped",
@@ -475,7 +535,13 @@ impl Pass<'_> {
         }
     }
 
-    fn name(&mut self, provider: usize, file: &FileText, raw: &str) -> Option<CommandName> {
+    /// `raw` as a command name (lowercased), or a warning naming the file.
+    pub(crate) fn name(
+        &mut self,
+        provider: ProviderId,
+        file: &FileText,
+        raw: &str,
+    ) -> Option<CommandName> {
         match CommandName::new(raw.to_lowercase()) {
             Ok(n) => Some(n),
             Err(e) => {
@@ -486,169 +552,78 @@ impl Pass<'_> {
         }
     }
 
-    fn markdown_root(
-        &mut self,
-        provider: usize,
-        item: usize,
-        root: &Path,
-        flavour: &Flavour,
-    ) -> Result<(), DiscoveryError> {
-        for path in self.files(provider, root, false, "md") {
-            let Some(file) = self.read(provider, &path) else {
-                continue;
-            };
-            let fm = match flavour {
-                Flavour::Native => {
-                    frontmatter::parse_strict(&file.text).map_err(|e| DiscoveryError {
-                        path: file.path.clone(),
-                        line: e.line,
-                        message: e.message,
-                    })?
-                }
-                _ => {
-                    let (fm, error) = frontmatter::parse_lenient(&file.text);
-                    if let Some(e) = error {
-                        let message = format!(
-                            "line {}: invalid frontmatter ({}); read it as `key: value` lines instead",
-                            e.line, e.message
-                        );
-                        self.warn(provider, &file.path, Some(&file.content_hash), message);
-                    }
-                    fm
-                }
-            };
-            let stem = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let raw_name = match flavour {
-                Flavour::Codex => fm
-                    .fields
-                    .get("name")
-                    .filter(|n| !n.trim().is_empty())
-                    .cloned()
-                    .unwrap_or(stem),
-                _ => stem,
-            };
-            let Some(name) = self.name(provider, &file, raw_name.trim()) else {
-                continue;
-            };
-            let plugin = match flavour {
-                Flavour::Plugin(p) => Some(p.as_str()),
-                _ => None,
-            };
-            let template = fm.body.trim().to_string();
-            let command = markdown_spec(name, &fm.fields, &template, plugin);
-            self.found(provider, item, file, command, template);
-        }
-        Ok(())
+    /// Whether `name` is already taken by a command this provider found.
+    pub(crate) fn taken(&self, provider: ProviderId, name: &str) -> bool {
+        self.out
+            .commands
+            .iter()
+            .any(|c| c.provider.id == provider.id() && c.command.answers_to(name))
     }
+}
 
-    fn toml_root(&mut self, provider: usize, item: usize, root: &Path) {
-        #[derive(Deserialize)]
-        struct TomlCommand {
-            prompt: Option<String>,
-            description: Option<String>,
-        }
-        for path in self.files(provider, root, true, "toml") {
-            let Some(file) = self.read(provider, &path) else {
-                continue;
-            };
-            let parsed: TomlCommand = match toml::from_str(&file.text) {
-                Ok(p) => p,
-                Err(e) => {
-                    let line = e
-                        .span()
-                        .map_or(1, |span| file.text[..span.start].matches('\n').count() + 1);
-                    let message = format!(
-                        "line {line}: invalid TOML ({}); skipped",
-                        e.message().trim()
-                    );
-                    self.warn(provider, &file.path, Some(&file.content_hash), message);
-                    continue;
-                }
-            };
-            let Some(prompt) = parsed.prompt else {
-                let message =
-                    "no `prompt` field; a Gemini/Qwen command needs one; skipped".to_string();
-                self.warn(provider, &file.path, Some(&file.content_hash), message);
-                continue;
-            };
-            // `dir/sub/x.toml` under a root is `/dir:sub:x`.
-            let relative = path.strip_prefix(root).unwrap_or(&path).with_extension("");
-            let raw_name = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(":");
-            let Some(name) = self.name(provider, &file, &raw_name) else {
-                continue;
-            };
-            if prompt.contains("!{") || prompt.contains("@{") {
-                let message = "contains !{...} shell or @{...} file injection; cmdlog never runs them, the text is kept as written".to_string();
-                self.warn(provider, &file.path, Some(&file.content_hash), message);
+/// The path of `file` under `root`, without its extension, as name segments.
+pub(crate) fn segments(root: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(root).unwrap_or(file).with_extension("");
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Whether a frontmatter value says yes (`true`, `yes`, `on`, `1`, any case).
+pub(crate) fn truthy(v: Option<&String>) -> bool {
+    v.is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "true" | "yes" | "on" | "1"
+        )
+    })
+}
+
+/// A list field: a YAML list (joined with `,` by the parser) or words separated by
+/// spaces or commas, outside parentheses (`Bash(git status:*)` is one item).
+pub(crate) fn list(v: Option<&String>) -> Vec<String> {
+    let Some(v) = v else {
+        return Vec::new();
+    };
+    let mut items = Vec::new();
+    let mut item = String::new();
+    let mut depth = 0usize;
+    for c in v.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                item.push(c);
             }
-            let mut command =
-                CommandSpec::new(name, CommandSource::SkillDirCommand, CommandKind::File);
-            command.command_type = Some(CommandType::Prompt);
-            command.dialect = Some(Dialect::Gemini);
-            command.model_invocable = true;
-            command.description = describe(parsed.description.as_deref(), &prompt);
-            self.found(provider, item, file, command, prompt);
+            ')' => {
+                depth = depth.saturating_sub(1);
+                item.push(c);
+            }
+            ',' | ' ' | '\t' if depth == 0 => {
+                if !item.trim().is_empty() {
+                    items.push(item.trim().to_string());
+                }
+                item.clear();
+            }
+            c => item.push(c),
         }
     }
-}
-
-fn truthy(v: Option<&String>) -> bool {
-    v.is_some_and(|v| matches!(v.trim(), "true" | "yes" | "on" | "1"))
-}
-
-/// The spec of a Markdown command file.
-fn markdown_spec(
-    name: CommandName,
-    fields: &std::collections::BTreeMap<String, String>,
-    body: &str,
-    plugin: Option<&str>,
-) -> CommandSpec {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| fields.get(*k))
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    let (source, label) = match plugin {
-        Some(p) => (CommandSource::PluginCommand, format!("Plugin: {p}")),
-        None => (CommandSource::SkillDirCommand, "Custom".to_string()),
-    };
-    let mut command = CommandSpec::new(name, source, CommandKind::File);
-    command.source_label = label;
-    command.command_type = Some(CommandType::Prompt);
-    command.dialect = Some(Dialect::Markdown);
-    command.description = describe(field(&["description"]).as_deref(), body);
-    command.argument_hint = field(&["argument-hint", "argument_hint"]);
-    command.when_to_use = field(&["when_to_use", "when-to-use"]);
-    command.model_invocable = plugin.is_none()
-        && !truthy(
-            fields
-                .get("disable-model-invocation")
-                .or(fields.get("disable_model_invocation")),
-        );
-    command.model = field(&["model"]);
-    command.allowed_tools = field(&["allowed-tools", "allowed_tools"])
-        .map(|v| {
-            v.split(',')
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    if truthy(fields.get("attachments")) {
-        command.input = Some(InputDescriptor {
-            hint: command.argument_hint.clone().unwrap_or_default(),
-            attachments: true,
-        });
+    if !item.trim().is_empty() {
+        items.push(item.trim().to_string());
     }
-    command
+    items
+}
+
+/// Every field not mapped elsewhere, kept as the agent gave it.
+pub(crate) fn metadata(
+    fields: &BTreeMap<String, String>,
+    mapped: &[&str],
+) -> BTreeMap<String, serde_json::Value> {
+    fields
+        .iter()
+        .filter(|(k, _)| !mapped.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect()
 }
 
 #[cfg(test)]
