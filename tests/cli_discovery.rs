@@ -64,6 +64,23 @@ fn every_agents_files_are_listed_with_source_label_modes_and_shadowing() {
     );
     assert_eq!(find("test", "opencode")["description"], "");
 
+    // What each agent lets its model invoke: Claude's commands; never Codex's,
+    // Gemini's or OpenCode's files; Qwen's unless disabled.
+    let invocable = w.json(&["commands", "--model-invocable", "--json"]);
+    let names: Vec<&str> = invocable
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"review") && names.contains(&"summarize"),
+        "{names:?}"
+    );
+    for never in ["prompts:review", "prompts:plan", "git:commit", "test"] {
+        assert!(!names.contains(&never), "{never} in {names:?}");
+    }
+
     let acp = w.json(&["commands", "--format", "acp"]);
     let review = acp
         .as_array()

@@ -154,8 +154,11 @@ impl Engine {
         };
         // A prompt command's expansion is a pure function of the template and the
         // input: made now, so the run can say which injections it holds.
+        let expanding = Instant::now();
         let expanded = (refusal.is_none() && command.is_prompt())
             .then(|| self.expand_prompt(&registration, &parsed.raw_input));
+        // The expansion is the prompt command's handler: its time counts as the run's.
+        let expansion_us = expanding.elapsed().as_micros() as u64;
         let found_injections = match &expanded {
             Some(Ok(prompt)) => injections(prompt, command.dialect.unwrap_or(Dialect::Markdown)),
             _ => Vec::new(),
@@ -263,7 +266,7 @@ impl Engine {
                 bounded(outcome, registration.command.name.as_str())
             }
         };
-        let elapsed_us = started.elapsed().as_micros() as u64;
+        let elapsed_us = started.elapsed().as_micros() as u64 + expansion_us;
         let done = NewEvent {
             at: self.now(),
             session: Some(request.session.clone()),
