@@ -360,6 +360,7 @@ fn replay_and_reopen(rows: &mut Vec<Row>) {
             let run = seq + 1;
             batch.push(
                 new(EventData::CommandRun(CommandRun {
+                    injections: Vec::new(),
                     registration,
                     name: "help".into(),
                     mode: Mode::NonInteractive,

@@ -57,6 +57,7 @@ fn registered(name: &str, priority: i32) -> EventData {
 
 fn run(registration: Seq, name: &str) -> EventData {
     EventData::CommandRun(CommandRun {
+        injections: Vec::new(),
         registration,
         name: name.into(),
         mode: Mode::NonInteractive,
