@@ -135,6 +135,8 @@ pub enum EventData {
     /// `log/wal_discarded`: `cmdlog recover --discard-damaged-wal` dropped the tail of
     /// a damaged write-ahead log.
     WalDiscarded(WalDiscarded),
+    /// `acp/message`
+    AcpMessage(AcpMessage),
     /// A type this version does not know: kept, skipped by every fold.
     Unknown(UnknownEvent),
 }
@@ -170,6 +172,7 @@ impl EventData {
             EventData::ModelSwitched(_) => "session/model_switched",
             EventData::SessionCancelled(_) => "session/cancelled",
             EventData::WalDiscarded(_) => "log/wal_discarded",
+            EventData::AcpMessage(_) => "acp/message",
             EventData::Unknown(u) => &u.type_name,
         }
     }
@@ -193,6 +196,7 @@ impl EventData {
             "session/model_switched" => EventData::ModelSwitched(de(data)?),
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
             "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
+            "acp/message" => EventData::AcpMessage(de(data)?),
             other => EventData::Unknown(UnknownEvent {
                 type_name: other.to_string(),
                 data: de(data)?,
@@ -542,6 +546,12 @@ pub struct SessionPrompt {
     /// did not, as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub injections: Vec<String>,
+    /// The client's id for the prompt (`promptId` on the daemon's wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
+    /// The prompt's ACP content blocks other than text (images, resources), as sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<serde_json::Value>,
 }
 
 /// `permission/requested`
@@ -552,6 +562,9 @@ pub struct PermissionRequested {
     /// The options offered.
     #[serde(default)]
     pub options: serde_json::Value,
+    /// The ACP `ToolCallUpdate` the request is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<serde_json::Value>,
 }
 
 /// `permission/resolved`
@@ -593,6 +606,27 @@ pub struct WalDiscarded {
     pub dropped_seqs: Option<(Seq, Seq)>,
     /// Readable frames dropped.
     pub dropped_frames: u64,
+}
+
+/// Which way an ACP message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcpDirection {
+    /// From the client (or the daemon acting as one) to the agent.
+    ToAgent,
+    /// From the agent to the client.
+    FromAgent,
+}
+
+/// `acp/message`: a JSON-RPC message of an ACP connection cmdlog bridged that no
+/// typed event records (`initialize`, `session/new`, `fs/*`, errors, extensions),
+/// as it crossed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcpMessage {
+    /// Which way it went.
+    pub direction: AcpDirection,
+    /// The message.
+    pub message: serde_json::Value,
 }
 
 #[cfg(test)]
@@ -656,6 +690,12 @@ mod tests {
             text: "t".into(),
             delivery: Delivery::FollowUp,
             from_run: Some(2),
+            prompt_id: Some("p-1".into()),
+            blocks: vec![serde_json::json!({"type": "resource_link", "uri": "file:///a", "name": "a"})],
+        }));
+        round_trip(EventData::AcpMessage(AcpMessage {
+            direction: AcpDirection::FromAgent,
+            message: serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
         }));
     }
 

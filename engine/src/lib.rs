@@ -45,8 +45,9 @@ mod state;
 mod sync;
 
 pub use acp::{
-    PermissionDecision, SESSION_UPDATE_KINDS, is_session_update_kind, option_ids,
-    permission_decision,
+    PERMISSION_OPTION_KINDS, PermissionDecision, SESSION_UPDATE_KINDS, STOP_REASONS,
+    check_content_block, check_permission_options, check_session_update, check_tool_call_update,
+    is_session_update_kind, option_ids, permission_decision,
 };
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
@@ -69,6 +70,7 @@ pub use engine::{
     fold_log, fold_log_with, load_snapshot, valid_id,
 };
 pub use event::{
+    AcpDirection, AcpMessage,
     AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery,
     DiscoveryWarning, Event, EventData, InvocationSource, ModelSwitched, NewEvent, Origin, Outcome,
     PermissionRequested, PermissionResolved, ProviderRef, Registered, Scope, Seq, SessionCancelled,

@@ -42,6 +42,10 @@ pub struct PromptRequest {
     pub behavior: Option<StreamingBehavior>,
     /// Cancellation of any command the text runs.
     pub cancel: CancellationToken,
+    /// The client's id for this prompt, recorded with it.
+    pub prompt_id: Option<String>,
+    /// ACP content blocks sent beside the text (images, resources), recorded with it.
+    pub blocks: Vec<serde_json::Value>,
 }
 
 impl PromptRequest {
@@ -54,6 +58,8 @@ impl PromptRequest {
             text: text.into(),
             behavior: None,
             cancel: CancellationToken::new(),
+            prompt_id: None,
+            blocks: Vec::new(),
         }
     }
 }
@@ -190,6 +196,8 @@ impl Engine {
                     delivery,
                     from_run,
                     injections: found_injections,
+                    prompt_id: request.prompt_id.clone(),
+                    blocks: request.blocks.clone(),
                 }),
             )
             .await?;
@@ -227,6 +235,8 @@ impl Engine {
                     delivery: behavior.into(),
                     from_run: None,
                     injections: Vec::new(),
+                    prompt_id: None,
+                    blocks: Vec::new(),
                 }),
             )
             .await?)

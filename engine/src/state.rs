@@ -113,7 +113,10 @@ impl LogState {
             }
             EventData::SessionPrompt(_) => self.set_streaming(event, true),
             EventData::SessionUpdate(update) => {
-                if update.get("sessionUpdate").and_then(|v| v.as_str()) == Some("turn_complete") {
+                if matches!(
+                    update.get("sessionUpdate").and_then(|v| v.as_str()),
+                    Some("turn_complete" | "turn_error")
+                ) {
                     self.set_streaming(event, false);
                 }
             }
@@ -122,6 +125,7 @@ impl LogState {
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
             | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
             | EventData::Unknown(_) => {}
         }
     }

@@ -23,6 +23,10 @@ pub(crate) struct ServeArgs {
     /// answers only to 127.0.0.1, localhost and [::1]
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_hosts: Vec<String>,
+    /// Run this ACP agent behind the daemon ("CMD ARGS…", split like a shell
+    /// would): each session gets an agent session, every message is logged
+    #[arg(long, value_name = "COMMAND")]
+    agent: Option<String>,
 }
 
 pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
@@ -41,6 +45,12 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             ),
         ));
     }
+    let agent = args
+        .agent
+        .as_deref()
+        .map(crate::acp::agent::AgentCommand::parse)
+        .transpose()
+        .map_err(|e| Failure::new(USAGE, e))?;
     let home = home()?;
     let config = DiscoveryConfig::from_env(&home, &paths.workspace);
     let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
@@ -66,6 +76,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             workspace: paths.workspace.clone(),
             home,
             reopen,
+            agent,
         };
         crate::daemon::serve(engine, config, &paths.log)
             .await

@@ -1,19 +1,26 @@
-//! The SSE event stream of a session, read from the durable log.
+//! `GET /session/:id/events`: a session's events on `qwen serve`'s SSE wire, read
+//! from the durable log. Event ids count the session's shown events (see
+//! `wire.rs`), so `Last-Event-ID` resumes exactly — across dropped connections and
+//! daemon restarts — and the replay ends with `replay_complete`. Registry changes
+//! arrive as id-less `available_commands_update` session updates.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use cmdlog_engine::Mode;
-use futures_util::Stream;
+use axum::response::{IntoResponse, Response};
+use cmdlog_engine::Event;
+use cmdlog_store::{Log, Seq};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::sse::{self, Resume, resume_from};
+use super::sse::{Resume, SharedFrame, resume_from};
 use super::state::{ApiError, AppState};
+use super::wire::{self, envelope};
 
 /// Bytes of frames one SSE read takes from the log before sending them (at least
 /// one frame): a subscriber that does not read holds no more than this.
@@ -27,14 +34,28 @@ const SSE_COALESCE: Duration = Duration::from_millis(10);
 #[serde(rename_all = "camelCase")]
 pub(super) struct EventsQuery {
     last_event_id: Option<String>,
+    /// `1`: every frame carries its log record in `_meta.cmdlog.event`, and the
+    /// events the wire does not show arrive as id-less `cmdlog_event` frames.
+    cmdlog: Option<String>,
 }
 
-/// One subscriber: a cursor over the log and at most one batch of frames in hand.
+/// Where one subscriber stands.
 pub(super) struct Cursor {
-    seq: u64,
-    pending: std::collections::VecDeque<SseEvent>,
+    session: String,
+    /// Include log records and unshown events.
+    full: bool,
+    /// The id the next shown event gets.
+    next_id: u64,
+    /// The last seq read.
+    seq: Seq,
+    /// Session seqs still to replay, then frames ready to send.
+    replay: VecDeque<Seq>,
+    replaying: bool,
+    replayed: u64,
+    pending: VecDeque<SseEvent>,
     head: tokio::sync::watch::Receiver<u64>,
-    greeted: bool,
+    /// A terminal frame went out: end after the pending ones.
+    ended: bool,
 }
 
 pub(super) async fn events(
@@ -42,108 +63,115 @@ pub(super) async fn events(
     UrlPath(id): UrlPath<String>,
     headers: HeaderMap,
     Query(query): Query<EventsQuery>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let session = state.session(&id)?;
+) -> Result<Response, ApiError> {
+    let session = state.any_session(&id)?;
     // A header that is not even ASCII is as wrong as one that is not a number.
     let header = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(v.to_str().map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "Last-Event-ID is not an event id (it is not ASCII): send the decimal seq of the last event you saw (0 for the whole history)",
+            ApiError::bad_request(
+                "Last-Event-ID is not an event id (it is not ASCII): send the id of the last event you saw (0 for the whole history)",
             )
         })?),
     };
     let resume = resume_from(header, query.last_event_id.as_deref())
-        .map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, m))?;
+        .map_err(ApiError::bad_request)?;
+    if session.ended.is_some() && resume == Resume::Live {
+        return Err(ApiError::session_not_found(&id).because(format!(
+            "session {id:?} has ended; send Last-Event-ID to read its events"
+        )));
+    }
     let log = Arc::clone(state.engine()?.log());
-    let start = match resume {
-        Resume::Live => log.head().seq,
-        Resume::After(n) => n,
-    };
-    let agent = session.agent.unwrap_or_else(|| "main".into());
-    let mode = session.mode.unwrap_or(Mode::Acp);
-    let created = session.created.unwrap_or(0);
-    let cursor = Cursor {
-        seq: start,
-        pending: Default::default(),
+    let head = log.head().seq;
+    let (st, sid, reader) = (Arc::clone(&state), id.clone(), Arc::clone(&log));
+    let start = tokio::task::spawn_blocking(move || start(&st, &reader, &sid, head, resume))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let mut cursor = Cursor {
+        session: id.clone(),
+        full: query.cmdlog.as_deref() == Some("1"),
+        next_id: start.next_id,
+        seq: head,
+        replay: start.replay.into(),
+        replaying: resume != Resume::Live,
+        replayed: 0,
+        pending: VecDeque::new(),
         head: log.subscribe(),
-        greeted: false,
+        ended: false,
     };
+    cursor
+        .pending
+        .push_back(SseEvent::default().retry(Duration::from_secs(3)).comment("cmdlog"));
+    if let Some(resync) = start.resync {
+        cursor.pending.push_back(synthetic("state_resync_required", &resync));
+    }
     // Between reads the stream holds no engine or log: a store reopened after an
     // error ends it (its head channel closes) and the client resumes from the log.
     drop(log);
-    let frames = Arc::clone(&state.frames);
     let stream = futures_util::stream::unfold(cursor, move |mut c| {
-        let (state, id, agent, frames) = (
-            Arc::clone(&state),
-            id.clone(),
-            agent.clone(),
-            Arc::clone(&frames),
-        );
+        let state = Arc::clone(&state);
         async move {
             loop {
-                if !c.greeted {
-                    c.greeted = true;
-                    let hello = SseEvent::default()
-                        .comment("cmdlog events")
-                        .retry(Duration::from_secs(3));
-                    return Some((Ok(hello), c));
-                }
                 if let Some(frame) = c.pending.pop_front() {
-                    return Some((Ok(frame), c));
+                    return Some((Ok::<_, Infallible>(frame), c));
+                }
+                if c.ended {
+                    return None;
+                }
+                if c.replaying {
+                    if c.replay.is_empty() {
+                        c.replaying = false;
+                        let mut done = json!({"replayedCount": c.replayed});
+                        if c.replayed > 0 {
+                            done["lastReplayedEventId"] = json!(c.next_id - 1);
+                            done["lastEventId"] = json!(c.next_id - 1);
+                        }
+                        c.pending.push_back(synthetic("replay_complete", &done));
+                        continue;
+                    }
+                    let engine = state.engine().ok()?;
+                    let log = Arc::clone(engine.log());
+                    let take: Vec<Seq> = c.replay.drain(..c.replay.len().min(256)).collect();
+                    let events = tokio::task::spawn_blocking(move || read_seqs(&log, &take))
+                        .await
+                        .ok()?
+                        .ok()?;
+                    for e in events {
+                        let f = SharedFrame::of(&e);
+                        let before = c.next_id;
+                        show(&mut c, &f);
+                        c.replayed += c.next_id - before;
+                    }
+                    continue;
                 }
                 let head = *c.head.borrow_and_update();
                 if head > c.seq {
                     let engine = state.engine().ok()?;
                     let log = Arc::clone(engine.log());
                     let (from, to) = (c.seq + 1, head.min(c.seq + SSE_BATCH_EVENTS_MAX));
-                    let (reader, cache) = (Arc::clone(&log), Arc::clone(&frames));
+                    let cache = Arc::clone(&state.frames);
                     let (window, through) = tokio::task::spawn_blocking(move || {
-                        cache.window(&reader, from, to, SSE_BATCH_BYTES_MAX)
+                        cache.window(&log, from, to, SSE_BATCH_BYTES_MAX)
                     })
                     .await
                     .ok()?
                     .ok()?;
-                    // Registry changes before the session existed are not its news, and
-                    // several in one batch collapse into the last (the list is current).
-                    let last_registry = window
-                        .iter()
-                        .rev()
-                        .find(|f| f.registry && f.seq > created)
-                        .map(|f| f.seq);
-                    for frame in window {
-                        if frame.registry {
-                            if Some(frame.seq) != last_registry {
-                                continue;
-                            }
-                            let data = json!({
-                                "id": frame.seq,
-                                "v": 1,
-                                "type": "available_commands_update",
-                                "session": id,
-                                "data": {"mode": mode, "availableCommands": sse::available_commands(&engine.list(&agent, mode))},
-                            });
-                            c.pending.push_back(
-                                SseEvent::default()
-                                    .id(frame.seq.to_string())
-                                    .event("available_commands_update")
-                                    .data(data.to_string()),
-                            );
-                        } else if frame.session.as_deref() == Some(id.as_str()) {
-                            c.pending.push_back(
-                                SseEvent::default()
-                                    .id(frame.seq.to_string())
-                                    .event(frame.name.as_str())
-                                    .data(frame.data.as_str()),
-                            );
+                    for f in window {
+                        if f.session.as_deref() == Some(c.session.as_str()) {
+                            show(&mut c, &f);
+                        }
+                        if c.ended {
+                            break;
                         }
                     }
                     c.seq = through;
                     continue;
                 }
-                if c.head.changed().await.is_err() {
-                    return None;
+                tokio::select! {
+                    changed = c.head.changed() => if changed.is_err() { return None },
+                    // The daemon stops: the client resumes elsewhere or later.
+                    _ = state.shutdown.cancelled() => return None,
                 }
                 // Let a burst of commits land, so one read serves many of them: under
                 // load each subscriber reads batches instead of one event per commit.
@@ -151,9 +179,119 @@ pub(super) async fn events(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(
-        KeepAlive::new()
-            .interval(Duration::from_secs(15))
-            .text("heartbeat"),
-    ))
+    let mut response = Sse::new(stream)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(Duration::from_secs(15))
+                .text("heartbeat"),
+        )
+        .into_response();
+    let h = response.headers_mut();
+    h.insert("cache-control", HeaderValue::from_static("no-cache, no-transform"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// Where a subscriber starts.
+struct Start {
+    next_id: u64,
+    replay: Vec<Seq>,
+    resync: Option<serde_json::Value>,
+}
+
+/// Live: after the head, ids continuing the session's count. With `Last-Event-ID:
+/// n`: the session's events after the `n`th shown one; a cursor past the session's
+/// last id (another log's, or a rolled-back one) gets `state_resync_required` and
+/// the whole session.
+fn start(
+    state: &AppState,
+    log: &Log,
+    session: &str,
+    head: Seq,
+    resume: Resume,
+) -> Result<Start, cmdlog_store::ReadError> {
+    let count = state.wire.count_through(log, session, head)?;
+    let Resume::After(n) = resume else {
+        return Ok(Start {
+            next_id: count + 1,
+            replay: Vec::new(),
+            resync: None,
+        });
+    };
+    let (from, resync) = if n > count {
+        (
+            0,
+            Some(json!({
+                "reason": "epoch_reset",
+                "detail": "cursor_ahead_of_log",
+                "lastDeliveredId": n,
+                "earliestAvailableId": 1,
+            })),
+        )
+    } else {
+        (n, None)
+    };
+    let after = state.wire.seq_of(log, session, from)?.unwrap_or(0);
+    let replay = log
+        .stream_seqs(session, after)?
+        .into_iter()
+        .filter(|&s| s <= head)
+        .collect();
+    Ok(Start {
+        next_id: from + 1,
+        replay,
+        resync,
+    })
+}
+
+fn read_seqs(log: &Log, seqs: &[Seq]) -> Result<Vec<Event>, cmdlog_store::ReadError> {
+    let mut out = Vec::with_capacity(seqs.len());
+    for &seq in seqs {
+        if let Some(r) = log.get(seq)?
+            && let Ok(e) = Event::decode(r.seq, &r.bytes)
+        {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Queues the frame of one of the session's events: shown ones with the next id,
+/// the rest (for cmdlog's clients) id-less.
+fn show(c: &mut Cursor, f: &SharedFrame) {
+    let source = Some((f.seq, f.type_name.as_str(), f.at));
+    let record = c.full.then_some(f.record.as_str());
+    match &f.wire {
+        Some((kind, data)) => {
+            let id = c.next_id;
+            c.next_id += 1;
+            c.pending
+                .push_back(raw(Some(id), kind, envelope(Some(id), kind, data, source, record)));
+            if wire::terminal(kind) {
+                c.ended = true;
+            }
+        }
+        None if c.full => {
+            c.pending.push_back(raw(
+                None,
+                "cmdlog_event",
+                envelope(None, "cmdlog_event", &f.record, source, record),
+            ));
+        }
+        None => {}
+    }
+}
+
+/// An SSE frame of an envelope: `id:` (when it has one), `event:`, `data:`.
+fn raw(id: Option<u64>, kind: &str, envelope: String) -> SseEvent {
+    let e = SseEvent::default().event(kind).data(envelope);
+    match id {
+        Some(id) => e.id(id.to_string()),
+        None => e,
+    }
+}
+
+/// An id-less frame the stream itself makes (`replay_complete`, …).
+fn synthetic(kind: &str, data: &serde_json::Value) -> SseEvent {
+    raw(None, kind, envelope(None, kind, &data.to_string(), None, None))
 }

@@ -2,12 +2,16 @@
 //! Routes are thin adapters over the engine and replay libraries (docs/http.md).
 
 mod auth;
+mod bridge;
+mod commands;
 mod events;
 mod permissions;
 mod prompts;
 mod sessions;
 mod sse;
 mod state;
+mod turns;
+mod wire;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -54,10 +58,18 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/session/{id}",
             axum::routing::delete(sessions::delete_session),
         )
+        .route("/session/{id}/status", get(sessions::status))
+        .route("/session/{id}/heartbeat", post(sessions::heartbeat))
+        .route("/session/{id}/detach", post(sessions::detach))
+        .route("/workspace/{cwd}/sessions", get(sessions::list))
         .route("/session/{id}/prompt", post(prompts::prompt))
         .route("/session/{id}/cancel", post(prompts::cancel))
         .route("/session/{id}/model", post(prompts::model))
-        .route("/session/{id}/permission", post(permissions::permission))
+        .route(
+            "/session/{id}/permission/{request}",
+            post(permissions::vote_in_session),
+        )
+        .route("/permission/{request}", post(permissions::vote_any))
         .route(
             "/session/{id}/command",
             post(prompts::command).layer(DefaultBodyLimit::max(COMMAND_BODY_BYTES_MAX)),
@@ -96,6 +108,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
                     header::AUTHORIZATION,
                     header::CONTENT_TYPE,
                     header::HeaderName::from_static("last-event-id"),
+                    header::HeaderName::from_static("x-qwen-client-id"),
+                    header::HeaderName::from_static("x-qwen-event-epoch"),
                 ]),
         );
     }
@@ -111,6 +125,8 @@ pub(crate) struct ServeConfig {
     pub(crate) workspace: PathBuf,
     pub(crate) home: PathBuf,
     pub(crate) reopen: Reopen,
+    /// The ACP agent to run behind the daemon.
+    pub(crate) agent: Option<crate::acp::agent::AgentCommand>,
 }
 
 /// `.cmdlog/daemon.json` beside the log: who holds it and where to reach them.
@@ -280,7 +296,20 @@ pub(crate) async fn serve(
         port: local.port(),
         origins: config.allow_origins,
     };
-    let state = AppState::new(engine, access);
+    let workspace = std::fs::canonicalize(&config.workspace).unwrap_or(config.workspace.clone());
+    let bridge = config
+        .agent
+        .map(|command| bridge::Bridge::new(command, workspace.clone()));
+    let state = AppState::new(engine, access, workspace, bridge.clone());
+    commands::observe(&state.engine().map_err(|e| format!("{e:?}"))?, &state.commands_changed);
+    tokio::spawn(commands::announce_changes(
+        Arc::downgrade(&state),
+        Arc::clone(&state.commands_changed),
+    ));
+    if let Some(bridge) = &bridge {
+        // Started with the daemon, so a command that cannot run is known at once.
+        bridge.running(&state).await?;
+    }
     let _watcher = watch_commands(
         Arc::clone(&state),
         DiscoveryConfig::from_env(&config.home, &config.workspace),
@@ -292,9 +321,13 @@ pub(crate) async fn serve(
         std::process::id(),
         log_path.display()
     );
-    let app = router(state);
+    let app = router(Arc::clone(&state));
+    let stopping = state.shutdown.clone();
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stopping.cancel();
+        })
         .await;
     let _ = std::fs::remove_file(&daemon_json);
     served.map_err(|e| format!("the server stopped: {e}"))

@@ -1,4 +1,5 @@
-//! Permission votes and what the agent runtime publishes (`update`).
+//! Permission votes (`POST /permission/:requestId`, and the session-scoped
+//! route) and what an external agent runtime publishes (`update`).
 
 use std::sync::Arc;
 
@@ -7,160 +8,259 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use cmdlog_engine::{
-    EventData, PermissionDecision, PermissionRequested, PermissionResolved, SESSION_UPDATE_KINDS,
-    is_session_update_kind, option_ids, permission_decision,
+    EventData, PermissionDecision, PermissionRequested, PermissionResolved, STOP_REASONS,
+    check_permission_options, check_session_update, check_tool_call_update, option_ids,
 };
-use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::state::{ApiError, AppState, body};
+use super::state::{ApiError, AppState, PendingPermission, body};
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct PermissionBody {
-    request_id: String,
-    decision: serde_json::Value,
+/// Reads a vote: ACP's `RequestPermissionResponse`, `{"outcome": {"outcome":
+/// "selected", "optionId"}}` or `{"outcome": {"outcome": "cancelled"}}`.
+fn vote(body: &Value) -> Result<PermissionDecision, ApiError> {
+    let shape = || {
+        ApiError::bad_request(
+            "`outcome` must be `{ outcome: \"cancelled\" }` or `{ outcome: \"selected\", optionId: string }`",
+        )
+    };
+    let outcome = body.get("outcome").filter(|o| o.is_object()).ok_or_else(shape)?;
+    match outcome.get("outcome").and_then(Value::as_str) {
+        Some("cancelled") => Ok(PermissionDecision::Cancelled),
+        Some("selected") => outcome
+            .get("optionId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map(|id| PermissionDecision::Selected(id.to_string()))
+            .ok_or_else(shape),
+        _ => Err(shape()),
+    }
 }
 
-pub(super) async fn permission(
+/// `POST /permission/:requestId`: the first valid vote wins (200 `{}`); a request
+/// that is unknown or already answered is 404.
+pub(super) async fn vote_any(
     State(state): State<Arc<AppState>>,
-    UrlPath(id): UrlPath<String>,
-    request: Result<Json<PermissionBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    UrlPath(request_id): UrlPath<String>,
+    request: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let decision = vote(&body(request)?)?;
+    resolve(&state, None, &request_id, decision).await
+}
+
+/// `POST /session/:id/permission/:requestId`: the same, for one session.
+pub(super) async fn vote_in_session(
+    State(state): State<Arc<AppState>>,
+    UrlPath((id, request_id)): UrlPath<(String, String)>,
+    request: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     state.session(&id)?;
-    let request = body(request)?;
-    let Some(decision) = permission_decision(&request.decision) else {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "a decision is an option id, {\"optionId\": ID}, or ACP's outcome {\"outcome\": \"selected\", \"optionId\": ID} / {\"outcome\": \"cancelled\"}",
-        ));
-    };
-    let _first_vote_wins = state.votes.lock().await;
-    let engine = state.engine()?;
-    let log = Arc::clone(engine.log());
-    let sid = id.clone();
-    let view =
-        tokio::task::spawn_blocking(move || cmdlog_replay::SessionView::load(&log, &sid, u64::MAX))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
-    let Some(pending) = view
-        .permissions
-        .iter()
-        .find(|p| p.request_id == request.request_id)
-    else {
-        return Err(ApiError::new(
+    let decision = vote(&body(request)?)?;
+    resolve(&state, Some(&id), &request_id, decision).await
+}
+
+async fn resolve(
+    state: &Arc<AppState>,
+    session: Option<&str>,
+    request_id: &str,
+    decision: PermissionDecision,
+) -> Result<Json<Value>, ApiError> {
+    let not_pending = || {
+        let e = ApiError::new(
             StatusCode::NOT_FOUND,
-            format!(
-                "no permission request {:?} in session {id}",
-                request.request_id
-            ),
-        ));
-    };
-    if let Some((seq, decision)) = &pending.resolved {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!(
-                "permission request {:?} was already resolved at seq {seq} ({decision}); the first vote wins",
-                request.request_id
-            ),
-        ));
-    }
-    if let PermissionDecision::Selected(option) = &decision {
-        let offered = option_ids(&pending.options);
-        if !offered.is_empty() && !offered.contains(option) {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "{option:?} is not an option of permission request {:?}: choose one of {}",
-                    request.request_id,
-                    offered.join(", ")
-                ),
-            ));
+            format!("No pending permission request {request_id:?}: it is unknown or already answered (the first vote wins)"),
+        )
+        .with("requestId", request_id);
+        match session {
+            Some(s) => e.with("sessionId", s),
+            None => e,
         }
-    }
-    let seq = engine
+    };
+    // Taken out under the lock: of two votes, one finds it.
+    let pending = {
+        let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
+        let found = waiting
+            .get(request_id)
+            .filter(|p| session.is_none_or(|s| p.session == s))
+            .ok_or_else(not_pending)?;
+        if let PermissionDecision::Selected(option) = &decision {
+            let offered = option_ids(&found.options);
+            if !offered.contains(option) {
+                return Err(ApiError::bad_request(format!(
+                    "{option:?} is not an option of permission request {request_id:?}: choose one of {}",
+                    offered.join(", ")
+                ))
+                .code("invalid_option_id")
+                .with("requestId", request_id)
+                .with("optionId", option.as_str()));
+            }
+        }
+        waiting.remove(request_id).ok_or_else(not_pending)?
+    };
+    let outcome = match &decision {
+        PermissionDecision::Selected(id) => json!({"outcome": "selected", "optionId": id}),
+        PermissionDecision::Cancelled => json!({"outcome": "cancelled"}),
+    };
+    // Recorded before the agent hears it: the log never shows a tool call that
+    // went ahead on a vote it does not hold.
+    let engine = state.engine()?;
+    engine
         .append_session_event(
-            &id,
+            &pending.session,
             None,
             EventData::PermissionResolved(PermissionResolved {
-                request_id: request.request_id,
-                decision: request.decision,
+                request_id: request_id.to_string(),
+                decision: outcome.clone(),
             }),
         )
         .await
         .map_err(ApiError::session)?;
-    Ok(Json(json!({"resolved": true, "seq": seq})))
+    if let Some(answer) = pending.answer {
+        let _ = answer.send(outcome);
+    }
+    Ok(Json(json!({})))
 }
 
+/// `POST /session/:id/update`: an agent runtime that is not behind the daemon
+/// publishes its ACP session updates, permission requests and turn ends here.
 pub(super) async fn update(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
-    request: Result<Json<serde_json::Value>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    request: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     let session = state.session(&id)?;
-    let update = body(request)?;
-    let known = || {
-        format!(
-            "{}, turn_complete or permission_request",
-            SESSION_UPDATE_KINDS.join(", ")
-        )
-    };
+    let mut update = body(request)?;
     let kind = update
         .get("sessionUpdate")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("an update needs a sessionUpdate field: {}", known()),
-            )
-        })?;
-    if !is_session_update_kind(kind) && kind != "turn_complete" && kind != "permission_request" {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("unknown sessionUpdate {kind:?}: use one of {}", known()),
-        ));
-    }
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let engine = state.engine()?;
-    let data = if kind == "permission_request" {
-        let request_id = update
-            .get("requestId")
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "a permission_request needs a requestId",
-                )
+    let active = state
+        .live_if(&id)
+        .and_then(|l| l.active.lock().unwrap_or_else(|p| p.into_inner()).clone());
+    let data = match kind.as_str() {
+        "permission_request" => {
+            let tool_call = update.get("toolCall").cloned().ok_or_else(|| {
+                ApiError::bad_request("a permission_request needs toolCall (an ACP ToolCallUpdate)")
             })?;
-        let log = Arc::clone(engine.log());
-        let sid = id.clone();
-        let view = tokio::task::spawn_blocking(move || {
-            cmdlog_replay::SessionView::load(&log, &sid, u64::MAX)
-        })
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
-        if view.permissions.iter().any(|p| p.request_id == request_id) {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "permission request {request_id:?} already exists in session {id}: each request needs its own requestId"
-                ),
-            ));
+            check_tool_call_update(&tool_call)
+                .map_err(|e| ApiError::bad_request(format!("toolCall: {e}")))?;
+            let options = update.get("options").cloned().unwrap_or(Value::Null);
+            check_permission_options(&options)
+                .map_err(|e| ApiError::bad_request(format!("options: {e}")))?;
+            let request_id = match update.get("requestId") {
+                None | Some(Value::Null) => crate::session_id::new_id("perm-", 16),
+                Some(Value::String(r)) if !r.is_empty() && r.len() <= 128 => r.clone(),
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "requestId must be a string of 1 to 128 characters",
+                    ));
+                }
+            };
+            let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
+            if waiting.contains_key(&request_id) {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("permission request {request_id:?} is already waiting: each request needs its own requestId"),
+                ));
+            }
+            waiting.insert(
+                request_id.clone(),
+                PendingPermission {
+                    session: id.clone(),
+                    options: options.clone(),
+                    answer: None,
+                },
+            );
+            EventData::PermissionRequested(PermissionRequested {
+                request_id,
+                options,
+                tool_call: Some(tool_call),
+            })
         }
-        EventData::PermissionRequested(PermissionRequested {
-            request_id: request_id.to_string(),
-            options: update
-                .get("options")
-                .cloned()
-                .unwrap_or(serde_json::Value::Null),
-        })
-    } else {
-        EventData::SessionUpdate(update)
+        "turn_complete" | "turn_error" => {
+            if kind == "turn_complete" {
+                let reason = update.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+                if !STOP_REASONS.contains(&reason) {
+                    return Err(ApiError::bad_request(format!(
+                        "stopReason {reason:?}: use one of {}",
+                        STOP_REASONS.join(", ")
+                    )));
+                }
+                update["stopReason"] = json!(reason);
+            }
+            // The turn it ends is the running one, unless it names its prompt.
+            if update.get("promptId").is_none()
+                && let Some(a) = &active
+            {
+                update["promptId"] = json!(a.prompt_id);
+            }
+            EventData::SessionUpdate(update.clone())
+        }
+        _ => {
+            check_session_update(&update).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "{e} (an ACP SessionUpdate, or turn_complete, turn_error, permission_request)"
+                ))
+            })?;
+            EventData::SessionUpdate(update.clone())
+        }
     };
-    let seq = engine
+    let request_id = match &data {
+        EventData::PermissionRequested(p) => Some(p.request_id.clone()),
+        _ => None,
+    };
+    let appended = engine
         .append_session_event(&id, session.agent.as_deref(), data)
-        .await
-        .map_err(ApiError::session)?;
-    Ok(Json(json!({"seq": seq})))
+        .await;
+    let seq = match appended {
+        Ok(seq) => seq,
+        Err(e) => {
+            if let Some(r) = &request_id {
+                state
+                    .permissions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(r);
+            }
+            return Err(ApiError::session(e));
+        }
+    };
+    if (kind == "turn_complete" || kind == "turn_error")
+        && let (Some(a), Some(live)) = (&active, state.live_if(&id))
+        && update.get("promptId").and_then(Value::as_str) == Some(a.prompt_id.as_str())
+    {
+        live.turn_ended.notify_one();
+    }
+    let mut answer = json!({"seq": seq});
+    if let Some(r) = request_id {
+        answer["requestId"] = json!(r);
+    }
+    Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn votes_are_acp_permission_responses() {
+        assert_eq!(
+            vote(&json!({"outcome": {"outcome": "selected", "optionId": "allow"}})).unwrap(),
+            PermissionDecision::Selected("allow".into())
+        );
+        assert_eq!(
+            vote(&json!({"outcome": {"outcome": "cancelled"}})).unwrap(),
+            PermissionDecision::Cancelled
+        );
+        for bad in [
+            json!({}),
+            json!({"outcome": "cancelled"}),
+            json!({"outcome": {"outcome": "selected"}}),
+            json!({"outcome": {"outcome": "selected", "optionId": ""}}),
+            json!({"outcome": {"outcome": "maybe"}}),
+        ] {
+            assert_eq!(vote(&bad).unwrap_err().status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+    }
 }

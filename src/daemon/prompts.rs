@@ -1,4 +1,5 @@
-//! Prompts and commands: prompt, cancel, model, command, supported commands.
+//! Prompts and commands: prompt, cancel, model, supported commands, and cmdlog's
+//! own `command` route.
 
 use std::sync::Arc;
 
@@ -6,120 +7,196 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use cmdlog_engine::{
-    EventData, ExecuteRequest, InvocationSource, Mode, Outcome, PromptOutcome, PromptRequest,
-    StreamingBehavior, SubmittedAttachment,
+    AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitched, Outcome,
+    SubmittedAttachment, check_content_block,
 };
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::sse::{self};
 use super::state::{ApiError, AppState, body};
+use super::turns::{QUEUE_MAX, Queued};
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct PromptBody {
-    text: String,
-    streaming_behavior: Option<String>,
-}
-
-pub(super) async fn prompt(
-    State(state): State<Arc<AppState>>,
-    UrlPath(id): UrlPath<String>,
-    request: Result<Json<PromptBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let session = state.session(&id)?;
-    let request = body(request)?;
-    AppState::check_line("prompt text", &request.text)?;
-    let behavior = match request.streaming_behavior.as_deref() {
-        None => None,
-        Some("steer") => Some(StreamingBehavior::Steer),
-        Some("followUp" | "follow_up" | "follow-up") => Some(StreamingBehavior::FollowUp),
-        Some(other) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("streamingBehavior {other:?}: use steer or followUp"),
+/// Reads a prompt body: `{"prompt": [ContentBlock…]}` (qwen serve, ACP), or
+/// cmdlog's earlier `{"text": "…"}`. Returns the text of its text blocks and
+/// the blocks.
+fn prompt_blocks(body: &Value) -> Result<(String, Vec<Value>), ApiError> {
+    let blocks = match (body.get("prompt"), body.get("text")) {
+        (Some(Value::Array(blocks)), _) if !blocks.is_empty() => blocks.clone(),
+        (None, Some(Value::String(text))) => vec![json!({"type": "text", "text": text})],
+        _ => {
+            return Err(ApiError::bad_request(
+                "`prompt` is required and must be a non-empty array of content blocks, e.g. {\"prompt\": [{\"type\": \"text\", \"text\": \"…\"}]}",
             ));
         }
     };
-    let agent = session.agent.clone().unwrap_or_else(|| "main".into());
-    let mut req = PromptRequest::new(
-        &id,
-        &agent,
-        session.mode.unwrap_or(Mode::Acp),
-        &request.text,
-    );
-    req.behavior = behavior;
-    let tracked = state.track(&id);
-    req.cancel = tracked.token.clone();
-    let outcome = state
-        .engine()?
-        .prompt(req)
-        .await
-        .map_err(ApiError::prompt)?;
-    drop(tracked);
-    Ok(Json(match outcome {
-        PromptOutcome::Delivered {
-            seq,
-            text,
-            delivery,
-            from_run,
-            ..
-        } => {
-            json!({"delivered": true, "seq": seq, "text": text, "delivery": delivery, "fromRun": from_run})
+    for (i, block) in blocks.iter().enumerate() {
+        if !block.is_object() {
+            return Err(ApiError::bad_request(
+                "each `prompt` element must be an object (content block)",
+            ));
         }
-        PromptOutcome::Handled(ex) => {
-            json!({"delivered": false, "commandId": ex.command_id, "name": ex.name, "outcome": ex.outcome})
-        }
-    }))
+        check_content_block(block).map_err(|e| {
+            ApiError::bad_request(format!("prompt block {}: {e}", i + 1))
+        })?;
+    }
+    let text = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok((text, blocks))
 }
 
+/// `POST /session/:id/prompt`: queues the prompt and answers 202 at once with its
+/// `promptId` and the last event id before it; the turn streams on the session's
+/// events and ends with `turn_complete` (or `turn_error`) carrying the `promptId`.
+pub(super) async fn prompt(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+    request: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    state.session(&id)?;
+    let request = body(request)?;
+    let (text, blocks) = prompt_blocks(&request)?;
+    AppState::check_line("prompt text", &text)?;
+    let deadline = match request.get("deadlineMs") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .filter(|&ms| ms > 0)
+                .map(std::time::Duration::from_millis)
+                .ok_or_else(|| {
+                    ApiError::bad_request("`deadlineMs` must be a positive integer")
+                        .code("invalid_deadline_ms")
+                })?,
+        ),
+    };
+    let engine = state.engine()?;
+    let log = Arc::clone(engine.log());
+    let head = log.head().seq;
+    let (st, sid) = (Arc::clone(&state), id.clone());
+    let last_event_id =
+        tokio::task::spawn_blocking(move || st.wire.count_through(&log, &sid, head))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+    let prompt_id = crate::session_id::new_id("p-", 24);
+    state
+        .admit(
+            &id,
+            Queued {
+                prompt_id: prompt_id.clone(),
+                text,
+                blocks,
+                deadline,
+            },
+        )
+        .map_err(|pending| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("session {id} has {pending} prompts waiting; wait for a turn to end"),
+            )
+            .code("prompt_queue_full")
+            .with("sessionId", id.clone())
+            .with("limit", QUEUE_MAX)
+            .with("pendingCount", pending)
+            .retry_after(5)
+        })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"promptId": prompt_id, "lastEventId": last_event_id})),
+    )
+        .into_response())
+}
+
+/// `POST /session/:id/cancel`: the running turn ends `cancelled`; 204.
 pub(super) async fn cancel(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<StatusCode, ApiError> {
     state.session(&id)?;
-    // Only executions still running: a settled one left the list when it settled.
-    let tokens = state
-        .running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&id)
-        .unwrap_or_default();
-    let cancelled = tokens.iter().filter(|(_, t)| !t.is_cancelled()).count();
-    for (_, t) in &tokens {
-        t.cancel();
-    }
-    let seq = state
+    state
         .engine()?
         .append_session_event(&id, None, EventData::SessionCancelled(Default::default()))
         .await
         .map_err(ApiError::session)?;
-    Ok(Json(json!({"cancelled": cancelled, "seq": seq})))
+    state.cancel_turn(&id).await;
+    Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ModelBody {
-    model: String,
-}
-
+/// `POST /session/:id/model` `{"modelId"}`: switches the model — through the
+/// agent behind the daemon (its model config option, else `session/set_model`),
+/// or cmdlog's headless `/model` command without one.
 pub(super) async fn model(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
-    request: Result<Json<ModelBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    request: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     let session = state.session(&id)?;
     let request = body(request)?;
+    let model = request
+        .get("modelId")
+        .or_else(|| request.get("model"))
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request("`modelId` is required and must be a non-empty string")
+        })?
+        .to_string();
+    if let Some(bridge) = state.bridge.clone() {
+        let (running, bound) = bridge
+            .bind(&state, &id)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e).code("agent_unavailable"))?;
+        let (method, params) = match &bound.model_option {
+            Some(option) => (
+                "session/set_config_option",
+                json!({"sessionId": bound.agent_session, "configId": option, "value": model}),
+            ),
+            None => (
+                "session/set_model",
+                json!({"sessionId": bound.agent_session, "modelId": model}),
+            ),
+        };
+        let (rpc_id, message) = running.peer.prepare(method, params);
+        state
+            .recorder
+            .message(Some(&id), None, AcpDirection::ToAgent, message.clone());
+        let answer = running.peer.send_prepared(rpc_id, message).await;
+        state.recorder.message(
+            Some(&id),
+            None,
+            AcpDirection::FromAgent,
+            crate::acp::rpc::response(json!(rpc_id), answer.clone()),
+        );
+        if let Err(e) = answer {
+            state.recorder.flush().await;
+            return Err(ApiError::bad_request(format!(
+                "the agent did not switch to {model:?}: {}",
+                e.message
+            ))
+            .code("model_switch_failed")
+            .with("sessionId", id)
+            .with("requestedModelId", model));
+        }
+        state.recorder.record(
+            Some(&id),
+            None,
+            EventData::ModelSwitched(ModelSwitched {
+                model: model.clone(),
+            }),
+        );
+        state.recorder.flush().await;
+        return Ok(Json(json!({"sessionId": id, "modelId": model})));
+    }
     // Through the headless /model command, so the switch is a logged run.
     let agent = session.agent.unwrap_or_else(|| "main".into());
-    let mut exec = ExecuteRequest::new(
-        &id,
-        &agent,
-        Mode::NonInteractive,
-        &format!("/model {}", request.model),
-    );
+    let mut exec = ExecuteRequest::new(&id, &agent, Mode::NonInteractive, &format!("/model {model}"));
     exec.source = InvocationSource::Api;
     let ex = state
         .engine()?
@@ -128,9 +205,12 @@ pub(super) async fn model(
         .map_err(ApiError::execute)?
         .ok_or_else(|| ApiError::internal("the headless /model command is not registered"))?;
     match &ex.outcome {
-        Outcome::Error { text, .. } => Err(ApiError::new(StatusCode::BAD_REQUEST, text.clone())),
+        Outcome::Error { text, .. } => Err(ApiError::bad_request(text.clone())
+            .code("model_switch_failed")
+            .with("sessionId", id)
+            .with("requestedModelId", model)),
         _ => Ok(Json(
-            json!({"model": request.model, "commandId": ex.command_id, "outcome": ex.outcome}),
+            json!({"sessionId": id, "modelId": model, "commandId": ex.command_id}),
         )),
     }
 }
@@ -212,7 +292,8 @@ pub(super) async fn command(
                 "{:?} is not a command for this session's agent and mode; GET /session/{id}/supported-commands lists them",
                 request.line
             ),
-        ));
+        )
+        .code("unknown_command"));
     };
     Ok(Json(
         json!({"commandId": ex.command_id, "name": ex.name, "outcome": ex.outcome, "done": ex.done}),
@@ -237,7 +318,11 @@ pub(super) async fn supported_commands(
     };
     let agent = session.agent.unwrap_or_else(|| "main".into());
     let list = state.engine()?.list(&agent, mode);
-    Ok(Json(
-        json!({"mode": mode, "availableCommands": sse::available_commands(&list)}),
-    ))
+    Ok(Json(json!({
+        "v": 1,
+        "sessionId": id,
+        "mode": mode,
+        "availableCommands": sse::available_commands(&list),
+        "availableSkills": [],
+    })))
 }

@@ -1,86 +1,390 @@
-//! Session lifecycle: capabilities, create or attach, delete.
+//! Session lifecycle on `qwen serve`'s wire: capabilities, create or attach,
+//! status, list, heartbeat, detach, close (`docs/http.md`).
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path as UrlPath, State};
-use axum::http::StatusCode;
-use cmdlog_engine::{Mode, valid_id};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use cmdlog_engine::{Mode, SessionState, valid_id};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::state::{ApiError, AppState, body};
+use super::turns::QUEUE_MAX;
 
-/// The features `/capabilities` lists.
-const FEATURES: [&str; 10] = [
+/// The features `/capabilities` lists: the `qwen serve` tags for what the daemon
+/// does as `qwen serve` does it, then cmdlog's own.
+const FEATURES: [&str; 22] = [
+    "health",
+    "capabilities",
     "session_create",
+    "session_id_override",
+    "session_scope_override",
+    "session_list",
+    "session_status",
     "session_prompt",
-    "session_events",
+    "non_blocking_prompt",
     "session_cancel",
+    "session_events",
+    "typed_event_schema",
     "session_set_model",
-    "session_permission",
+    "client_identity",
+    "client_heartbeat",
+    "session_permission_vote",
+    "permission_vote",
     "session_supported_commands",
-    "session_update",
-    "session_delete",
-    "command_execute",
+    "session_close",
+    "cmdlog_command_execute",
+    "cmdlog_runtime_update",
+    "cmdlog_durable_resume",
 ];
 
-pub(super) async fn capabilities() -> Json<serde_json::Value> {
-    Json(json!({"v": 1, "features": FEATURES}))
+pub(super) async fn capabilities(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({
+        "v": 1,
+        "protocolVersions": {"current": "v1", "supported": ["v1"]},
+        "mode": "http-bridge",
+        "features": FEATURES,
+        "modelServices": [],
+        "workspaceCwd": state.workspace,
+        "limits": {"maxPendingPromptsPerSession": QUEUE_MAX},
+        "cmdlogVersion": env!("CARGO_PKG_VERSION"),
+        "agent": state.bridge.as_ref().map(|b| b.command.display()),
+    }))
+}
+
+/// The client id a request names in `X-Qwen-Client-Id`: absent or empty is
+/// anonymous; otherwise 1 to 128 of `A-Za-z0-9._:-`.
+pub(crate) fn client_id(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("x-qwen-client-id") else {
+        return Ok(None);
+    };
+    let id = value.to_str().unwrap_or("\u{0}").trim();
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.len() > 128
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+    {
+        return Err(ApiError::bad_request(
+            "`X-Qwen-Client-Id` must be 1 to 128 of A-Z a-z 0-9 . _ : -",
+        )
+        .code("invalid_client_id"));
+    }
+    Ok(Some(id.to_string()))
 }
 
 #[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct CreateSession {
+    cwd: Option<Value>,
     session_id: Option<String>,
+    session_scope: Option<String>,
+    /// cmdlog's own: the agent id the session's commands are listed for.
     agent: Option<String>,
+    /// cmdlog's own: the execution mode.
     mode: Option<String>,
+}
+
+/// `workspace_mismatch` unless `cwd` is the daemon's workspace.
+fn check_cwd(state: &AppState, cwd: &str) -> Result<(), ApiError> {
+    let path = std::path::Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(ApiError::bad_request(format!(
+            "`cwd` must be an absolute path; this daemon serves {}",
+            state.workspace.display()
+        )));
+    }
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if canonical != state.workspace {
+        return Err(ApiError::bad_request(format!(
+            "this daemon serves {}, not {cwd}; start `cmdlog serve` in that workspace",
+            state.workspace.display()
+        ))
+        .code("workspace_mismatch")
+        .with("boundWorkspace", state.workspace.display().to_string())
+        .with("requestedWorkspace", cwd));
+    }
+    Ok(())
+}
+
+fn iso(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
+}
+
+fn now_ms() -> u64 {
+    crate::cli::now_ms()
 }
 
 pub(super) async fn create_session(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     request: Result<Json<CreateSession>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request = body(request)?;
+    let client = client_id(&headers)?;
+    match &request.cwd {
+        None | Some(Value::Null) => {}
+        Some(Value::String(cwd)) => check_cwd(&state, cwd)?,
+        Some(_) => return Err(ApiError::bad_request("`cwd` must be an absolute path string")),
+    }
+    let scope = request.session_scope.as_deref().unwrap_or("single");
+    if scope != "single" && scope != "thread" {
+        return Err(
+            ApiError::bad_request(format!("sessionScope {scope:?}: use single or thread"))
+                .code("invalid_session_scope"),
+        );
+    }
     let mode = match request.mode.as_deref() {
         None => Mode::Acp,
         Some(m) => Mode::parse(m).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("unknown mode {m:?}: use interactive, non_interactive or acp"),
-            )
+            ApiError::bad_request(format!(
+                "unknown mode {m:?}: use interactive, non_interactive or acp"
+            ))
         })?,
     };
     let agent = request.agent.unwrap_or_else(|| "main".into());
     if !valid_id(&agent) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("invalid agent id {agent:?}"),
-        ));
+        return Err(ApiError::bad_request(format!("invalid agent id {agent:?}")));
     }
-    let id = request
-        .session_id
-        .unwrap_or_else(crate::session_id::new_session_id);
     let engine = state.engine()?;
+    // A requested id is created or attached to; `single` reuses the workspace's
+    // session; `thread` always starts a new one.
+    let id = match request.session_id {
+        Some(requested) => {
+            let id = requested.to_lowercase();
+            if !valid_id(&id) {
+                return Err(ApiError::bad_request(format!(
+                    "invalid sessionId {requested:?}: use 1 to 128 of a-z 0-9 . _ : - starting with a letter or digit"
+                ))
+                .code("invalid_session_id"));
+            }
+            if let Some(SessionState {
+                ended: Some(ended), ..
+            }) = engine.session(&id)
+            {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("session {id:?} ended at seq {ended}; choose another sessionId"),
+                )
+                .code("session_conflict")
+                .with("sessionId", id));
+            }
+            id
+        }
+        None if scope == "single" => {
+            let single = state
+                .single
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            single
+                .filter(|s| engine.session(s).is_some_and(|s| s.ended.is_none()))
+                .unwrap_or_else(crate::session_id::new_session_id)
+        }
+        None => crate::session_id::new_session_id(),
+    };
     let created = engine
         .ensure_session(&id, &agent, mode)
         .await
         .map_err(ApiError::session)?;
-    Ok(Json(
-        json!({"sessionId": id, "created": created, "lastEventId": engine.log().head().seq}),
-    ))
+    if scope == "single" {
+        *state.single.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
+    }
+    let client = client.unwrap_or_else(|| crate::session_id::new_id("c-", 16));
+    let live = state.live(&id);
+    live.clients
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(client.clone(), now_ms());
+    if let Some(bridge) = state.bridge.clone()
+        && let Err(e) = bridge.bind(&state, &id).await
+    {
+        // The first prompt tries again, and fails its turn if the agent still cannot.
+        eprintln!(
+            "cmdlog serve: session {}: {}",
+            crate::render::clean(&id),
+            crate::render::clean(&e)
+        );
+    }
+    state.announce_commands(&id);
+    state.recorder.flush().await;
+    let session = engine.session(&id).unwrap_or_default();
+    Ok(Json(json!({
+        "sessionId": id,
+        "workspaceCwd": state.workspace,
+        "attached": !created,
+        "clientId": client,
+        "createdAt": iso(created_at(&state, &session)),
+        "hasActivePrompt": has_active_prompt(&state, &id),
+    })))
 }
 
+/// When the session was created, unix ms.
+fn created_at(state: &AppState, session: &SessionState) -> u64 {
+    let Some(seq) = session.created else {
+        return now_ms();
+    };
+    state
+        .engine()
+        .ok()
+        .and_then(|e| e.log().get(seq).ok().flatten())
+        .and_then(|r| cmdlog_engine::Event::decode(r.seq, &r.bytes).ok())
+        .map(|e| e.at)
+        .unwrap_or_else(now_ms)
+}
+
+fn has_active_prompt(state: &AppState, id: &str) -> bool {
+    state
+        .live_if(id)
+        .is_some_and(|l| l.active.lock().unwrap_or_else(|p| p.into_inner()).is_some())
+}
+
+/// A session's summary, as status and list give it.
+fn summary(state: &AppState, id: &str, session: &SessionState) -> Value {
+    let live = state.live_if(id);
+    json!({
+        "sessionId": id,
+        "workspaceCwd": state.workspace,
+        "createdAt": iso(created_at(state, session)),
+        "clientCount": live.as_ref().map(|l| l.clients.lock().unwrap_or_else(|p| p.into_inner()).len()).unwrap_or(0),
+        "hasActivePrompt": has_active_prompt(state, id),
+        "pendingPromptCount": live.as_ref().map(|l| l.queued.load(std::sync::atomic::Ordering::SeqCst)).unwrap_or(0),
+        "isWaitingForPermission": state.permissions.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.session == id),
+        "agent": session.agent,
+        "mode": session.mode,
+    })
+}
+
+pub(super) async fn status(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let session = state.session(&id)?;
+    Ok(Json(summary(&state, &id, &session)))
+}
+
+#[derive(Deserialize)]
+pub(super) struct ListQuery {
+    size: Option<String>,
+    cursor: Option<String>,
+}
+
+/// `GET /workspace/:cwd/sessions`: the open sessions, newest first, a page at a time.
+pub(super) async fn list(
+    State(state): State<Arc<AppState>>,
+    UrlPath(cwd): UrlPath<String>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    check_cwd(&state, &cwd)?;
+    let size = match query.size.as_deref() {
+        None => 20,
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| ApiError::bad_request("`size` must be an integer from 1 to 1000"))?,
+    };
+    let skip = match query.cursor.as_deref() {
+        None => 0,
+        Some(c) => c.parse::<usize>().map_err(|_| {
+            ApiError::bad_request("`cursor` is not one this daemon gave").code("invalid_cursor")
+        })?,
+    };
+    let engine = state.engine()?;
+    let mut open: Vec<(String, SessionState)> = engine.with_state(|s| {
+        s.sessions
+            .iter()
+            .filter(|(_, s)| s.created.is_some() && s.ended.is_none())
+            .map(|(id, s)| (id.clone(), s.clone()))
+            .collect()
+    });
+    open.sort_by(|a, b| b.1.created.cmp(&a.1.created));
+    let page: Vec<Value> = open
+        .iter()
+        .skip(skip)
+        .take(size)
+        .map(|(id, s)| summary(&state, id, s))
+        .collect();
+    let mut answer = json!({"sessions": page});
+    if skip + size < open.len() {
+        answer["nextCursor"] = json!((skip + size).to_string());
+    }
+    Ok(Json(answer))
+}
+
+pub(super) async fn heartbeat(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    state.session(&id)?;
+    let client = client_id(&headers)?;
+    let now = now_ms();
+    let mut answer = json!({"sessionId": id, "lastSeenAt": now});
+    if let Some(client) = client {
+        state
+            .live(&id)
+            .clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(client.clone(), now);
+        answer["clientId"] = json!(client);
+    }
+    Ok(Json(answer))
+}
+
+pub(super) async fn detach(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    state.session(&id)?;
+    if let (Some(client), Some(live)) = (client_id(&headers)?, state.live_if(&id)) {
+        live.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&client);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// How long a close waits for the cancelled turn to end.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `DELETE /session/:id`: the running turn is cancelled, waiting permission
+/// requests answered `cancelled`, and `session/closed` ends every stream. A
+/// second DELETE finds no session (404).
 pub(super) async fn delete_session(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     state.session(&id)?;
-    let seq = state
+    client_id(&headers)?;
+    let live = state.live_if(&id);
+    state.end_session(&id).await;
+    // The cancelled turn ends (its stop reason recorded) before the session does,
+    // unless the agent takes too long to wind down.
+    if let Some(live) = live {
+        let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
+        while live.active.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    state.recorder.flush().await;
+    state
         .engine()?
-        .close_session(&id, Some("deleted over HTTP".into()))
+        .close_session(&id, Some("client_close".into()))
         .await
         .map_err(ApiError::session)?;
-    Ok(Json(json!({"closed": true, "seq": seq})))
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

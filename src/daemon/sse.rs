@@ -4,22 +4,22 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use cmdlog_engine::{Event, EventData, Registration};
+use cmdlog_engine::{Event, Registration};
 use cmdlog_store::{Log, ReadError, Seq};
-use serde_json::json;
 
-/// An event as every subscriber needs it: decoded once, its frame data serialised
-/// once, shared by all subscribers of its session.
+/// An event as every subscriber needs it: decoded once, its wire frame and its
+/// record serialised once, shared by all subscribers of its session.
 #[derive(Debug)]
 pub(crate) struct SharedFrame {
     pub(crate) seq: Seq,
+    pub(crate) at: u64,
     pub(crate) session: Option<String>,
-    /// `true` for `registry/*` events (each session renders its own command list).
-    pub(crate) registry: bool,
-    /// The SSE `event:` name.
-    pub(crate) name: String,
-    /// The SSE `data:` of a session event.
-    pub(crate) data: String,
+    /// The event's log type.
+    pub(crate) type_name: String,
+    /// The wire frame's type and serialised `data`, for a shown session event.
+    pub(crate) wire: Option<(&'static str, String)>,
+    /// The log record as JSON, for cmdlog's own clients.
+    pub(crate) record: String,
 }
 
 /// The most recent frames, shared by every subscriber: under fan-out, the first
@@ -40,7 +40,26 @@ struct Cached {
 
 impl SharedFrame {
     fn bytes(&self) -> usize {
-        self.data.len() + self.name.len() + 64
+        self.record.len()
+            + self.type_name.len()
+            + self.wire.as_ref().map_or(0, |(_, d)| d.len())
+            + 96
+    }
+
+    /// Builds the frame of a decoded event.
+    pub(crate) fn of(e: &Event) -> SharedFrame {
+        SharedFrame {
+            seq: e.seq,
+            at: e.at,
+            session: e.session.clone(),
+            type_name: e.data.type_name().to_string(),
+            wire: e
+                .session
+                .as_deref()
+                .and_then(|s| super::wire::project(e, s))
+                .map(|(kind, data)| (kind, data.to_string())),
+            record: e.to_json().to_string(),
+        }
     }
 }
 
@@ -85,16 +104,7 @@ impl FrameCache {
         log.scan(next, to, |r| {
             through = r.seq;
             if let Ok(e) = Event::decode(r.seq, &r.bytes) {
-                let frame = Arc::new(SharedFrame {
-                    seq: e.seq,
-                    session: e.session.clone(),
-                    registry: matches!(
-                        e.data,
-                        EventData::Registered(_) | EventData::Unregistered(_)
-                    ),
-                    name: e.data.type_name().to_string(),
-                    data: frame_data(&e).to_string(),
-                });
+                let frame = Arc::new(SharedFrame::of(&e));
                 bytes += frame.bytes();
                 built.push(frame);
             }
@@ -119,25 +129,18 @@ impl FrameCache {
 
 pub(crate) use cmdlog_engine::{Resume, parse_last_event_id as resume_from};
 
-/// The `data:` of an event frame: `{id, v: 1, type, data}` with the event's data as stored.
-pub(crate) fn frame_data(event: &Event) -> serde_json::Value {
-    let stored = event.to_json();
-    json!({
-        "id": event.seq,
-        "v": 1,
-        "type": event.data.type_name(),
-        "session": event.session,
-        "agent": event.agent,
-        "at": event.at,
-        "data": stored["data"],
-    })
-}
-
-/// ACP `AvailableCommand` objects for a listing.
+/// ACP `AvailableCommand` objects for a listing; `input` is `null` for a command
+/// without an argument hint, as `qwen serve` lists them.
 pub(crate) fn available_commands(list: &[Registration]) -> serde_json::Value {
     serde_json::Value::Array(
         list.iter()
-            .map(|r| r.command.acp_available_command())
+            .map(|r| {
+                let mut c = r.command.acp_available_command();
+                if c.get("input").is_none() {
+                    c["input"] = serde_json::Value::Null;
+                }
+                c
+            })
             .collect(),
     )
 }

@@ -1,6 +1,7 @@
 //! What every route shares: the engine, the error response, body parsing.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use axum::Json;
@@ -8,12 +9,16 @@ use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cmdlog_engine::{
-    CancellationToken, Engine, ExecuteError, PromptError, SessionError, SessionState, valid_id,
+    CancellationToken, Engine, ExecuteError, SessionError, SessionState, valid_id,
 };
 use cmdlog_store::AppendError;
 use serde_json::json;
 
+use super::bridge::Bridge;
+use crate::acp::record::Recorder;
 use super::sse;
+use super::turns::Live;
+use super::wire::WireIndex;
 
 /// Largest body of a `command` request (base64 attachments), in bytes.
 pub(crate) const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;
@@ -41,8 +46,37 @@ pub(crate) struct Access {
     pub(crate) origins: Vec<String>,
 }
 
+/// A permission request waiting for its first vote.
+pub(crate) struct PendingPermission {
+    /// The session it belongs to.
+    pub(crate) session: String,
+    /// The options offered.
+    pub(crate) options: serde_json::Value,
+    /// Where the outcome goes: the agent's request, when an agent behind the
+    /// daemon asked; `None` for an external runtime's request (it reads the log).
+    pub(crate) answer: Option<tokio::sync::oneshot::Sender<serde_json::Value>>,
+}
+
 /// Shared by every route.
 pub(crate) struct AppState {
+    /// The workspace the daemon serves, canonical (`workspaceCwd`).
+    pub(crate) workspace: PathBuf,
+    /// Per session: where each wire event id points in the log.
+    pub(crate) wire: WireIndex,
+    /// The sessions with prompts queued or running, their clients, their agent session.
+    pub(crate) live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The session `sessionScope: "single"` creates reuse.
+    pub(crate) single: Mutex<Option<String>>,
+    /// Permission requests waiting for a vote, by request id.
+    pub(crate) permissions: Mutex<HashMap<String, PendingPermission>>,
+    /// The ACP agent behind the daemon (`serve --agent`).
+    pub(crate) bridge: Option<Arc<Bridge>>,
+    /// Records what turns and the agent produce, in order.
+    pub(crate) recorder: Recorder,
+    /// Cancelled when the daemon stops: event streams end.
+    pub(crate) shutdown: CancellationToken,
+    /// Woken by every registry change.
+    pub(crate) commands_changed: Arc<tokio::sync::Notify>,
     /// The engine, or `None` while a failed store is being reopened.
     engine: RwLock<Option<Engine>>,
     /// Why the store is degraded, while it is.
@@ -51,8 +85,6 @@ pub(crate) struct AppState {
     /// In-flight executions per session, by id, for `cancel`.
     pub(crate) running: Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>,
     next_execution: std::sync::atomic::AtomicU64,
-    /// Serializes permission votes so the first one wins.
-    pub(crate) votes: tokio::sync::Mutex<()>,
     /// Recent frames shared by SSE subscribers.
     pub(crate) frames: Arc<sse::FrameCache>,
 }
@@ -79,14 +111,30 @@ impl Drop for Tracked {
 }
 
 impl AppState {
-    pub(crate) fn new(engine: Engine, access: Access) -> Arc<Self> {
-        Arc::new(AppState {
+    pub(crate) fn new(
+        engine: Engine,
+        access: Access,
+        workspace: PathBuf,
+        bridge: Option<Arc<Bridge>>,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|weak: &std::sync::Weak<AppState>| AppState {
+            recorder: {
+                let weak = weak.clone();
+                Recorder::start(Arc::new(move || weak.upgrade()?.engine().ok()))
+            },
+            commands_changed: Arc::new(tokio::sync::Notify::new()),
+            shutdown: CancellationToken::new(),
+            workspace,
+            wire: WireIndex::default(),
+            live: Mutex::new(HashMap::new()),
+            single: Mutex::new(None),
+            permissions: Mutex::new(HashMap::new()),
+            bridge,
             engine: RwLock::new(Some(engine)),
             degraded: Mutex::new(None),
             access,
             running: Mutex::new(HashMap::new()),
             next_execution: std::sync::atomic::AtomicU64::new(1),
-            votes: tokio::sync::Mutex::new(()),
             frames: Arc::new(sse::FrameCache::new(SSE_CACHE_FRAMES, SSE_CACHE_BYTES)),
         })
     }
@@ -132,6 +180,8 @@ impl AppState {
 
     /// Puts a reopened engine in place.
     pub(crate) fn put_engine(&self, engine: Engine) {
+        self.wire.clear();
+        super::commands::observe(&engine, &self.commands_changed);
         *self.engine.write().unwrap_or_else(|p| p.into_inner()) = Some(engine);
     }
 
@@ -149,19 +199,28 @@ impl AppState {
         Ok(())
     }
 
+    /// An open session; 404 `session_not_found` for one that is unknown, badly
+    /// named, or ended (closed or died).
     pub(crate) fn session(&self, id: &str) -> Result<SessionState, ApiError> {
+        let s = self.any_session(id)?;
+        if let Some(ended) = s.ended {
+            return Err(ApiError::session_not_found(id).because(format!(
+                "session {id:?} ended at seq {ended}; create a new one with POST /session"
+            )));
+        }
+        Ok(s)
+    }
+
+    /// A session that exists, open or ended.
+    pub(crate) fn any_session(&self, id: &str) -> Result<SessionState, ApiError> {
         if !valid_id(id) {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("no session {id:?}: session ids are 1 to 128 of A-Z a-z 0-9 . _ : -"),
-            ));
+            return Err(ApiError::session_not_found(id).because(format!(
+                "no session {id:?}: session ids are 1 to 128 of A-Z a-z 0-9 . _ : -"
+            )));
         }
         match self.engine()?.session(id) {
             Some(s) if s.created.is_some() => Ok(s),
-            _ => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("no session {id:?}; create it with POST /session"),
-            )),
+            _ => Err(ApiError::session_not_found(id)),
         }
     }
 
@@ -185,11 +244,14 @@ impl AppState {
     }
 }
 
-/// An error response: `{"error": message}` with a status.
+/// An error response, in `qwen serve`'s shape: `{"error": message, "code"?, ...}`.
 #[derive(Debug)]
 pub(crate) struct ApiError {
-    status: StatusCode,
+    pub(crate) status: StatusCode,
     message: String,
+    code: Option<&'static str>,
+    extra: serde_json::Map<String, serde_json::Value>,
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -197,7 +259,49 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            code: None,
+            extra: serde_json::Map::new(),
+            retry_after: None,
         }
+    }
+
+    /// 400 with a message.
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// Adds the machine-readable `code`.
+    pub(crate) fn code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// Adds a field beside `error`.
+    pub(crate) fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Replaces the message.
+    pub(crate) fn because(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Adds `Retry-After`.
+    pub(crate) fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// 404 `session_not_found`, the shape clients test for.
+    pub(crate) fn session_not_found(id: &str) -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("No session with id {id:?}; create one with POST /session"),
+        )
+        .code("session_not_found")
+        .with("sessionId", id)
     }
 
     pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
@@ -221,9 +325,12 @@ impl ApiError {
     /// A session that is unknown (404), ended (409) or badly named (400).
     pub(crate) fn session(e: SessionError) -> Self {
         match &e {
-            SessionError::Unknown { .. } => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
-            SessionError::Ended { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            SessionError::InvalidId { .. } => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            SessionError::Unknown { session } | SessionError::Ended { session, .. } => {
+                ApiError::session_not_found(session).because(e.to_string())
+            }
+            SessionError::InvalidId { .. } => {
+                ApiError::bad_request(e.to_string()).code("invalid_session_id")
+            }
             SessionError::Append(a) => ApiError::append(a),
             _ => ApiError::internal(e),
         }
@@ -241,37 +348,44 @@ impl ApiError {
             other => ApiError::internal(other),
         }
     }
-
-    /// A failed prompt.
-    pub(crate) fn prompt(e: PromptError) -> Self {
-        match e {
-            PromptError::Streaming { .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                format!("{e}; send streamingBehavior steer or followUp"),
-            ),
-            PromptError::Session(s) => ApiError::session(s),
-            PromptError::Execute(x) => ApiError::execute(x),
-            other => ApiError::new(StatusCode::BAD_REQUEST, other.to_string()),
-        }
-    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": self.message}))).into_response()
+        let mut body = json!({"error": self.message});
+        if let Some(code) = self.code {
+            body["code"] = json!(code);
+        }
+        for (k, v) in self.extra {
+            body[k] = v;
+        }
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 
 /// The request body as JSON, or a 4xx that says what is wrong with it.
 pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    // axum's statuses: 400 malformed JSON, 422 wrong fields, 415 not JSON, 413 too large.
+    // axum's statuses: 400 malformed JSON, 422 wrong fields (400 here, as qwen
+    // serve answers), 415 not JSON, 413 too large.
     body.map(|Json(t)| t).map_err(|rejection| {
-        ApiError::new(
-            rejection.status(),
+        let status = match rejection.status() {
+            StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+            s => s,
+        };
+        let message = if matches!(rejection, JsonRejection::JsonSyntaxError(_)) {
+            format!("Invalid JSON in request body: {}", rejection.body_text())
+        } else {
             format!(
                 "{}; send a JSON body with Content-Type: application/json",
                 rejection.body_text()
-            ),
-        )
+            )
+        };
+        ApiError::new(status, message)
     })
 }

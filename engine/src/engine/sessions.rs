@@ -106,8 +106,33 @@ impl Engine {
             .first)
     }
 
-    /// `Ok` when `session` exists and has not ended.
-    pub(super) fn check_session(&self, session: &str) -> Result<(), SessionError> {
+    /// Appends domain events in one batch and one durable commit, in order:
+    /// `(session, agent, data)`, where a `None` session is a log-wide event. Every
+    /// session must be open, or nothing is appended. Returns the first seq.
+    pub async fn append_events(
+        &self,
+        events: Vec<(Option<String>, Option<String>, EventData)>,
+    ) -> Result<Seq, SessionError> {
+        for (session, _, _) in &events {
+            if let Some(session) = session {
+                self.check_session(session)?;
+            }
+        }
+        let at = self.now();
+        let events = events
+            .into_iter()
+            .map(|(session, agent, data)| NewEvent {
+                at,
+                session,
+                agent,
+                data,
+            })
+            .collect();
+        Ok(self.append(events).await?.first)
+    }
+
+    /// `Ok` when `session` exists and has not ended; otherwise why not.
+    pub fn check_session(&self, session: &str) -> Result<(), SessionError> {
         match self.session(session) {
             Some(SessionState {
                 ended: Some(ended), ..

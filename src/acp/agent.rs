@@ -1,0 +1,141 @@
+//! An ACP agent as a child process: started from a command line, spoken to over
+//! its stdin and stdout, its stderr passed on escaped, its exit reported.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+
+use super::rpc::{Incoming, Peer, RpcError};
+
+/// The ACP protocol version cmdlog speaks (`PROTOCOL_VERSION` of schema v1).
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
+
+/// How to start the agent: a program and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentCommand {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+}
+
+impl AgentCommand {
+    /// Splits a command line as a POSIX shell would (quotes, backslashes), without
+    /// running a shell.
+    pub(crate) fn parse(line: &str) -> Result<Self, String> {
+        let words = shlex::split(line)
+            .ok_or_else(|| format!("cannot split the agent command {line:?}: unbalanced quotes"))?;
+        Self::from_words(words)
+    }
+
+    /// A program and its arguments, already split.
+    pub(crate) fn from_words(words: Vec<String>) -> Result<Self, String> {
+        let mut words = words.into_iter();
+        let program = words
+            .next()
+            .filter(|p| !p.is_empty())
+            .ok_or("the agent command is empty: give the program that speaks ACP on stdio")?;
+        Ok(AgentCommand {
+            program,
+            args: words.collect(),
+        })
+    }
+
+    /// The command line, for messages.
+    pub(crate) fn display(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(|w| shlex::try_quote(w).map(|q| q.into_owned()).unwrap_or_else(|_| w.to_string()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A running agent.
+pub(crate) struct AgentProcess {
+    /// The JSON-RPC connection over its stdio.
+    pub(crate) peer: Arc<Peer>,
+    /// Becomes `Some(how it ended)` when the process exits.
+    pub(crate) exit: watch::Receiver<Option<String>>,
+    /// Its pid, for messages.
+    pub(crate) pid: Option<u32>,
+}
+
+/// Starts `command` in `cwd`. Its stderr lines go to ours, escaped and prefixed;
+/// what it asks of us goes to `handler` (see [`Peer::start`]).
+pub(crate) fn spawn(
+    command: &AgentCommand,
+    cwd: &Path,
+    handler: impl FnMut(&Arc<Peer>, Incoming) + Send + 'static,
+) -> Result<AgentProcess, String> {
+    let mut child = tokio::process::Command::new(&command.program)
+        .args(&command.args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the agent `{}`: {e}", command.display()))?;
+    let pid = child.id();
+    let stdin = child.stdin.take().ok_or("the agent has no stdin")?;
+    let stdout = child.stdout.take().ok_or("the agent has no stdout")?;
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("agent: {}", crate::render::clean(&line));
+            }
+        });
+    }
+    let peer = Peer::start(stdout, stdin, handler);
+    let (exit_tx, exit) = watch::channel(None);
+    tokio::spawn(async move {
+        let how = match child.wait().await {
+            Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                (Some(code), _) => format!("the agent exited with status {code}"),
+                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
+                _ => "the agent exited".to_string(),
+            },
+            Err(e) => format!("the agent could not be waited for: {e}"),
+        };
+        let _ = exit_tx.send(Some(how));
+    });
+    Ok(AgentProcess { peer, exit, pid })
+}
+
+/// The `initialize` request cmdlog sends: protocol 1, no file system or terminal
+/// offered (cmdlog has none to lend), its name and version.
+pub(crate) fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+        "clientInfo": {"name": "cmdlog", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// The text of an agent's answer to `session/prompt`: its stop reason.
+pub(crate) fn stop_reason(result: &Value) -> Result<String, RpcError> {
+    result
+        .get("stopReason")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| RpcError::new(super::rpc::INTERNAL_ERROR, "the agent's answer to session/prompt has no stopReason"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_like_a_shell_without_one() {
+        let c = AgentCommand::parse(r#"node "my agent.js" --flag 'a b'"#).unwrap();
+        assert_eq!(c.program, "node");
+        assert_eq!(c.args, ["my agent.js", "--flag", "a b"]);
+        assert_eq!(c.display(), "node 'my agent.js' --flag 'a b'");
+        assert!(AgentCommand::parse("").unwrap_err().contains("empty"));
+        assert!(AgentCommand::parse("node 'x").unwrap_err().contains("quotes"));
+    }
+}

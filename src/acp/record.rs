@@ -1,0 +1,138 @@
+//! The recorder of a bridged ACP connection: events go to the log in the order
+//! they are given, a batch per durable commit, without holding up the messages
+//! they record. `flush` waits until everything given so far is durable — the
+//! bridge flushes before it tells a client a turn ended.
+
+use std::sync::Arc;
+
+use cmdlog_engine::{AcpDirection, AcpMessage, Engine, EventData};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// Gives the engine to record with: the daemon's engine can be swapped while a
+/// failed store reopens.
+pub(crate) type EngineSource = Arc<dyn Fn() -> Option<Engine> + Send + Sync>;
+
+enum Item {
+    Event {
+        session: Option<String>,
+        agent: Option<String>,
+        data: EventData,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// Most events appended in one commit.
+const BATCH_MAX: usize = 1024;
+
+/// Appends events in order from a task of its own.
+#[derive(Clone)]
+pub(crate) struct Recorder {
+    tx: mpsc::UnboundedSender<Item>,
+}
+
+impl Recorder {
+    /// Starts the recording task.
+    pub(crate) fn start(engine: EngineSource) -> Recorder {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
+        tokio::spawn(async move {
+            let mut batch = Vec::new();
+            let mut waiters = Vec::new();
+            while let Some(first) = rx.recv().await {
+                let mut next = Some(first);
+                while let Some(item) = next.take() {
+                    match item {
+                        Item::Event {
+                            session,
+                            agent,
+                            data,
+                        } => batch.push((session, agent, data)),
+                        Item::Flush(done) => waiters.push(done),
+                    }
+                    if batch.len() < BATCH_MAX {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                if !batch.is_empty() {
+                    append(&engine, std::mem::take(&mut batch)).await;
+                }
+                for done in waiters.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+        });
+        Recorder { tx }
+    }
+
+    /// Records `data` in `session` (or log-wide).
+    pub(crate) fn record(&self, session: Option<&str>, agent: Option<&str>, data: EventData) {
+        let _ = self.tx.send(Item::Event {
+            session: session.map(str::to_string),
+            agent: agent.map(str::to_string),
+            data,
+        });
+    }
+
+    /// Records a JSON-RPC message no typed event covers.
+    pub(crate) fn message(
+        &self,
+        session: Option<&str>,
+        agent: Option<&str>,
+        direction: AcpDirection,
+        message: Value,
+    ) {
+        self.record(
+            session,
+            agent,
+            EventData::AcpMessage(AcpMessage { direction, message }),
+        );
+    }
+
+    /// Waits until everything recorded so far is appended (or failed).
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Item::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// Appends a batch. Events of a session that ended meanwhile are dropped (a
+/// session that died takes its stragglers with it), the rest kept; a storage
+/// failure is reported and the batch lost from the log, not from the connection.
+async fn append(engine: &EngineSource, batch: Vec<(Option<String>, Option<String>, EventData)>) {
+    let Some(engine) = engine() else {
+        eprintln!(
+            "cmdlog: {} ACP event(s) not recorded: the log is being reopened",
+            batch.len()
+        );
+        return;
+    };
+    let open: Vec<_> = batch
+        .into_iter()
+        .filter(|(session, _, data)| match session {
+            None => true,
+            Some(s) => match engine.check_session(s) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!(
+                        "cmdlog: a {} event was not recorded: {}",
+                        data.type_name(),
+                        crate::render::clean(&e.to_string())
+                    );
+                    false
+                }
+            },
+        })
+        .collect();
+    if open.is_empty() {
+        return;
+    }
+    let count = open.len();
+    if let Err(e) = engine.append_events(open).await {
+        eprintln!(
+            "cmdlog: {count} ACP event(s) not recorded: {}",
+            crate::render::clean(&e.to_string())
+        );
+    }
+}

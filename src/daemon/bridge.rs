@@ -1,0 +1,438 @@
+//! `serve --agent`: one ACP agent process behind the daemon. Each daemon session
+//! gets an agent session (`session/new`); every message that crosses is recorded
+//! (typed events where one fits, `acp/message` for the rest); the agent's own
+//! commands join the registry as the `acp-agent` provider.
+//!
+//! Restart policy: the agent starts with the daemon. When it exits, every session
+//! bound to it dies (`session/died` with how it ended) and the next session or
+//! prompt starts a new process — at once if the last one ran for a while, after a
+//! backoff (1 s doubling to 30 s) if it keeps exiting young.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use cmdlog_engine::{
+    AcpDirection, CommandHandler, CommandKind, CommandName, CommandResult, CommandSource,
+    CommandSpec, CommandType, Disposer, EventData, Invocation, Mode, NewRegistration,
+    PermissionRequested, ProviderRef, Scope, SessionEnded,
+};
+use serde_json::{Value, json};
+
+use super::state::{AppState, PendingPermission};
+use crate::acp::agent::{self, AgentCommand, AgentProcess};
+use crate::acp::rpc::{self, Incoming, Peer, RpcError};
+
+/// How long the agent may take to answer `initialize` or `session/new`.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// A process that ran at least this long restarts without waiting.
+const HEALTHY_RUN: Duration = Duration::from_secs(10);
+/// The first and the longest wait before restarting an agent that keeps exiting.
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// The provider of the agent's own commands: below every command file, above
+/// bundled skills.
+pub(crate) const AGENT_PROVIDER_PRIORITY: i32 = 50;
+
+/// The agent behind the daemon.
+pub(crate) struct Bridge {
+    pub(crate) command: AgentCommand,
+    cwd: PathBuf,
+    running: tokio::sync::Mutex<Option<Arc<Running>>>,
+    generation: AtomicU64,
+    restarts: Mutex<Restarts>,
+    /// The agent's commands registered, by name.
+    commands: tokio::sync::Mutex<HashMap<String, (Value, Disposer)>>,
+}
+
+#[derive(Default)]
+struct Restarts {
+    /// When the last process started and how long the next start waits.
+    started: Option<Instant>,
+    backoff: Duration,
+}
+
+/// One agent process.
+pub(crate) struct Running {
+    pub(crate) generation: u64,
+    pub(crate) peer: Arc<Peer>,
+    /// Agent session id → daemon session id.
+    sessions: Arc<Mutex<HashMap<String, String>>>,
+}
+
+/// A daemon session's agent session.
+#[derive(Clone, Debug)]
+pub(crate) struct Bound {
+    pub(crate) generation: u64,
+    pub(crate) agent_session: String,
+    /// The config option that selects the model, if the agent offers one.
+    pub(crate) model_option: Option<String>,
+}
+
+impl Bridge {
+    pub(crate) fn new(command: AgentCommand, cwd: PathBuf) -> Arc<Bridge> {
+        Arc::new(Bridge {
+            command,
+            cwd,
+            running: tokio::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+            restarts: Mutex::new(Restarts::default()),
+            commands: tokio::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The running agent, started (or restarted) if there is none.
+    pub(crate) async fn running(self: &Arc<Self>, state: &Arc<AppState>) -> Result<Arc<Running>, String> {
+        let mut slot = self.running.lock().await;
+        if let Some(running) = slot.as_ref() {
+            return Ok(Arc::clone(running));
+        }
+        let wait = {
+            let r = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+            match r.started {
+                Some(at) if at.elapsed() < HEALTHY_RUN => r.backoff,
+                _ => Duration::ZERO,
+            }
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let sessions: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let handler = {
+            let (state, bridge, sessions) = (Arc::downgrade(state), Arc::downgrade(self), Arc::clone(&sessions));
+            move |peer: &Arc<Peer>, incoming: Incoming| {
+                if let (Some(state), Some(bridge)) = (state.upgrade(), bridge.upgrade()) {
+                    bridge.handle(&state, peer, &sessions, incoming);
+                }
+            }
+        };
+        let AgentProcess { peer, exit, pid } = agent::spawn(&self.command, &self.cwd, handler)?;
+        {
+            let mut r = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+            let young = r.started.is_some_and(|at| at.elapsed() < HEALTHY_RUN);
+            r.backoff = if young {
+                (r.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX)
+            } else {
+                BACKOFF_FIRST
+            };
+            r.started = Some(Instant::now());
+        }
+        let (id, request) = peer.prepare("initialize", agent::initialize_params());
+        state.recorder
+            .message(None, None, AcpDirection::ToAgent, request.clone());
+        let answer = tokio::time::timeout(SETUP_TIMEOUT, peer.send_prepared(id, request))
+            .await
+            .map_err(|_| format!("the agent `{}` did not answer initialize within {}s", self.command.display(), SETUP_TIMEOUT.as_secs()))?;
+        state.recorder.message(
+            None,
+            None,
+            AcpDirection::FromAgent,
+            rpc::response(json!(id), answer.clone()),
+        );
+        let initialize = answer.map_err(|e| format!("the agent `{}` refused initialize: {e}", self.command.display()))?;
+        eprintln!(
+            "cmdlog serve: agent `{}` started (pid {}, {})",
+            crate::render::clean(&self.command.display()),
+            pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            crate::render::clean(
+                &initialize["agentInfo"]["name"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "no agentInfo".into())
+            )
+        );
+        let running = Arc::new(Running {
+            generation,
+            peer,
+            sessions: Arc::clone(&sessions),
+        });
+        *slot = Some(Arc::clone(&running));
+        tokio::spawn(watch_exit(
+            Arc::downgrade(self),
+            Arc::downgrade(state),
+            generation,
+            sessions,
+            exit,
+        ));
+        Ok(running)
+    }
+
+    /// The agent session of daemon session `session`, made with `session/new` if
+    /// the session has none in the running process.
+    pub(crate) async fn bind(
+        self: &Arc<Self>,
+        state: &Arc<AppState>,
+        session: &str,
+    ) -> Result<(Arc<Running>, Bound), String> {
+        let live = state.live(session);
+        let mut bound = live.bound.lock().await;
+        let running = self.running(state).await?;
+        if let Some(b) = bound.as_ref().filter(|b| b.generation == running.generation) {
+            return Ok((running, b.clone()));
+        }
+        let params = json!({"cwd": self.cwd, "mcpServers": []});
+        let (id, request) = running.peer.prepare("session/new", params);
+        state.recorder
+            .message(Some(session), None, AcpDirection::ToAgent, request.clone());
+        let answer = tokio::time::timeout(SETUP_TIMEOUT, running.peer.send_prepared(id, request))
+            .await
+            .map_err(|_| "the agent did not answer session/new in time".to_string())?;
+        state.recorder.message(
+            Some(session),
+            None,
+            AcpDirection::FromAgent,
+            rpc::response(json!(id), answer.clone()),
+        );
+        let answer = answer.map_err(|e| format!("the agent refused session/new: {e}"))?;
+        let agent_session = answer["sessionId"]
+            .as_str()
+            .ok_or("the agent's answer to session/new has no sessionId")?
+            .to_string();
+        running
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent_session.clone(), session.to_string());
+        let b = Bound {
+            generation: running.generation,
+            agent_session,
+            model_option: model_option(&answer),
+        };
+        *bound = Some(b.clone());
+        Ok((running, b))
+    }
+
+    /// What the agent sends of its own accord.
+    fn handle(
+        self: &Arc<Self>,
+        state: &Arc<AppState>,
+        peer: &Arc<Peer>,
+        sessions: &Mutex<HashMap<String, String>>,
+        incoming: Incoming,
+    ) {
+        let ours = |params: &Value| {
+            params["sessionId"].as_str().and_then(|s| {
+                sessions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(s)
+                    .cloned()
+            })
+        };
+        match incoming {
+            Incoming::Notification { method, params } if method == "session/update" => {
+                let (Some(session), Some(update)) = (ours(&params), params.get("update")) else {
+                    state.recorder.message(None, None, AcpDirection::FromAgent, rpc::notification(&method, params));
+                    return;
+                };
+                if update["sessionUpdate"] == "available_commands_update" {
+                    // The agent's list joins the registry; the session hears the
+                    // merged list (commands.rs). Its own message is kept as sent.
+                    let list = update["availableCommands"].clone();
+                    let (bridge, st) = (Arc::clone(self), Arc::clone(state));
+                    tokio::spawn(async move { bridge.sync_commands(&st, list).await });
+                    state.recorder.message(Some(&session), None, AcpDirection::FromAgent, rpc::notification(&method, params));
+                    return;
+                }
+                state.recorder
+                    .record(Some(&session), None, EventData::SessionUpdate(update.clone()));
+            }
+            Incoming::Request { id, method, params } if method == "session/request_permission" => {
+                let Some(session) = ours(&params) else {
+                    let error = RpcError::new(rpc::INVALID_PARAMS, "no such session");
+                    state.recorder.message(None, None, AcpDirection::FromAgent, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+                    state.recorder.message(None, None, AcpDirection::ToAgent, rpc::response(id.clone(), Err(error.clone())));
+                    peer.respond(id, Err(error));
+                    return;
+                };
+                let request_id = crate::session_id::new_id("perm-", 16);
+                let options = params.get("options").cloned().unwrap_or(Value::Null);
+                state.recorder.record(
+                    Some(&session),
+                    None,
+                    EventData::PermissionRequested(PermissionRequested {
+                        request_id: request_id.clone(),
+                        options: options.clone(),
+                        tool_call: params.get("toolCall").cloned(),
+                    }),
+                );
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                state
+                    .permissions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(
+                        request_id,
+                        PendingPermission {
+                            session,
+                            options,
+                            answer: Some(tx),
+                        },
+                    );
+                let peer = Arc::clone(peer);
+                tokio::spawn(async move {
+                    // Dropped unanswered (the session ended): the turn is over.
+                    let outcome = rx.await.unwrap_or_else(|_| json!({"outcome": "cancelled"}));
+                    peer.respond(id, Ok(json!({"outcome": outcome})));
+                });
+            }
+            Incoming::Request { id, method, params } => {
+                // cmdlog offers no file system or terminal (initialize says so).
+                let session = ours(&params);
+                let error = RpcError::new(rpc::METHOD_NOT_FOUND, format!("cmdlog does not offer {method}"));
+                state.recorder.message(session.as_deref(), None, AcpDirection::FromAgent, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+                state.recorder.message(session.as_deref(), None, AcpDirection::ToAgent, rpc::response(id.clone(), Err(error.clone())));
+                peer.respond(id, Err(error));
+            }
+            Incoming::Notification { method, params } => {
+                let session = ours(&params);
+                state.recorder.message(session.as_deref(), None, AcpDirection::FromAgent, rpc::notification(&method, params));
+            }
+        }
+    }
+
+    /// Makes the registry's `acp-agent` commands the agent's list: new ones
+    /// registered, gone or changed ones unregistered.
+    async fn sync_commands(&self, state: &Arc<AppState>, list: Value) {
+        let Ok(engine) = state.engine() else { return };
+        let mut registered = self.commands.lock().await;
+        let wanted: HashMap<String, Value> = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c["name"].as_str()?.trim_start_matches('/').to_string(), c.clone())))
+            .collect();
+        let gone: Vec<String> = registered
+            .iter()
+            .filter(|(name, (was, _))| wanted.get(*name) != Some(was))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            if let Some((_, disposer)) = registered.remove(&name) {
+                let _ = disposer.dispose().await;
+            }
+        }
+        let label = self.command.display();
+        for (item, (name, command)) in wanted.into_iter().enumerate() {
+            if registered.contains_key(&name) {
+                continue;
+            }
+            let Some(new) = agent_registration(&name, &command, &label, item as u32) else {
+                eprintln!(
+                    "cmdlog serve: the agent's command {:?} is not a valid command name; it is passed to the agent unlogged",
+                    crate::render::clean(&name)
+                );
+                continue;
+            };
+            let r = engine.register(new).await;
+            match r {
+                Ok(disposer) => {
+                    registered.insert(name, (command, disposer));
+                }
+                Err(e) => eprintln!(
+                    "cmdlog serve: cannot register the agent's /{}: {}",
+                    crate::render::clean(&name),
+                    crate::render::clean(&e.to_string())
+                ),
+            }
+        }
+    }
+
+    /// Forgets the running process if it is `generation` (it exited).
+    async fn forget(&self, generation: u64) {
+        let mut slot = self.running.lock().await;
+        if slot.as_ref().is_some_and(|r| r.generation == generation) {
+            *slot = None;
+        }
+    }
+}
+
+/// The registration of one of the agent's own commands: a handler that hands the
+/// line to the agent unchanged, so the run is logged and the agent does the work.
+pub(crate) fn agent_registration(name: &str, command: &Value, label: &str, item: u32) -> Option<NewRegistration> {
+    let mut spec = CommandSpec::new(
+        CommandName::new(name).ok()?,
+        CommandSource::PluginCommand,
+        CommandKind::Skill,
+    );
+    spec.command_type = Some(CommandType::Local);
+    // The agent offers it wherever it runs: in every mode.
+    spec.supported_modes = Some(Mode::ALL.to_vec());
+    spec.description = command["description"].as_str().unwrap_or("").to_string();
+    spec.argument_hint = command["input"]["hint"].as_str().map(str::to_string);
+    spec.source_label = label.to_string();
+    let line_name = name.to_string();
+    let handler: Arc<dyn CommandHandler> = Arc::new(move |inv: Invocation| {
+        let text = format!("/{line_name}{}", inv.raw_input);
+        async move { Ok(CommandResult::Prompt { text }) }
+    });
+    Some(NewRegistration {
+        scope: Scope::Global,
+        provider: ProviderRef {
+            id: "acp-agent".into(),
+            priority: AGENT_PROVIDER_PRIORITY,
+            level: "runtime".into(),
+            order: 1,
+            item,
+        },
+        command: spec,
+        handler: Some(handler),
+        template: None,
+        origin: None,
+    })
+}
+
+/// The config option that selects the model, in a `session/new` answer.
+fn model_option(answer: &Value) -> Option<String> {
+    answer["configOptions"]
+        .as_array()?
+        .iter()
+        .find(|o| o["category"] == "model")
+        .and_then(|o| o["id"].as_str())
+        .map(str::to_string)
+}
+
+/// Waits for the process to exit; then every session bound to it dies.
+async fn watch_exit(
+    bridge: Weak<Bridge>,
+    state: Weak<AppState>,
+    generation: u64,
+    sessions: Arc<Mutex<HashMap<String, String>>>,
+    mut exit: tokio::sync::watch::Receiver<Option<String>>,
+) {
+    let how = match exit.wait_for(Option::is_some).await {
+        Ok(how) => how.clone().unwrap_or_default(),
+        Err(_) => "the agent's process was lost".to_string(),
+    };
+    let Some(bridge) = bridge.upgrade() else { return };
+    bridge.forget(generation).await;
+    eprintln!(
+        "cmdlog serve: {how} (agent `{}`); it restarts on the next session or prompt",
+        crate::render::clean(&bridge.command.display())
+    );
+    let Some(state) = state.upgrade() else { return };
+    let bound: Vec<String> = sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    state.recorder.flush().await;
+    for session in bound {
+        state.end_session(&session).await;
+        if let Ok(engine) = state.engine() {
+            let _ = engine
+                .append_session_event(
+                    &session,
+                    None,
+                    EventData::SessionDied(SessionEnded {
+                        reason: Some(format!("{how} (agent `{}`)", bridge.command.display())),
+                    }),
+                )
+                .await;
+        }
+    }
+}

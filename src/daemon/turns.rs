@@ -1,0 +1,363 @@
+//! Prompt turns: each session's prompts queue first in, first out, and run one at
+//! a time — through cmdlog's registry first (a handler command answers itself, a
+//! prompt command expands), then to the agent behind the daemon, or, with none,
+//! to an external runtime that publishes the turn through `/update`. Every turn
+//! ends with exactly one `turn_complete` or `turn_error` carrying its `promptId`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use cmdlog_engine::{
+    CancellationToken, EventData, Mode, Outcome, PermissionResolved, PromptOutcome,
+    PromptRequest, StreamingBehavior,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::bridge::Bound;
+use super::state::AppState;
+use crate::acp::agent;
+use crate::acp::rpc;
+
+/// Prompts admitted and not yet finished, per session, before `prompt_queue_full`.
+pub(crate) const QUEUE_MAX: usize = 64;
+
+/// A session with prompts to run, and who is attached to it.
+pub(crate) struct Live {
+    queue: mpsc::UnboundedSender<Queued>,
+    /// Prompts admitted and not yet finished.
+    pub(crate) queued: AtomicUsize,
+    /// The turn running now.
+    pub(crate) active: Mutex<Option<Active>>,
+    /// Woken when an external runtime ends a turn through `/update`.
+    pub(crate) turn_ended: tokio::sync::Notify,
+    /// Client ids attached, and when each was last seen (unix ms).
+    pub(crate) clients: Mutex<HashMap<String, u64>>,
+    /// Its agent session, with an agent behind the daemon.
+    pub(crate) bound: tokio::sync::Mutex<Option<Bound>>,
+    /// A hash of the command list last recorded for it.
+    pub(crate) commands: Mutex<Option<u64>>,
+}
+
+/// The running turn.
+#[derive(Clone)]
+pub(crate) struct Active {
+    pub(crate) prompt_id: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+/// An admitted prompt.
+pub(crate) struct Queued {
+    pub(crate) prompt_id: String,
+    /// The text of its text blocks, joined: what the registry looks at.
+    pub(crate) text: String,
+    /// Its ACP content blocks, as sent.
+    pub(crate) blocks: Vec<Value>,
+    /// Cancel the turn after this long.
+    pub(crate) deadline: Option<Duration>,
+}
+
+/// How a turn ended.
+enum TurnEnd {
+    /// With the agent's stop reason.
+    Stop(String),
+    /// With an error, and its code.
+    Failed(String, Option<Value>),
+    /// An external runtime recorded the end itself.
+    Recorded,
+    /// The session ended under it (closed, or its agent died): nothing follows.
+    SessionGone,
+}
+
+impl AppState {
+    /// The live state of `session`, made (with its queue's worker) on first use.
+    pub(crate) fn live(self: &Arc<Self>, session: &str) -> Arc<Live> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = live.get(session) {
+            return Arc::clone(l);
+        }
+        let (queue, rx) = mpsc::unbounded_channel();
+        let l = Arc::new(Live {
+            queue,
+            queued: AtomicUsize::new(0),
+            active: Mutex::new(None),
+            turn_ended: tokio::sync::Notify::new(),
+            clients: Mutex::new(HashMap::new()),
+            bound: tokio::sync::Mutex::new(None),
+            commands: Mutex::new(None),
+        });
+        live.insert(session.to_string(), Arc::clone(&l));
+        tokio::spawn(work(Arc::downgrade(self), session.to_string(), rx));
+        l
+    }
+
+    /// The live state of `session`, if it has one.
+    pub(crate) fn live_if(&self, session: &str) -> Option<Arc<Live>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+
+    /// Queues a prompt; `Err(pending)` when the queue is full.
+    pub(crate) fn admit(self: &Arc<Self>, session: &str, prompt: Queued) -> Result<(), usize> {
+        let live = self.live(session);
+        let pending = live.queued.fetch_add(1, Ordering::SeqCst);
+        if pending >= QUEUE_MAX {
+            live.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(pending);
+        }
+        if live.queue.send(prompt).is_err() {
+            live.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Cancels the running turn of `session` and answers its waiting permission
+    /// requests `cancelled`; queued prompts still run. `true` if a turn was running.
+    pub(crate) async fn cancel_turn(&self, session: &str) -> bool {
+        self.cancel_permissions(session).await;
+        let active = self
+            .live_if(session)
+            .and_then(|l| l.active.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // Commands run through `/command` are cancelled too.
+        let commands = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session)
+            .unwrap_or_default();
+        for (_, token) in commands {
+            token.cancel();
+        }
+        match active {
+            Some(a) => {
+                a.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answers every waiting permission request of `session` `cancelled`, and
+    /// records the answers.
+    pub(crate) async fn cancel_permissions(&self, session: &str) {
+        let waiting: Vec<_> = {
+            let mut pending = self.permissions.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, p)| p.session == session)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|p| (id, p)))
+                .collect()
+        };
+        for (request_id, p) in waiting {
+            self.recorder.record(
+                Some(session),
+                None,
+                EventData::PermissionResolved(PermissionResolved {
+                    request_id,
+                    decision: json!({"outcome": "cancelled"}),
+                }),
+            );
+            if let Some(answer) = p.answer {
+                let _ = answer.send(json!({"outcome": "cancelled"}));
+            }
+        }
+        self.recorder.flush().await;
+    }
+
+    /// The session ends (closed, or its agent died): its turn is cancelled, its
+    /// queue dropped, its permission requests answered.
+    pub(crate) async fn end_session(&self, session: &str) {
+        self.cancel_turn(session).await;
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session);
+        let mut single = self.single.lock().unwrap_or_else(|p| p.into_inner());
+        if single.as_deref() == Some(session) {
+            *single = None;
+        }
+    }
+}
+
+/// Runs `session`'s prompts in order until the session ends.
+async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::UnboundedReceiver<Queued>) {
+    while let Some(prompt) = queue.recv().await {
+        let Some(state) = state.upgrade() else { return };
+        let Some(live) = state.live_if(&session) else { return };
+        run_turn(&state, &live, &session, prompt).await;
+        live.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt: Queued) {
+    let cancel = CancellationToken::new();
+    *live.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(Active {
+        prompt_id: prompt.prompt_id.clone(),
+        cancel: cancel.clone(),
+    });
+    if let Some(deadline) = prompt.deadline {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(deadline).await;
+            cancel.cancel();
+        });
+    }
+    let end = turn(state, live, session, &prompt, &cancel).await;
+    let update = match end {
+        TurnEnd::Stop(reason) => Some(json!({
+            "sessionUpdate": "turn_complete",
+            "stopReason": reason,
+            "promptId": prompt.prompt_id,
+        })),
+        TurnEnd::Failed(message, code) => {
+            let mut u = json!({
+                "sessionUpdate": "turn_error",
+                "message": message,
+                "promptId": prompt.prompt_id,
+            });
+            if let Some(code) = code {
+                u["code"] = code;
+            }
+            Some(u)
+        }
+        TurnEnd::Recorded | TurnEnd::SessionGone => None,
+    };
+    if let Some(update) = update {
+        state
+            .recorder
+            .record(Some(session), None, EventData::SessionUpdate(update));
+        state.recorder.flush().await;
+    }
+    *live.active.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+async fn turn(
+    state: &Arc<AppState>,
+    live: &Arc<Live>,
+    session: &str,
+    prompt: &Queued,
+    cancel: &CancellationToken,
+) -> TurnEnd {
+    let Ok(engine) = state.engine() else {
+        return TurnEnd::Failed("the log is being reopened; send the prompt again".into(), None);
+    };
+    let Some(s) = engine.session(session).filter(|s| s.ended.is_none()) else {
+        return TurnEnd::SessionGone;
+    };
+    let agent = s.agent.clone().unwrap_or_else(|| "main".into());
+    let mut request = PromptRequest::new(session, &agent, s.mode.unwrap_or(Mode::Acp), &prompt.text);
+    request.cancel = cancel.clone();
+    // A turn an earlier daemon left open does not hold this one back.
+    request.behavior = Some(StreamingBehavior::FollowUp);
+    request.prompt_id = Some(prompt.prompt_id.clone());
+    request.blocks = prompt
+        .blocks
+        .iter()
+        .filter(|b| b["type"] != "text")
+        .cloned()
+        .collect();
+    let text = match engine.prompt(request).await {
+        Err(e) => return TurnEnd::Failed(e.to_string(), None),
+        Ok(PromptOutcome::Handled(ex)) => {
+            // A command answered the line itself: its answer is the agent's message.
+            let (text, stop) = match &ex.outcome {
+                Outcome::Success { text, .. } => (text.clone(), "end_turn"),
+                Outcome::Error {
+                    interrupted: true,
+                    text,
+                } => (Some(text.clone()), "cancelled"),
+                Outcome::Error { text, .. } => (Some(text.clone()), "end_turn"),
+            };
+            if let Some(text) = text.filter(|t| !t.is_empty()) {
+                state.recorder.record(
+                    Some(session),
+                    None,
+                    EventData::SessionUpdate(json!({
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    })),
+                );
+            }
+            return TurnEnd::Stop(stop.into());
+        }
+        Ok(PromptOutcome::Delivered { text, .. }) => text,
+    };
+    let Some(bridge) = state.bridge.clone() else {
+        // An external runtime answers through /update; it ends the turn there.
+        tokio::select! {
+            _ = live.turn_ended.notified() => return TurnEnd::Recorded,
+            _ = cancel.cancelled() => return TurnEnd::Stop("cancelled".into()),
+        }
+    };
+    let (running, bound) = match bridge.bind(state, session).await {
+        Ok(b) => b,
+        Err(e) => return TurnEnd::Failed(e, Some(json!("agent_unavailable"))),
+    };
+    let blocks = with_text(&prompt.blocks, &prompt.text, &text);
+    let sent = running.peer.request(
+        "session/prompt",
+        json!({"sessionId": bound.agent_session, "prompt": blocks}),
+    );
+    tokio::pin!(sent);
+    let answer = tokio::select! {
+        answer = &mut sent => answer,
+        _ = cancel.cancelled() => {
+            running.peer.notify("session/cancel", json!({"sessionId": bound.agent_session}));
+            state.recorder.message(
+                Some(session),
+                None,
+                cmdlog_engine::AcpDirection::ToAgent,
+                rpc::notification("session/cancel", json!({"sessionId": bound.agent_session})),
+            );
+            sent.await
+        }
+    };
+    match answer.and_then(|a| agent::stop_reason(&a)) {
+        Ok(reason) => TurnEnd::Stop(reason),
+        Err(e) if e.code == rpc::CONNECTION_CLOSED => TurnEnd::SessionGone,
+        Err(e) => TurnEnd::Failed(
+            format!("the agent failed the prompt: {}", e.message),
+            Some(json!(e.code)),
+        ),
+    }
+}
+
+/// The blocks to send the agent: the text blocks give way to `text` when the
+/// registry expanded the line; the others go as they came.
+fn with_text(blocks: &[Value], typed: &str, text: &str) -> Vec<Value> {
+    if typed == text {
+        return blocks.to_vec();
+    }
+    let mut out = vec![json!({"type": "text", "text": text})];
+    out.extend(blocks.iter().filter(|b| b["type"] != "text").cloned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expansion_replaces_the_text_and_keeps_the_rest() {
+        let blocks = vec![
+            json!({"type": "text", "text": "/greet world"}),
+            json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
+        ];
+        assert_eq!(with_text(&blocks, "/greet world", "/greet world"), blocks);
+        assert_eq!(
+            with_text(&blocks, "/greet world", "Say hello to world"),
+            vec![
+                json!({"type": "text", "text": "Say hello to world"}),
+                json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
+            ]
+        );
+    }
+}

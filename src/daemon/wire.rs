@@ -1,0 +1,412 @@
+//! The `qwen serve` wire at the daemon's edge: which of a session's log events its
+//! SSE stream shows, as which frame (`docs/http.md` has the table), and the
+//! per-session event ids — 1, 2, 3… over the shown events, gapless, so a client's
+//! `Last-Event-ID` names a place in the log through [`WireIndex`].
+//!
+//! The log keeps cmdlog's own schema; this module is the only place that knows
+//! qwen's event names.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cmdlog_engine::{
+    Event, EventData, Outcome, PermissionDecision, is_session_update_kind, permission_decision,
+};
+use cmdlog_store::{Log, ReadError, Seq};
+use serde_json::{Value, json};
+
+/// The frame `event` of session `session` becomes: its wire type and `data`; `None`
+/// for events only cmdlog's own clients see (`session/created`, attachments, raw
+/// ACP messages, unknown types). Depends on the event alone, so every subscriber
+/// and every restart numbers the same events the same way.
+pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Value)> {
+    let frame = match &event.data {
+        EventData::SessionPrompt(p) => (
+            "session_update",
+            json!({"sessionId": session, "update": {
+                "sessionUpdate": "user_message_chunk",
+                "content": {"type": "text", "text": p.text},
+            }}),
+        ),
+        EventData::SessionUpdate(update) => {
+            let kind = update.get("sessionUpdate").and_then(Value::as_str)?;
+            match kind {
+                "turn_complete" => {
+                    let mut data = json!({
+                        "sessionId": session,
+                        "stopReason": update.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn"),
+                    });
+                    if let Some(id) = update.get("promptId").and_then(Value::as_str) {
+                        data["promptId"] = json!(id);
+                    }
+                    ("turn_complete", data)
+                }
+                "turn_error" => {
+                    let mut data = json!({
+                        "sessionId": session,
+                        "message": update.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()).unwrap_or("the turn failed"),
+                    });
+                    for field in ["promptId", "code"] {
+                        if let Some(v) = update.get(field).filter(|v| !v.is_null()) {
+                            data[field] = v.clone();
+                        }
+                    }
+                    ("turn_error", data)
+                }
+                kind if is_session_update_kind(kind) => (
+                    "session_update",
+                    json!({"sessionId": session, "update": update}),
+                ),
+                _ => return None,
+            }
+        }
+        EventData::PermissionRequested(p) => (
+            "permission_request",
+            json!({
+                "requestId": p.request_id,
+                "sessionId": session,
+                "toolCall": p.tool_call.clone().unwrap_or_else(|| json!({"toolCallId": p.request_id})),
+                "options": permission_options(&p.options),
+            }),
+        ),
+        EventData::PermissionResolved(p) => (
+            "permission_resolved",
+            json!({
+                "requestId": p.request_id,
+                "sessionId": session,
+                "outcome": match permission_decision(&p.decision) {
+                    Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
+                    _ => json!({"outcome": "cancelled"}),
+                },
+            }),
+        ),
+        EventData::ModelSwitched(m) => (
+            "model_switched",
+            json!({"sessionId": session, "modelId": m.model}),
+        ),
+        EventData::SessionCancelled(_) => ("prompt_cancelled", json!({"sessionId": session})),
+        EventData::SessionClosed(e) => (
+            "session_closed",
+            json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("client_close")}),
+        ),
+        EventData::SessionDied(e) => (
+            "session_died",
+            json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("the session died")}),
+        ),
+        // A command run is shown as ACP shows any action taken for the user: a
+        // tool call, updated when the run settles.
+        EventData::CommandRun(run) => (
+            "session_update",
+            json!({"sessionId": session, "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": run_call_id(event.seq),
+                "title": format!("/{}{}", run.name, run.raw_input.as_deref().unwrap_or("")),
+                "kind": "other",
+                "status": "in_progress",
+                "rawInput": {"command": run.name, "input": run.raw_input, "mode": run.mode},
+            }}),
+        ),
+        EventData::CommandDone(done) => (
+            "session_update",
+            json!({"sessionId": session, "update": {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": run_call_id(done.run),
+                "status": match done.outcome {
+                    Outcome::Success { .. } => "completed",
+                    Outcome::Error { .. } => "failed",
+                },
+                "rawOutput": done.outcome,
+            }}),
+        ),
+        _ => return None,
+    };
+    Some(frame)
+}
+
+/// Whether `event` is shown on the wire (see [`project`]), without building it.
+pub(crate) fn shown(event: &Event) -> bool {
+    match &event.data {
+        EventData::SessionUpdate(update) => update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .is_some_and(|k| {
+                k == "turn_complete" || k == "turn_error" || is_session_update_kind(k)
+            }),
+        EventData::SessionPrompt(_)
+        | EventData::PermissionRequested(_)
+        | EventData::PermissionResolved(_)
+        | EventData::ModelSwitched(_)
+        | EventData::SessionCancelled(_)
+        | EventData::SessionClosed(_)
+        | EventData::SessionDied(_)
+        | EventData::CommandRun(_)
+        | EventData::CommandDone(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a frame type ends the session's streams.
+pub(crate) fn terminal(kind: &str) -> bool {
+    kind == "session_closed" || kind == "session_died"
+}
+
+fn run_call_id(run: Seq) -> String {
+    format!("cmdlog-run-{run}")
+}
+
+/// ACP `PermissionOption`s for what a request recorded: objects as they are; the
+/// plain option ids earlier versions accepted become options named by their id.
+fn permission_options(options: &Value) -> Value {
+    let Some(list) = options.as_array() else {
+        return json!([]);
+    };
+    Value::Array(
+        list.iter()
+            .map(|o| match o {
+                Value::String(id) => json!({
+                    "optionId": id,
+                    "name": id,
+                    "kind": if id.starts_with("allow") || id == "yes" { "allow_once" } else { "reject_once" },
+                }),
+                other => other.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// The SSE `data:` of a frame: the envelope `{id?, v: 1, type, data, _meta}`,
+/// `data` already serialised. `_meta.cmdlog` names the log record a frame came
+/// from (`source`: seq, type, time), and with `record` holds the record itself
+/// (for cmdlog's own clients).
+pub(crate) fn envelope(
+    id: Option<u64>,
+    kind: &str,
+    data: &str,
+    source: Option<(Seq, &str, u64)>,
+    record: Option<&str>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(data.len() + 160 + record.map_or(0, str::len));
+    out.push('{');
+    if let Some(id) = id {
+        let _ = write!(out, "\"id\":{id},");
+    }
+    let _ = write!(
+        out,
+        "\"v\":1,\"type\":{},\"data\":{data},\"_meta\":{{\"serverTimestamp\":{}",
+        Value::from(kind),
+        source.map(|(_, _, at)| at).unwrap_or_else(now_ms)
+    );
+    if let Some((seq, type_name, _)) = source {
+        let _ = write!(
+            out,
+            ",\"cmdlog\":{{\"seq\":{seq},\"type\":{}",
+            Value::from(type_name)
+        );
+        if let Some(record) = record {
+            let _ = write!(out, ",\"event\":{record}");
+        }
+        out.push('}');
+    }
+    out.push_str("}}");
+    out
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Per session, the seqs of its shown events in order: event id `n` is the `n`th.
+/// Built from the session's stream on first use, extended as the log grows.
+#[derive(Default)]
+pub(crate) struct WireIndex {
+    sessions: Mutex<HashMap<String, Arc<Mutex<Indexed>>>>,
+}
+
+#[derive(Default)]
+struct Indexed {
+    /// The last seq of the session's stream looked at.
+    through: Seq,
+    /// The seqs of its shown events.
+    shown: Vec<Seq>,
+}
+
+impl WireIndex {
+    /// Brings `session`'s index up to the log's head; runs on a blocking thread.
+    fn current(&self, log: &Log, session: &str) -> Result<Arc<Mutex<Indexed>>, ReadError> {
+        let entry = Arc::clone(
+            self.sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(session.to_string())
+                .or_default(),
+        );
+        {
+            let mut indexed = entry.lock().unwrap_or_else(|p| p.into_inner());
+            let records = log.stream(session, indexed.through)?;
+            for r in records {
+                indexed.through = r.seq;
+                if Event::decode(r.seq, &r.bytes).is_ok_and(|e| shown(&e)) {
+                    indexed.shown.push(r.seq);
+                }
+            }
+        }
+        Ok(entry)
+    }
+
+    /// How many of `session`'s events up to `seq` are shown: the id of the last.
+    pub(crate) fn count_through(&self, log: &Log, session: &str, seq: Seq) -> Result<u64, ReadError> {
+        let entry = self.current(log, session)?;
+        let indexed = entry.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(indexed.shown.partition_point(|&s| s <= seq) as u64)
+    }
+
+    /// The seq of `session`'s event with id `id` (`Some(0)` for id 0), or `None`
+    /// past the last.
+    pub(crate) fn seq_of(&self, log: &Log, session: &str, id: u64) -> Result<Option<Seq>, ReadError> {
+        if id == 0 {
+            return Ok(Some(0));
+        }
+        let entry = self.current(log, session)?;
+        let indexed = entry.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(usize::try_from(id - 1)
+            .ok()
+            .and_then(|i| indexed.shown.get(i).copied()))
+    }
+
+    /// Forgets every session: the log was reopened and may differ.
+    pub(crate) fn clear(&self) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cmdlog_engine::{
+        CommandDone, CommandRun, Delivery, InvocationSource, Mode, PermissionRequested,
+        PermissionResolved, SessionEnded, SessionPrompt,
+    };
+
+    fn event(seq: Seq, data: EventData) -> Event {
+        Event {
+            seq,
+            at: 7,
+            session: Some("s".into()),
+            agent: Some("main".into()),
+            data,
+        }
+    }
+
+    #[test]
+    fn every_session_event_maps_to_its_qwen_frame() {
+        let prompt = event(
+            2,
+            EventData::SessionPrompt(SessionPrompt {
+                text: "hi".into(),
+                delivery: Delivery::Idle,
+                from_run: None,
+                injections: vec![],
+                prompt_id: Some("p1".into()),
+                blocks: vec![],
+            }),
+        );
+        assert_eq!(
+            project(&prompt, "s"),
+            Some((
+                "session_update",
+                json!({"sessionId": "s", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}})
+            ))
+        );
+        let done = event(
+            3,
+            EventData::SessionUpdate(
+                json!({"sessionUpdate": "turn_complete", "stopReason": "cancelled", "promptId": "p1"}),
+            ),
+        );
+        assert_eq!(
+            project(&done, "s"),
+            Some((
+                "turn_complete",
+                json!({"sessionId": "s", "stopReason": "cancelled", "promptId": "p1"})
+            ))
+        );
+        let asked = event(
+            4,
+            EventData::PermissionRequested(PermissionRequested {
+                request_id: "r".into(),
+                options: json!(["allow", "deny"]),
+                tool_call: None,
+            }),
+        );
+        let (kind, data) = project(&asked, "s").unwrap();
+        assert_eq!(kind, "permission_request");
+        assert_eq!(data["toolCall"], json!({"toolCallId": "r"}));
+        assert_eq!(data["options"][1]["kind"], "reject_once");
+        let voted = event(
+            5,
+            EventData::PermissionResolved(PermissionResolved {
+                request_id: "r".into(),
+                decision: json!("allow"),
+            }),
+        );
+        assert_eq!(
+            project(&voted, "s").unwrap().1["outcome"],
+            json!({"outcome": "selected", "optionId": "allow"})
+        );
+        let run = event(
+            6,
+            EventData::CommandRun(CommandRun {
+                registration: 1,
+                name: "help".into(),
+                mode: Mode::Acp,
+                source: InvocationSource::Api,
+                raw_input: Some(" me".into()),
+                attachments: vec![],
+                injections: vec![],
+            }),
+        );
+        let (kind, data) = project(&run, "s").unwrap();
+        assert_eq!(
+            (kind, &data["update"]["title"], &data["update"]["toolCallId"]),
+            ("session_update", &json!("/help me"), &json!("cmdlog-run-6"))
+        );
+        let settled = event(
+            7,
+            EventData::CommandDone(CommandDone {
+                run: 6,
+                outcome: Outcome::error("no"),
+                elapsed_us: 1,
+            }),
+        );
+        assert_eq!(project(&settled, "s").unwrap().1["update"]["status"], "failed");
+        let closed = event(8, EventData::SessionClosed(SessionEnded::default()));
+        assert_eq!(project(&closed, "s").unwrap().1["reason"], "client_close");
+        assert!(terminal(project(&closed, "s").unwrap().0));
+        let created = event(1, EventData::SessionCreated(Default::default()));
+        assert_eq!(project(&created, "s"), None);
+        for e in [prompt, done, asked, voted, run, settled, closed, created] {
+            assert_eq!(shown(&e), project(&e, "s").is_some(), "{e:?}");
+        }
+        let odd = event(9, EventData::SessionUpdate(json!({"sessionUpdate": "nonsense"})));
+        assert!(!shown(&odd) && project(&odd, "s").is_none());
+    }
+
+    #[test]
+    fn envelopes_are_json_with_the_id_inside() {
+        let frame = envelope(Some(4), "session_update", r#"{"a":1}"#, Some((9, "x/\"y", 5)), Some(r#"{"at":5}"#));
+        let v: Value = serde_json::from_str(&frame).unwrap();
+        assert_eq!(
+            v,
+            json!({"id": 4, "v": 1, "type": "session_update", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
+        );
+        let bare: Value = serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None)).unwrap();
+        assert!(bare.get("id").is_none() && bare["_meta"]["serverTimestamp"].is_u64());
+    }
+}
