@@ -75,6 +75,8 @@ enum Verb {
     Serve(cli::serve::ServeArgs),
     /// The terminal client of a running `cmdlog serve`
     Attach(cli::attach::AttachArgs),
+    /// Run an ACP agent behind cmdlog on stdio: `cmdlog acp -- CMD ARGS…`
+    Acp(cli::acp::AcpArgs),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +113,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Import(args) => cli::import::exec(&paths, args, json),
         Verb::Serve(args) => cli::serve::exec(&paths, args),
         Verb::Attach(args) => cli::attach::exec(args),
+        Verb::Acp(args) => cli::acp::exec(&paths, args),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
     }
 }

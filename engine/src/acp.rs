@@ -303,17 +303,34 @@ mod tests {
         let bad = [
             (json!({"content": {}}), "sessionUpdate"),
             (json!({"sessionUpdate": "agent_message_chunk"}), "content"),
-            (json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text"}}), "text"),
-            (json!({"sessionUpdate": "tool_call", "toolCallId": "t"}), "title"),
-            (json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "weird"}), "kind"),
-            (json!({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "a"}]}), "description"),
+            (
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text"}}),
+                "text",
+            ),
+            (
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t"}),
+                "title",
+            ),
+            (
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "weird"}),
+                "kind",
+            ),
+            (
+                json!({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "a"}]}),
+                "description",
+            ),
             (json!({"sessionUpdate": "nonsense"}), "unknown"),
         ];
         for (u, says) in bad {
             let e = check_session_update(&u).unwrap_err();
             assert!(e.contains(says), "{u}: {e}");
         }
-        assert!(check_permission_options(&json!([{"optionId": "a", "name": "A", "kind": "allow_once"}])).is_ok());
+        assert!(
+            check_permission_options(
+                &json!([{"optionId": "a", "name": "A", "kind": "allow_once"}])
+            )
+            .is_ok()
+        );
         assert!(check_permission_options(&json!(["allow"])).is_err());
         assert!(check_permission_options(&json!([])).is_err());
     }

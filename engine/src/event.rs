@@ -691,7 +691,9 @@ mod tests {
             delivery: Delivery::FollowUp,
             from_run: Some(2),
             prompt_id: Some("p-1".into()),
-            blocks: vec![serde_json::json!({"type": "resource_link", "uri": "file:///a", "name": "a"})],
+            blocks: vec![
+                serde_json::json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
+            ],
         }));
         round_trip(EventData::AcpMessage(AcpMessage {
             direction: AcpDirection::FromAgent,

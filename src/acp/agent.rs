@@ -47,7 +47,11 @@ impl AgentCommand {
     pub(crate) fn display(&self) -> String {
         std::iter::once(self.program.as_str())
             .chain(self.args.iter().map(String::as_str))
-            .map(|w| shlex::try_quote(w).map(|q| q.into_owned()).unwrap_or_else(|_| w.to_string()))
+            .map(|w| {
+                shlex::try_quote(w)
+                    .map(|q| q.into_owned())
+                    .unwrap_or_else(|_| w.to_string())
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -94,7 +98,10 @@ pub(crate) fn spawn(
     let (exit_tx, exit) = watch::channel(None);
     tokio::spawn(async move {
         let how = match child.wait().await {
-            Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+            Ok(status) => match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
                 (Some(code), _) => format!("the agent exited with status {code}"),
                 (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
                 _ => "the agent exited".to_string(),
@@ -122,7 +129,12 @@ pub(crate) fn stop_reason(result: &Value) -> Result<String, RpcError> {
         .get("stopReason")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .ok_or_else(|| RpcError::new(super::rpc::INTERNAL_ERROR, "the agent's answer to session/prompt has no stopReason"))
+        .ok_or_else(|| {
+            RpcError::new(
+                super::rpc::INTERNAL_ERROR,
+                "the agent's answer to session/prompt has no stopReason",
+            )
+        })
 }
 
 #[cfg(test)]
@@ -136,6 +148,10 @@ mod tests {
         assert_eq!(c.args, ["my agent.js", "--flag", "a b"]);
         assert_eq!(c.display(), "node 'my agent.js' --flag 'a b'");
         assert!(AgentCommand::parse("").unwrap_err().contains("empty"));
-        assert!(AgentCommand::parse("node 'x").unwrap_err().contains("quotes"));
+        assert!(
+            AgentCommand::parse("node 'x")
+                .unwrap_err()
+                .contains("quotes")
+        );
     }
 }

@@ -151,17 +151,15 @@ impl Peer {
             }
         });
         tokio::spawn(async move {
-            let mut frames = FramedRead::new(reader, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
+            let mut frames =
+                FramedRead::new(reader, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
             while let Some(line) = frames.next().await {
                 let line = match line {
                     Ok(line) => line,
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
                         let _ = out.send(error_response(
                             Value::Null,
-                            &RpcError::new(
-                                -32600,
-                                format!("message over {LINE_BYTES_MAX} bytes"),
-                            ),
+                            &RpcError::new(-32600, format!("message over {LINE_BYTES_MAX} bytes")),
                         ));
                         continue;
                     }
@@ -180,9 +178,7 @@ impl Peer {
                 };
                 match kind(&message) {
                     Kind::Response { id } => {
-                        let waiter = id
-                            .as_u64()
-                            .and_then(|id| lock(&pending).remove(&id));
+                        let waiter = id.as_u64().and_then(|id| lock(&pending).remove(&id));
                         if let Some(waiter) = waiter {
                             let answer = match message.get("error") {
                                 Some(error) => Err(RpcError::from_value(error)),
@@ -308,7 +304,10 @@ mod tests {
     fn messages_are_classified_by_json_rpc_rules() {
         assert!(matches!(
             kind(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"})),
-            Kind::Request { method: "initialize", .. }
+            Kind::Request {
+                method: "initialize",
+                ..
+            }
         ));
         assert!(matches!(
             kind(&json!({"jsonrpc": "2.0", "method": "session/update"})),
@@ -332,18 +331,22 @@ mod tests {
         let (b_read, a_write) = tokio::io::duplex(1 << 16);
         let a = Peer::start(a_read, a_write, |_: &Arc<Peer>, _| {});
         let (told_tx, mut told) = mpsc::unbounded_channel();
-        let _b = Peer::start(b_read, b_write, move |b: &Arc<Peer>, incoming| match incoming {
-            Incoming::Request { id, method, params } if method == "add" => {
-                let sum = params["a"].as_i64().unwrap() + params["b"].as_i64().unwrap();
-                b.respond(id, Ok(json!(sum)));
-            }
-            Incoming::Request { id, method, .. } => {
-                b.respond(id, Err(RpcError::new(METHOD_NOT_FOUND, method)));
-            }
-            Incoming::Notification { method, .. } => {
-                let _ = told_tx.send(method);
-            }
-        });
+        let _b = Peer::start(
+            b_read,
+            b_write,
+            move |b: &Arc<Peer>, incoming| match incoming {
+                Incoming::Request { id, method, params } if method == "add" => {
+                    let sum = params["a"].as_i64().unwrap() + params["b"].as_i64().unwrap();
+                    b.respond(id, Ok(json!(sum)));
+                }
+                Incoming::Request { id, method, .. } => {
+                    b.respond(id, Err(RpcError::new(METHOD_NOT_FOUND, method)));
+                }
+                Incoming::Notification { method, .. } => {
+                    let _ = told_tx.send(method);
+                }
+            },
+        );
         a.notify("hello", json!({}));
         let (x, y) = tokio::join!(
             a.request("add", json!({"a": 2, "b": 3})),

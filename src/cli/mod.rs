@@ -2,6 +2,7 @@
 //! body, entered through `exec`), and what they share: the failure type with its exit
 //! code, the log's paths, and the mode flag.
 
+pub(crate) mod acp;
 pub(crate) mod attach;
 pub(crate) mod audit;
 pub(crate) mod blob;

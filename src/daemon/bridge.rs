@@ -14,15 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use cmdlog_engine::{
-    AcpDirection, CommandHandler, CommandKind, CommandName, CommandResult, CommandSource,
-    CommandSpec, CommandType, Disposer, EventData, Invocation, Mode, NewRegistration,
-    PermissionRequested, ProviderRef, Scope, SessionEnded,
-};
+use cmdlog_engine::{AcpDirection, EventData, PermissionRequested, SessionEnded};
 use serde_json::{Value, json};
 
 use super::state::{AppState, PendingPermission};
 use crate::acp::agent::{self, AgentCommand, AgentProcess};
+use crate::acp::commands::AgentCommands;
 use crate::acp::rpc::{self, Incoming, Peer, RpcError};
 
 /// How long the agent may take to answer `initialize` or `session/new`.
@@ -32,9 +29,6 @@ const HEALTHY_RUN: Duration = Duration::from_secs(10);
 /// The first and the longest wait before restarting an agent that keeps exiting.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// The provider of the agent's own commands: below every command file, above
-/// bundled skills.
-pub(crate) const AGENT_PROVIDER_PRIORITY: i32 = 50;
 
 /// The agent behind the daemon.
 pub(crate) struct Bridge {
@@ -43,8 +37,8 @@ pub(crate) struct Bridge {
     running: tokio::sync::Mutex<Option<Arc<Running>>>,
     generation: AtomicU64,
     restarts: Mutex<Restarts>,
-    /// The agent's commands registered, by name.
-    commands: tokio::sync::Mutex<HashMap<String, (Value, Disposer)>>,
+    /// The agent's commands, registered.
+    commands: AgentCommands,
 }
 
 #[derive(Default)]
@@ -73,18 +67,22 @@ pub(crate) struct Bound {
 
 impl Bridge {
     pub(crate) fn new(command: AgentCommand, cwd: PathBuf) -> Arc<Bridge> {
+        let command_label = command.display();
         Arc::new(Bridge {
             command,
             cwd,
             running: tokio::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
             restarts: Mutex::new(Restarts::default()),
-            commands: tokio::sync::Mutex::new(HashMap::new()),
+            commands: AgentCommands::new(&command_label),
         })
     }
 
     /// The running agent, started (or restarted) if there is none.
-    pub(crate) async fn running(self: &Arc<Self>, state: &Arc<AppState>) -> Result<Arc<Running>, String> {
+    pub(crate) async fn running(
+        self: &Arc<Self>,
+        state: &Arc<AppState>,
+    ) -> Result<Arc<Running>, String> {
         let mut slot = self.running.lock().await;
         if let Some(running) = slot.as_ref() {
             return Ok(Arc::clone(running));
@@ -102,7 +100,11 @@ impl Bridge {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let sessions: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let handler = {
-            let (state, bridge, sessions) = (Arc::downgrade(state), Arc::downgrade(self), Arc::clone(&sessions));
+            let (state, bridge, sessions) = (
+                Arc::downgrade(state),
+                Arc::downgrade(self),
+                Arc::clone(&sessions),
+            );
             move |peer: &Arc<Peer>, incoming: Incoming| {
                 if let (Some(state), Some(bridge)) = (state.upgrade(), bridge.upgrade()) {
                     bridge.handle(&state, peer, &sessions, incoming);
@@ -121,18 +123,30 @@ impl Bridge {
             r.started = Some(Instant::now());
         }
         let (id, request) = peer.prepare("initialize", agent::initialize_params());
-        state.recorder
+        state
+            .recorder
             .message(None, None, AcpDirection::ToAgent, request.clone());
         let answer = tokio::time::timeout(SETUP_TIMEOUT, peer.send_prepared(id, request))
             .await
-            .map_err(|_| format!("the agent `{}` did not answer initialize within {}s", self.command.display(), SETUP_TIMEOUT.as_secs()))?;
+            .map_err(|_| {
+                format!(
+                    "the agent `{}` did not answer initialize within {}s",
+                    self.command.display(),
+                    SETUP_TIMEOUT.as_secs()
+                )
+            })?;
         state.recorder.message(
             None,
             None,
             AcpDirection::FromAgent,
             rpc::response(json!(id), answer.clone()),
         );
-        let initialize = answer.map_err(|e| format!("the agent `{}` refused initialize: {e}", self.command.display()))?;
+        let initialize = answer.map_err(|e| {
+            format!(
+                "the agent `{}` refused initialize: {e}",
+                self.command.display()
+            )
+        })?;
         eprintln!(
             "cmdlog serve: agent `{}` started (pid {}, {})",
             crate::render::clean(&self.command.display()),
@@ -170,12 +184,16 @@ impl Bridge {
         let live = state.live(session);
         let mut bound = live.bound.lock().await;
         let running = self.running(state).await?;
-        if let Some(b) = bound.as_ref().filter(|b| b.generation == running.generation) {
+        if let Some(b) = bound
+            .as_ref()
+            .filter(|b| b.generation == running.generation)
+        {
             return Ok((running, b.clone()));
         }
         let params = json!({"cwd": self.cwd, "mcpServers": []});
         let (id, request) = running.peer.prepare("session/new", params);
-        state.recorder
+        state
+            .recorder
             .message(Some(session), None, AcpDirection::ToAgent, request.clone());
         let answer = tokio::time::timeout(SETUP_TIMEOUT, running.peer.send_prepared(id, request))
             .await
@@ -225,7 +243,12 @@ impl Bridge {
         match incoming {
             Incoming::Notification { method, params } if method == "session/update" => {
                 let (Some(session), Some(update)) = (ours(&params), params.get("update")) else {
-                    state.recorder.message(None, None, AcpDirection::FromAgent, rpc::notification(&method, params));
+                    state.recorder.message(
+                        None,
+                        None,
+                        AcpDirection::FromAgent,
+                        rpc::notification(&method, params),
+                    );
                     return;
                 };
                 if update["sessionUpdate"] == "available_commands_update" {
@@ -233,18 +256,40 @@ impl Bridge {
                     // merged list (commands.rs). Its own message is kept as sent.
                     let list = update["availableCommands"].clone();
                     let (bridge, st) = (Arc::clone(self), Arc::clone(state));
-                    tokio::spawn(async move { bridge.sync_commands(&st, list).await });
-                    state.recorder.message(Some(&session), None, AcpDirection::FromAgent, rpc::notification(&method, params));
+                    tokio::spawn(async move {
+                        if let Ok(engine) = st.engine() {
+                            bridge.commands.sync(&engine, &list).await;
+                        }
+                    });
+                    state.recorder.message(
+                        Some(&session),
+                        None,
+                        AcpDirection::FromAgent,
+                        rpc::notification(&method, params),
+                    );
                     return;
                 }
-                state.recorder
-                    .record(Some(&session), None, EventData::SessionUpdate(update.clone()));
+                state.recorder.record(
+                    Some(&session),
+                    None,
+                    EventData::SessionUpdate(update.clone()),
+                );
             }
             Incoming::Request { id, method, params } if method == "session/request_permission" => {
                 let Some(session) = ours(&params) else {
                     let error = RpcError::new(rpc::INVALID_PARAMS, "no such session");
-                    state.recorder.message(None, None, AcpDirection::FromAgent, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-                    state.recorder.message(None, None, AcpDirection::ToAgent, rpc::response(id.clone(), Err(error.clone())));
+                    state.recorder.message(
+                        None,
+                        None,
+                        AcpDirection::FromAgent,
+                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                    );
+                    state.recorder.message(
+                        None,
+                        None,
+                        AcpDirection::ToAgent,
+                        rpc::response(id.clone(), Err(error.clone())),
+                    );
                     peer.respond(id, Err(error));
                     return;
                 };
@@ -282,61 +327,32 @@ impl Bridge {
             Incoming::Request { id, method, params } => {
                 // cmdlog offers no file system or terminal (initialize says so).
                 let session = ours(&params);
-                let error = RpcError::new(rpc::METHOD_NOT_FOUND, format!("cmdlog does not offer {method}"));
-                state.recorder.message(session.as_deref(), None, AcpDirection::FromAgent, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-                state.recorder.message(session.as_deref(), None, AcpDirection::ToAgent, rpc::response(id.clone(), Err(error.clone())));
+                let error = RpcError::new(
+                    rpc::METHOD_NOT_FOUND,
+                    format!("cmdlog does not offer {method}"),
+                );
+                state.recorder.message(
+                    session.as_deref(),
+                    None,
+                    AcpDirection::FromAgent,
+                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                );
+                state.recorder.message(
+                    session.as_deref(),
+                    None,
+                    AcpDirection::ToAgent,
+                    rpc::response(id.clone(), Err(error.clone())),
+                );
                 peer.respond(id, Err(error));
             }
             Incoming::Notification { method, params } => {
                 let session = ours(&params);
-                state.recorder.message(session.as_deref(), None, AcpDirection::FromAgent, rpc::notification(&method, params));
-            }
-        }
-    }
-
-    /// Makes the registry's `acp-agent` commands the agent's list: new ones
-    /// registered, gone or changed ones unregistered.
-    async fn sync_commands(&self, state: &Arc<AppState>, list: Value) {
-        let Ok(engine) = state.engine() else { return };
-        let mut registered = self.commands.lock().await;
-        let wanted: HashMap<String, Value> = list
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| Some((c["name"].as_str()?.trim_start_matches('/').to_string(), c.clone())))
-            .collect();
-        let gone: Vec<String> = registered
-            .iter()
-            .filter(|(name, (was, _))| wanted.get(*name) != Some(was))
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in gone {
-            if let Some((_, disposer)) = registered.remove(&name) {
-                let _ = disposer.dispose().await;
-            }
-        }
-        let label = self.command.display();
-        for (item, (name, command)) in wanted.into_iter().enumerate() {
-            if registered.contains_key(&name) {
-                continue;
-            }
-            let Some(new) = agent_registration(&name, &command, &label, item as u32) else {
-                eprintln!(
-                    "cmdlog serve: the agent's command {:?} is not a valid command name; it is passed to the agent unlogged",
-                    crate::render::clean(&name)
+                state.recorder.message(
+                    session.as_deref(),
+                    None,
+                    AcpDirection::FromAgent,
+                    rpc::notification(&method, params),
                 );
-                continue;
-            };
-            let r = engine.register(new).await;
-            match r {
-                Ok(disposer) => {
-                    registered.insert(name, (command, disposer));
-                }
-                Err(e) => eprintln!(
-                    "cmdlog serve: cannot register the agent's /{}: {}",
-                    crate::render::clean(&name),
-                    crate::render::clean(&e.to_string())
-                ),
             }
         }
     }
@@ -348,41 +364,6 @@ impl Bridge {
             *slot = None;
         }
     }
-}
-
-/// The registration of one of the agent's own commands: a handler that hands the
-/// line to the agent unchanged, so the run is logged and the agent does the work.
-pub(crate) fn agent_registration(name: &str, command: &Value, label: &str, item: u32) -> Option<NewRegistration> {
-    let mut spec = CommandSpec::new(
-        CommandName::new(name).ok()?,
-        CommandSource::PluginCommand,
-        CommandKind::Skill,
-    );
-    spec.command_type = Some(CommandType::Local);
-    // The agent offers it wherever it runs: in every mode.
-    spec.supported_modes = Some(Mode::ALL.to_vec());
-    spec.description = command["description"].as_str().unwrap_or("").to_string();
-    spec.argument_hint = command["input"]["hint"].as_str().map(str::to_string);
-    spec.source_label = label.to_string();
-    let line_name = name.to_string();
-    let handler: Arc<dyn CommandHandler> = Arc::new(move |inv: Invocation| {
-        let text = format!("/{line_name}{}", inv.raw_input);
-        async move { Ok(CommandResult::Prompt { text }) }
-    });
-    Some(NewRegistration {
-        scope: Scope::Global,
-        provider: ProviderRef {
-            id: "acp-agent".into(),
-            priority: AGENT_PROVIDER_PRIORITY,
-            level: "runtime".into(),
-            order: 1,
-            item,
-        },
-        command: spec,
-        handler: Some(handler),
-        template: None,
-        origin: None,
-    })
 }
 
 /// The config option that selects the model, in a `session/new` answer.
@@ -407,7 +388,9 @@ async fn watch_exit(
         Ok(how) => how.clone().unwrap_or_default(),
         Err(_) => "the agent's process was lost".to_string(),
     };
-    let Some(bridge) = bridge.upgrade() else { return };
+    let Some(bridge) = bridge.upgrade() else {
+        return;
+    };
     bridge.forget(generation).await;
     eprintln!(
         "cmdlog serve: {how} (agent `{}`); it restarts on the next session or prompt",

@@ -74,8 +74,8 @@ pub(super) async fn events(
             )
         })?),
     };
-    let resume = resume_from(header, query.last_event_id.as_deref())
-        .map_err(ApiError::bad_request)?;
+    let resume =
+        resume_from(header, query.last_event_id.as_deref()).map_err(ApiError::bad_request)?;
     if session.ended.is_some() && resume == Resume::Live {
         return Err(ApiError::session_not_found(&id).because(format!(
             "session {id:?} has ended; send Last-Event-ID to read its events"
@@ -100,11 +100,15 @@ pub(super) async fn events(
         head: log.subscribe(),
         ended: false,
     };
-    cursor
-        .pending
-        .push_back(SseEvent::default().retry(Duration::from_secs(3)).comment("cmdlog"));
+    cursor.pending.push_back(
+        SseEvent::default()
+            .retry(Duration::from_secs(3))
+            .comment("cmdlog"),
+    );
     if let Some(resync) = start.resync {
-        cursor.pending.push_back(synthetic("state_resync_required", &resync));
+        cursor
+            .pending
+            .push_back(synthetic("state_resync_required", &resync));
     }
     // Between reads the stream holds no engine or log: a store reopened after an
     // error ends it (its head channel closes) and the client resumes from the log.
@@ -187,7 +191,10 @@ pub(super) async fn events(
         )
         .into_response();
     let h = response.headers_mut();
-    h.insert("cache-control", HeaderValue::from_static("no-cache, no-transform"));
+    h.insert(
+        "cache-control",
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
 }
@@ -265,8 +272,11 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
         Some((kind, data)) => {
             let id = c.next_id;
             c.next_id += 1;
-            c.pending
-                .push_back(raw(Some(id), kind, envelope(Some(id), kind, data, source, record)));
+            c.pending.push_back(raw(
+                Some(id),
+                kind,
+                envelope(Some(id), kind, data, source, record),
+            ));
             if wire::terminal(kind) {
                 c.ended = true;
             }
@@ -293,5 +303,9 @@ fn raw(id: Option<u64>, kind: &str, envelope: String) -> SseEvent {
 
 /// An id-less frame the stream itself makes (`replay_complete`, …).
 fn synthetic(kind: &str, data: &serde_json::Value) -> SseEvent {
-    raw(None, kind, envelope(None, kind, &data.to_string(), None, None))
+    raw(
+        None,
+        kind,
+        envelope(None, kind, &data.to_string(), None, None),
+    )
 }

@@ -301,7 +301,10 @@ pub(crate) async fn serve(
         .agent
         .map(|command| bridge::Bridge::new(command, workspace.clone()));
     let state = AppState::new(engine, access, workspace, bridge.clone());
-    commands::observe(&state.engine().map_err(|e| format!("{e:?}"))?, &state.commands_changed);
+    commands::observe(
+        &state.engine().map_err(|e| format!("{e:?}"))?,
+        &state.commands_changed,
+    );
     tokio::spawn(commands::announce_changes(
         Arc::downgrade(&state),
         Arc::clone(&state.commands_changed),

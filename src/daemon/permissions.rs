@@ -23,7 +23,10 @@ fn vote(body: &Value) -> Result<PermissionDecision, ApiError> {
             "`outcome` must be `{ outcome: \"cancelled\" }` or `{ outcome: \"selected\", optionId: string }`",
         )
     };
-    let outcome = body.get("outcome").filter(|o| o.is_object()).ok_or_else(shape)?;
+    let outcome = body
+        .get("outcome")
+        .filter(|o| o.is_object())
+        .ok_or_else(shape)?;
     match outcome.get("outcome").and_then(Value::as_str) {
         Some("cancelled") => Ok(PermissionDecision::Cancelled),
         Some("selected") => outcome
@@ -161,7 +164,9 @@ pub(super) async fn update(
             if waiting.contains_key(&request_id) {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
-                    format!("permission request {request_id:?} is already waiting: each request needs its own requestId"),
+                    format!(
+                        "permission request {request_id:?} is already waiting: each request needs its own requestId"
+                    ),
                 ));
             }
             waiting.insert(
@@ -180,7 +185,10 @@ pub(super) async fn update(
         }
         "turn_complete" | "turn_error" => {
             if kind == "turn_complete" {
-                let reason = update.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+                let reason = update
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("end_turn");
                 if !STOP_REASONS.contains(&reason) {
                     return Err(ApiError::bad_request(format!(
                         "stopReason {reason:?}: use one of {}",
@@ -260,7 +268,11 @@ mod tests {
             json!({"outcome": {"outcome": "selected", "optionId": ""}}),
             json!({"outcome": {"outcome": "maybe"}}),
         ] {
-            assert_eq!(vote(&bad).unwrap_err().status, StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(
+                vote(&bad).unwrap_err().status,
+                StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
         }
     }
 }

@@ -39,9 +39,8 @@ fn prompt_blocks(body: &Value) -> Result<(String, Vec<Value>), ApiError> {
                 "each `prompt` element must be an object (content block)",
             ));
         }
-        check_content_block(block).map_err(|e| {
-            ApiError::bad_request(format!("prompt block {}: {e}", i + 1))
-        })?;
+        check_content_block(block)
+            .map_err(|e| ApiError::bad_request(format!("prompt block {}: {e}", i + 1)))?;
     }
     let text = blocks
         .iter()
@@ -196,7 +195,12 @@ pub(super) async fn model(
     }
     // Through the headless /model command, so the switch is a logged run.
     let agent = session.agent.unwrap_or_else(|| "main".into());
-    let mut exec = ExecuteRequest::new(&id, &agent, Mode::NonInteractive, &format!("/model {model}"));
+    let mut exec = ExecuteRequest::new(
+        &id,
+        &agent,
+        Mode::NonInteractive,
+        &format!("/model {model}"),
+    );
     exec.source = InvocationSource::Api;
     let ex = state
         .engine()?

@@ -132,7 +132,11 @@ pub(super) async fn create_session(
     match &request.cwd {
         None | Some(Value::Null) => {}
         Some(Value::String(cwd)) => check_cwd(&state, cwd)?,
-        Some(_) => return Err(ApiError::bad_request("`cwd` must be an absolute path string")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "`cwd` must be an absolute path string",
+            ));
+        }
     }
     let scope = request.session_scope.as_deref().unwrap_or("single");
     if scope != "single" && scope != "thread" {
@@ -305,7 +309,7 @@ pub(super) async fn list(
             .map(|(id, s)| (id.clone(), s.clone()))
             .collect()
     });
-    open.sort_by(|a, b| b.1.created.cmp(&a.1.created));
+    open.sort_by_key(|s| std::cmp::Reverse(s.1.created));
     let page: Vec<Value> = open
         .iter()
         .skip(skip)
@@ -374,7 +378,11 @@ pub(super) async fn delete_session(
     // unless the agent takes too long to wind down.
     if let Some(live) = live {
         let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
-        while live.active.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        while live
+            .active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;

@@ -15,10 +15,10 @@ use cmdlog_store::AppendError;
 use serde_json::json;
 
 use super::bridge::Bridge;
-use crate::acp::record::Recorder;
 use super::sse;
 use super::turns::Live;
 use super::wire::WireIndex;
+use crate::acp::record::Recorder;
 
 /// Largest body of a `command` request (base64 attachments), in bytes.
 pub(crate) const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;

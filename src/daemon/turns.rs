@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use cmdlog_engine::{
-    CancellationToken, EventData, Mode, Outcome, PermissionResolved, PromptOutcome,
-    PromptRequest, StreamingBehavior,
+    CancellationToken, EventData, Mode, Outcome, PermissionResolved, PromptOutcome, PromptRequest,
+    StreamingBehavior,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -191,7 +191,9 @@ impl AppState {
 async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::UnboundedReceiver<Queued>) {
     while let Some(prompt) = queue.recv().await {
         let Some(state) = state.upgrade() else { return };
-        let Some(live) = state.live_if(&session) else { return };
+        let Some(live) = state.live_if(&session) else {
+            return;
+        };
         run_turn(&state, &live, &session, prompt).await;
         live.queued.fetch_sub(1, Ordering::SeqCst);
     }
@@ -247,13 +249,17 @@ async fn turn(
     cancel: &CancellationToken,
 ) -> TurnEnd {
     let Ok(engine) = state.engine() else {
-        return TurnEnd::Failed("the log is being reopened; send the prompt again".into(), None);
+        return TurnEnd::Failed(
+            "the log is being reopened; send the prompt again".into(),
+            None,
+        );
     };
     let Some(s) = engine.session(session).filter(|s| s.ended.is_none()) else {
         return TurnEnd::SessionGone;
     };
     let agent = s.agent.clone().unwrap_or_else(|| "main".into());
-    let mut request = PromptRequest::new(session, &agent, s.mode.unwrap_or(Mode::Acp), &prompt.text);
+    let mut request =
+        PromptRequest::new(session, &agent, s.mode.unwrap_or(Mode::Acp), &prompt.text);
     request.cancel = cancel.clone();
     // A turn an earlier daemon left open does not hold this one back.
     request.behavior = Some(StreamingBehavior::FollowUp);
@@ -301,7 +307,11 @@ async fn turn(
         Ok(b) => b,
         Err(e) => return TurnEnd::Failed(e, Some(json!("agent_unavailable"))),
     };
-    let blocks = with_text(&prompt.blocks, &prompt.text, &text);
+    let blocks = if text == prompt.text {
+        prompt.blocks.clone()
+    } else {
+        crate::acp::with_text(&prompt.blocks, &text)
+    };
     let sent = running.peer.request(
         "session/prompt",
         json!({"sessionId": bound.agent_session, "prompt": blocks}),
@@ -327,37 +337,5 @@ async fn turn(
             format!("the agent failed the prompt: {}", e.message),
             Some(json!(e.code)),
         ),
-    }
-}
-
-/// The blocks to send the agent: the text blocks give way to `text` when the
-/// registry expanded the line; the others go as they came.
-fn with_text(blocks: &[Value], typed: &str, text: &str) -> Vec<Value> {
-    if typed == text {
-        return blocks.to_vec();
-    }
-    let mut out = vec![json!({"type": "text", "text": text})];
-    out.extend(blocks.iter().filter(|b| b["type"] != "text").cloned());
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_expansion_replaces_the_text_and_keeps_the_rest() {
-        let blocks = vec![
-            json!({"type": "text", "text": "/greet world"}),
-            json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
-        ];
-        assert_eq!(with_text(&blocks, "/greet world", "/greet world"), blocks);
-        assert_eq!(
-            with_text(&blocks, "/greet world", "Say hello to world"),
-            vec![
-                json!({"type": "text", "text": "Say hello to world"}),
-                json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
-            ]
-        );
     }
 }

@@ -258,7 +258,12 @@ impl WireIndex {
     }
 
     /// How many of `session`'s events up to `seq` are shown: the id of the last.
-    pub(crate) fn count_through(&self, log: &Log, session: &str, seq: Seq) -> Result<u64, ReadError> {
+    pub(crate) fn count_through(
+        &self,
+        log: &Log,
+        session: &str,
+        seq: Seq,
+    ) -> Result<u64, ReadError> {
         let entry = self.current(log, session)?;
         let indexed = entry.lock().unwrap_or_else(|p| p.into_inner());
         Ok(indexed.shown.partition_point(|&s| s <= seq) as u64)
@@ -266,7 +271,12 @@ impl WireIndex {
 
     /// The seq of `session`'s event with id `id` (`Some(0)` for id 0), or `None`
     /// past the last.
-    pub(crate) fn seq_of(&self, log: &Log, session: &str, id: u64) -> Result<Option<Seq>, ReadError> {
+    pub(crate) fn seq_of(
+        &self,
+        log: &Log,
+        session: &str,
+        id: u64,
+    ) -> Result<Option<Seq>, ReadError> {
         if id == 0 {
             return Ok(Some(0));
         }
@@ -374,7 +384,11 @@ mod tests {
         );
         let (kind, data) = project(&run, "s").unwrap();
         assert_eq!(
-            (kind, &data["update"]["title"], &data["update"]["toolCallId"]),
+            (
+                kind,
+                &data["update"]["title"],
+                &data["update"]["toolCallId"]
+            ),
             ("session_update", &json!("/help me"), &json!("cmdlog-run-6"))
         );
         let settled = event(
@@ -385,7 +399,10 @@ mod tests {
                 elapsed_us: 1,
             }),
         );
-        assert_eq!(project(&settled, "s").unwrap().1["update"]["status"], "failed");
+        assert_eq!(
+            project(&settled, "s").unwrap().1["update"]["status"],
+            "failed"
+        );
         let closed = event(8, EventData::SessionClosed(SessionEnded::default()));
         assert_eq!(project(&closed, "s").unwrap().1["reason"], "client_close");
         assert!(terminal(project(&closed, "s").unwrap().0));
@@ -394,19 +411,29 @@ mod tests {
         for e in [prompt, done, asked, voted, run, settled, closed, created] {
             assert_eq!(shown(&e), project(&e, "s").is_some(), "{e:?}");
         }
-        let odd = event(9, EventData::SessionUpdate(json!({"sessionUpdate": "nonsense"})));
+        let odd = event(
+            9,
+            EventData::SessionUpdate(json!({"sessionUpdate": "nonsense"})),
+        );
         assert!(!shown(&odd) && project(&odd, "s").is_none());
     }
 
     #[test]
     fn envelopes_are_json_with_the_id_inside() {
-        let frame = envelope(Some(4), "session_update", r#"{"a":1}"#, Some((9, "x/\"y", 5)), Some(r#"{"at":5}"#));
+        let frame = envelope(
+            Some(4),
+            "session_update",
+            r#"{"a":1}"#,
+            Some((9, "x/\"y", 5)),
+            Some(r#"{"at":5}"#),
+        );
         let v: Value = serde_json::from_str(&frame).unwrap();
         assert_eq!(
             v,
             json!({"id": 4, "v": 1, "type": "session_update", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
         );
-        let bare: Value = serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None)).unwrap();
+        let bare: Value =
+            serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None)).unwrap();
         assert!(bare.get("id").is_none() && bare["_meta"]["serverTimestamp"].is_u64());
     }
 }

@@ -1,0 +1,168 @@
+//! An ACP agent's own commands (its `available_commands_update`) in cmdlog's
+//! registry, as the `acp-agent` provider: a slash line naming one is logged as a
+//! run and handed to the agent unchanged; cmdlog's own commands of the same name
+//! win (they rank above it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cmdlog_engine::{
+    CommandHandler, CommandKind, CommandName, CommandResult, CommandSource, CommandSpec,
+    CommandType, Disposer, Engine, Invocation, Mode, NewRegistration, ProviderRef, Scope,
+};
+use serde_json::Value;
+
+/// The provider's priority: below every command file, above bundled skills.
+pub(crate) const AGENT_PROVIDER_PRIORITY: i32 = 50;
+
+/// The agent's commands registered, by name.
+pub(crate) struct AgentCommands {
+    label: String,
+    registered: tokio::sync::Mutex<HashMap<String, (Value, Disposer)>>,
+}
+
+impl AgentCommands {
+    /// `label` names the agent in listings (its command line).
+    pub(crate) fn new(label: &str) -> Self {
+        AgentCommands {
+            label: label.to_string(),
+            registered: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Makes the registered commands the agent's `availableCommands`: new ones
+    /// registered, gone or changed ones unregistered.
+    pub(crate) async fn sync(&self, engine: &Engine, list: &Value) {
+        let mut registered = self.registered.lock().await;
+        let wanted: HashMap<String, Value> = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                Some((
+                    c["name"].as_str()?.trim_start_matches('/').to_string(),
+                    c.clone(),
+                ))
+            })
+            .collect();
+        let gone: Vec<String> = registered
+            .iter()
+            .filter(|(name, (was, _))| wanted.get(*name) != Some(was))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            if let Some((_, disposer)) = registered.remove(&name) {
+                let _ = disposer.dispose().await;
+            }
+        }
+        let mut names: Vec<&String> = wanted.keys().collect();
+        names.sort();
+        for (item, name) in names.into_iter().enumerate() {
+            if registered.contains_key(name) {
+                continue;
+            }
+            let command = &wanted[name];
+            let Some(new) = registration(name, command, &self.label, item as u32) else {
+                eprintln!(
+                    "cmdlog: the agent's command {:?} is not a valid command name; lines naming it go to the agent as plain prompts",
+                    crate::render::clean(name)
+                );
+                continue;
+            };
+            match engine.register(new).await {
+                Ok(disposer) => {
+                    registered.insert(name.clone(), (command.clone(), disposer));
+                }
+                Err(e) => eprintln!(
+                    "cmdlog: cannot register the agent's /{}: {}",
+                    crate::render::clean(name),
+                    crate::render::clean(&e.to_string())
+                ),
+            }
+        }
+    }
+
+    /// Unregisters them all (the agent is gone).
+    pub(crate) async fn clear(&self) {
+        for (_, (_, disposer)) in self.registered.lock().await.drain() {
+            let _ = disposer.dispose().await;
+        }
+    }
+}
+
+/// The registration of one of the agent's commands: a handler that hands the line
+/// to the agent unchanged, so the run is logged and the agent does the work.
+fn registration(name: &str, command: &Value, label: &str, item: u32) -> Option<NewRegistration> {
+    let mut spec = CommandSpec::new(
+        CommandName::new(name).ok()?,
+        CommandSource::PluginCommand,
+        CommandKind::Skill,
+    );
+    spec.command_type = Some(CommandType::Local);
+    // The agent offers it wherever it runs: in every mode.
+    spec.supported_modes = Some(Mode::ALL.to_vec());
+    spec.description = command["description"].as_str().unwrap_or("").to_string();
+    spec.argument_hint = command["input"]["hint"].as_str().map(str::to_string);
+    spec.source_label = label.to_string();
+    let line_name = name.to_string();
+    let handler: Arc<dyn CommandHandler> = Arc::new(move |inv: Invocation| {
+        let text = format!("/{line_name}{}", inv.raw_input);
+        async move { Ok(CommandResult::Prompt { text }) }
+    });
+    Some(NewRegistration {
+        scope: Scope::Global,
+        provider: ProviderRef {
+            id: "acp-agent".into(),
+            priority: AGENT_PROVIDER_PRIORITY,
+            level: "runtime".into(),
+            order: 1,
+            item,
+        },
+        command: spec,
+        handler: Some(handler),
+        template: None,
+        origin: None,
+    })
+}
+
+/// The list a client sees: the agent's commands and cmdlog's, cmdlog's entry
+/// replacing the agent's where both have a name (cmdlog's runs).
+pub(crate) fn merge(agent: &Value, ours: &Value) -> Value {
+    let ours = ours.as_array().cloned().unwrap_or_default();
+    let taken: std::collections::HashSet<&str> =
+        ours.iter().filter_map(|c| c["name"].as_str()).collect();
+    let mut out: Vec<Value> = agent
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|n| !taken.contains(n.trim_start_matches('/')))
+        })
+        .cloned()
+        .collect();
+    out.extend(ours.iter().cloned());
+    Value::Array(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cmdlog_commands_replace_the_agents_of_the_same_name() {
+        let agent = json!([{"name": "review", "description": "agent's"}, {"name": "compress", "description": "c"}]);
+        let ours = json!([{"name": "review", "description": "ours"}, {"name": "greet", "description": "g"}]);
+        let merged = merge(&agent, &ours);
+        let names: Vec<&str> = merged
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["compress", "review", "greet"]);
+        assert_eq!(merged[1]["description"], "ours");
+    }
+}

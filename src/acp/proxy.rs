@@ -1,0 +1,570 @@
+//! `cmdlog acp -- CMD ARGS…`: an ACP proxy on stdio. The editor talks to cmdlog
+//! as to its agent; cmdlog starts the agent and passes every line through as it
+//! came — except that slash lines naming cmdlog's commands are resolved by
+//! cmdlog first (a handler answers itself, a prompt command's expansion goes on
+//! as the prompt), and the agent's command list reaches the editor merged with
+//! cmdlog's. Every message is recorded, in each direction in order.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use cmdlog_engine::{
+    AcpDirection, Engine, EventData, Mode, Outcome, PermissionRequested, PermissionResolved,
+    PromptOutcome, PromptRequest, SessionEnded, StreamingBehavior, valid_id,
+};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+use super::agent::AgentCommand;
+use super::commands::{AgentCommands, merge};
+use super::record::Recorder;
+use super::rpc::{self, Kind, LINE_BYTES_MAX};
+
+/// What the editor asked the agent, remembered until the answer.
+enum ClientAsked {
+    Initialize,
+    NewSession,
+    LoadSession(String),
+    Prompt { session: String, prompt_id: String },
+    Other,
+}
+
+/// What the agent asked the editor.
+enum AgentAsked {
+    Permission { session: String, request_id: String },
+    Other,
+}
+
+struct Proxy {
+    engine: Engine,
+    recorder: Recorder,
+    commands: AgentCommands,
+    /// The agent's name, from `initialize`; sessions are logged under it.
+    agent: Mutex<String>,
+    client_asked: Mutex<HashMap<String, ClientAsked>>,
+    agent_asked: Mutex<HashMap<String, AgentAsked>>,
+    /// Sessions seen, by the agent's session id: their log key.
+    sessions: Mutex<HashMap<String, String>>,
+    /// Each session's latest list from the agent.
+    agent_lists: Mutex<HashMap<String, Value>>,
+    to_client: mpsc::UnboundedSender<String>,
+    /// Taken when the editor closes its side: the agent's stdin closes with it.
+    to_agent: Mutex<Option<mpsc::UnboundedSender<String>>>,
+}
+
+/// The log key of an agent's session id: itself when it is a valid cmdlog id,
+/// else `acp-` and a hash of it.
+fn session_key(agent_session: &str) -> String {
+    if valid_id(agent_session) {
+        agent_session.to_string()
+    } else {
+        let mut hex = cmdlog_store::BlobHash::of(agent_session.as_bytes()).to_hex();
+        hex.truncate(24);
+        format!("acp-{hex}")
+    }
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs the proxy until the editor closes stdin and the agent exits (or the agent
+/// exits first). Returns the agent's exit code.
+pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> Result<i32, String> {
+    let mut child = tokio::process::Command::new(&command.program)
+        .args(&command.args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the agent `{}`: {e}", command.display()))?;
+    let agent_in = child.stdin.take().ok_or("the agent has no stdin")?;
+    let agent_out = child.stdout.take().ok_or("the agent has no stdout")?;
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("agent: {}", crate::render::clean(&line));
+            }
+        });
+    }
+    let (to_client, client_lines) = mpsc::unbounded_channel();
+    let (to_agent, agent_lines) = mpsc::unbounded_channel();
+    let client_writer = tokio::spawn(write_lines(tokio::io::stdout(), client_lines));
+    let agent_writer = tokio::spawn(write_lines(agent_in, agent_lines));
+    let recorder = Recorder::start({
+        let engine = engine.clone();
+        Arc::new(move || Some(engine.clone()))
+    });
+    let proxy = Arc::new(Proxy {
+        engine,
+        recorder,
+        commands: AgentCommands::new(&command.display()),
+        agent: Mutex::new("acp".into()),
+        client_asked: Mutex::new(HashMap::new()),
+        agent_asked: Mutex::new(HashMap::new()),
+        sessions: Mutex::new(HashMap::new()),
+        agent_lists: Mutex::new(HashMap::new()),
+        to_client,
+        to_agent: Mutex::new(Some(to_agent)),
+    });
+    let from_client = {
+        let proxy = Arc::clone(&proxy);
+        tokio::spawn(async move {
+            let mut lines = FramedRead::new(
+                tokio::io::stdin(),
+                LinesCodec::new_with_max_length(LINE_BYTES_MAX),
+            );
+            while let Some(Ok(line)) = lines.next().await {
+                proxy.on_client_line(line).await;
+            }
+            // The editor is done: so is the agent's input.
+            lock(&proxy.to_agent).take();
+        })
+    };
+    let mut lines = FramedRead::new(agent_out, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
+    while let Some(line) = lines.next().await {
+        match line {
+            Ok(line) => proxy.on_agent_line(line).await,
+            Err(tokio_util::codec::LinesCodecError::MaxLineLengthExceeded) => {
+                eprintln!(
+                    "cmdlog: the agent sent a line over {LINE_BYTES_MAX} bytes; it was dropped"
+                );
+            }
+            Err(_) => break,
+        }
+    }
+    // The agent closed its output: it is done, or dying.
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| format!("cannot wait for the agent: {e}"))?;
+    from_client.abort();
+    let how = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("the agent exited with status {code}")),
+        (None, Some(signal)) => Some(format!("the agent was killed by signal {signal}")),
+        _ => Some("the agent exited".to_string()),
+    };
+    proxy.recorder.flush().await;
+    let open: Vec<String> = lock(&proxy.sessions).values().cloned().collect();
+    for session in open {
+        let data = match &how {
+            None => EventData::SessionClosed(SessionEnded {
+                reason: Some("the ACP connection ended".into()),
+            }),
+            Some(how) => EventData::SessionDied(SessionEnded {
+                reason: Some(format!("{how} (agent `{}`)", command.display())),
+            }),
+        };
+        let _ = proxy
+            .engine
+            .append_session_event(&session, None, data)
+            .await;
+    }
+    proxy.commands.clear().await;
+    drop(proxy);
+    let _ = agent_writer.await;
+    let _ = client_writer.await;
+    Ok(status.code().unwrap_or(1))
+}
+
+async fn write_lines(mut out: impl AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<String>) {
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+impl Proxy {
+    fn send_agent(&self, line: String) {
+        if let Some(to_agent) = lock(&self.to_agent).as_ref() {
+            let _ = to_agent.send(line);
+        }
+    }
+
+    fn agent_name(&self) -> String {
+        lock(&self.agent).clone()
+    }
+
+    /// The log key of a message's `params.sessionId`, if it is a session cmdlog
+    /// has seen.
+    fn session_of(&self, params: &Value) -> Option<String> {
+        let sid = params.get("sessionId")?.as_str()?;
+        lock(&self.sessions).get(sid).cloned()
+    }
+
+    fn message(&self, session: Option<&str>, direction: AcpDirection, message: Value) {
+        self.recorder.message(session, None, direction, message);
+    }
+
+    async fn on_client_line(&self, line: String) {
+        let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
+            if !line.trim().is_empty() {
+                self.message(None, AcpDirection::ToAgent, Value::String(line.clone()));
+                self.send_agent(line);
+            }
+            return;
+        };
+        match rpc::kind(&message) {
+            Kind::Request { id, method } => {
+                let key = id_key(id);
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let session = self.session_of(&params);
+                if method == "session/prompt"
+                    && let Some(session) = session
+                {
+                    self.prompt(&line, &message, session).await;
+                    return;
+                }
+                let asked = match method {
+                    "initialize" => ClientAsked::Initialize,
+                    "session/new" => ClientAsked::NewSession,
+                    "session/load" | "session/resume" => match params["sessionId"].as_str() {
+                        Some(sid) => ClientAsked::LoadSession(sid.to_string()),
+                        None => ClientAsked::Other,
+                    },
+                    _ => ClientAsked::Other,
+                };
+                lock(&self.client_asked).insert(key, asked);
+                self.message(session.as_deref(), AcpDirection::ToAgent, message);
+            }
+            Kind::Notification {
+                method: "session/cancel",
+            } => match message.get("params").and_then(|p| self.session_of(p)) {
+                Some(session) => self.recorder.record(
+                    Some(&session),
+                    None,
+                    EventData::SessionCancelled(Default::default()),
+                ),
+                None => self.message(None, AcpDirection::ToAgent, message),
+            },
+            Kind::Response { id } => {
+                let asked = lock(&self.agent_asked).remove(&id_key(id));
+                match asked {
+                    Some(AgentAsked::Permission {
+                        session,
+                        request_id,
+                    }) => {
+                        let decision = message
+                            .pointer("/result/outcome")
+                            .cloned()
+                            .unwrap_or_else(|| json!({"outcome": "cancelled"}));
+                        self.recorder.record(
+                            Some(&session),
+                            None,
+                            EventData::PermissionResolved(PermissionResolved {
+                                request_id,
+                                decision,
+                            }),
+                        );
+                        // Durable before the agent acts on it.
+                        self.recorder.flush().await;
+                    }
+                    _ => self.message(None, AcpDirection::ToAgent, message),
+                }
+            }
+            _ => {
+                let session = message.get("params").and_then(|p| self.session_of(p));
+                self.message(session.as_deref(), AcpDirection::ToAgent, message);
+            }
+        }
+        self.send_agent(line);
+    }
+
+    /// A `session/prompt` from the editor: cmdlog's registry sees it first.
+    async fn prompt(&self, line: &str, message: &Value, session: String) {
+        let id = message["id"].clone();
+        let params = &message["params"];
+        let blocks: Vec<Value> = params["prompt"].as_array().cloned().unwrap_or_default();
+        let text = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let prompt_id = format!("rpc-{}", id_key(&id).trim_matches('"'));
+        let mut request = PromptRequest::new(&session, &self.agent_name(), Mode::Acp, &text);
+        request.behavior = Some(StreamingBehavior::FollowUp);
+        request.prompt_id = Some(prompt_id.clone());
+        request.blocks = blocks
+            .iter()
+            .filter(|b| b["type"] != "text")
+            .cloned()
+            .collect();
+        let outcome = self.engine.prompt(request).await;
+        let forward = match outcome {
+            Ok(PromptOutcome::Handled(ex)) => {
+                // Answered by cmdlog: the agent never hears of it.
+                let (shown, stop) = match &ex.outcome {
+                    Outcome::Success { text, .. } => (text.clone(), "end_turn"),
+                    Outcome::Error {
+                        interrupted: true,
+                        text,
+                    } => (Some(text.clone()), "cancelled"),
+                    Outcome::Error { text, .. } => (Some(text.clone()), "end_turn"),
+                };
+                if let Some(shown) = shown.filter(|t| !t.is_empty()) {
+                    let update = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": shown}});
+                    self.recorder.record(
+                        Some(&session),
+                        None,
+                        EventData::SessionUpdate(update.clone()),
+                    );
+                    let _ = self.to_client.send(
+                        rpc::notification(
+                            "session/update",
+                            json!({"sessionId": params["sessionId"], "update": update}),
+                        )
+                        .to_string(),
+                    );
+                }
+                self.recorder.record(
+                    Some(&session),
+                    None,
+                    EventData::SessionUpdate(json!({"sessionUpdate": "turn_complete", "stopReason": stop, "promptId": prompt_id})),
+                );
+                self.recorder.flush().await;
+                let _ = self
+                    .to_client
+                    .send(rpc::response(id, Ok(json!({"stopReason": stop}))).to_string());
+                return;
+            }
+            Ok(PromptOutcome::Delivered { text: sent, .. }) if sent != text => {
+                let mut changed = message.clone();
+                changed["params"]["prompt"] = Value::Array(super::with_text(&blocks, &sent));
+                changed.to_string()
+            }
+            Ok(PromptOutcome::Delivered { .. }) => line.to_string(),
+            Err(e) => {
+                eprintln!(
+                    "cmdlog: the prompt was passed on unrecorded: {}",
+                    crate::render::clean(&e.to_string())
+                );
+                line.to_string()
+            }
+        };
+        lock(&self.client_asked).insert(id_key(&id), ClientAsked::Prompt { session, prompt_id });
+        self.send_agent(forward);
+    }
+
+    async fn on_agent_line(&self, line: String) {
+        let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
+            if !line.trim().is_empty() {
+                self.message(None, AcpDirection::FromAgent, Value::String(line.clone()));
+                let _ = self.to_client.send(line);
+            }
+            return;
+        };
+        match rpc::kind(&message) {
+            Kind::Response { id } => {
+                let asked = lock(&self.client_asked).remove(&id_key(id));
+                match asked {
+                    Some(ClientAsked::Initialize) => {
+                        if let Some(name) = message
+                            .pointer("/result/agentInfo/name")
+                            .and_then(Value::as_str)
+                        {
+                            let name = name.replace(
+                                |c: char| !(c.is_ascii_alphanumeric() || "._:-".contains(c)),
+                                "-",
+                            );
+                            if valid_id(&name) {
+                                *lock(&self.agent) = name;
+                            }
+                        }
+                        self.message(None, AcpDirection::FromAgent, message);
+                        let _ = self.to_client.send(line);
+                    }
+                    Some(ClientAsked::NewSession) | Some(ClientAsked::LoadSession(_))
+                        if message.get("error").is_none() =>
+                    {
+                        let sid = match &asked {
+                            Some(ClientAsked::LoadSession(sid)) => Some(sid.clone()),
+                            _ => message
+                                .pointer("/result/sessionId")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                        };
+                        let session = match sid.as_deref() {
+                            Some(sid) => self.open_session(sid).await,
+                            None => None,
+                        };
+                        self.message(session.as_deref(), AcpDirection::FromAgent, message);
+                        let _ = self.to_client.send(line);
+                        if let (Some(sid), Some(session)) = (sid, session) {
+                            self.send_commands(&sid, &session);
+                        }
+                    }
+                    Some(ClientAsked::Prompt { session, prompt_id }) => {
+                        let end = match (
+                            message
+                                .pointer("/result/stopReason")
+                                .and_then(Value::as_str),
+                            message.get("error"),
+                        ) {
+                            (Some(reason), _) => {
+                                json!({"sessionUpdate": "turn_complete", "stopReason": reason, "promptId": prompt_id})
+                            }
+                            (None, error) => json!({
+                                "sessionUpdate": "turn_error",
+                                "message": error.and_then(|e| e["message"].as_str()).unwrap_or("the agent's answer has no stopReason"),
+                                "code": error.map(|e| e["code"].clone()),
+                                "promptId": prompt_id,
+                            }),
+                        };
+                        self.recorder
+                            .record(Some(&session), None, EventData::SessionUpdate(end));
+                        // The editor hears the turn ended once all of it is durable.
+                        self.recorder.flush().await;
+                        let _ = self.to_client.send(line);
+                    }
+                    _ => {
+                        self.message(None, AcpDirection::FromAgent, message);
+                        let _ = self.to_client.send(line);
+                    }
+                }
+            }
+            Kind::Notification {
+                method: "session/update",
+            } => {
+                let params = &message["params"];
+                let Some(session) = self.session_of(params) else {
+                    self.message(None, AcpDirection::FromAgent, message);
+                    let _ = self.to_client.send(line);
+                    return;
+                };
+                let update = &params["update"];
+                if update["sessionUpdate"] == "available_commands_update" {
+                    let list = update["availableCommands"].clone();
+                    let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
+                    self.message(Some(&session), AcpDirection::FromAgent, message.clone());
+                    lock(&self.agent_lists).insert(sid.clone(), list.clone());
+                    self.commands.sync(&self.engine, &list).await;
+                    self.send_commands(&sid, &session);
+                    return;
+                }
+                self.recorder.record(
+                    Some(&session),
+                    None,
+                    EventData::SessionUpdate(update.clone()),
+                );
+                let _ = self.to_client.send(line);
+            }
+            Kind::Request { id, method } => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let session = self.session_of(&params);
+                let asked = match (method, &session) {
+                    ("session/request_permission", Some(session)) => {
+                        let request_id = crate::session_id::new_id("perm-", 16);
+                        self.recorder.record(
+                            Some(session),
+                            None,
+                            EventData::PermissionRequested(PermissionRequested {
+                                request_id: request_id.clone(),
+                                options: params.get("options").cloned().unwrap_or(Value::Null),
+                                tool_call: params.get("toolCall").cloned(),
+                            }),
+                        );
+                        AgentAsked::Permission {
+                            session: session.clone(),
+                            request_id,
+                        }
+                    }
+                    _ => {
+                        self.message(session.as_deref(), AcpDirection::FromAgent, message.clone());
+                        AgentAsked::Other
+                    }
+                };
+                lock(&self.agent_asked).insert(id_key(id), asked);
+                let _ = self.to_client.send(line);
+            }
+            _ => {
+                let session = message.get("params").and_then(|p| self.session_of(p));
+                self.message(session.as_deref(), AcpDirection::FromAgent, message);
+                let _ = self.to_client.send(line);
+            }
+        }
+    }
+
+    /// Creates (or reopens) the log's session for an agent session.
+    async fn open_session(&self, agent_session: &str) -> Option<String> {
+        let key = session_key(agent_session);
+        match self
+            .engine
+            .ensure_session(&key, &self.agent_name(), Mode::Acp)
+            .await
+        {
+            Ok(_) => {
+                lock(&self.sessions).insert(agent_session.to_string(), key.clone());
+                Some(key)
+            }
+            Err(e) => {
+                eprintln!(
+                    "cmdlog: session {} is not recorded: {}",
+                    crate::render::clean(agent_session),
+                    crate::render::clean(&e.to_string())
+                );
+                None
+            }
+        }
+    }
+
+    /// Tells the editor the session's commands: the agent's and cmdlog's merged.
+    fn send_commands(&self, agent_session: &str, session: &str) {
+        let ours = Value::Array(
+            self.engine
+                .list(&self.agent_name(), Mode::Acp)
+                .iter()
+                .filter(|r| r.provider.id != "acp-agent")
+                .map(|r| r.command.acp_available_command())
+                .collect(),
+        );
+        let agent = lock(&self.agent_lists)
+            .get(agent_session)
+            .cloned()
+            .unwrap_or_else(|| json!([]));
+        let update = json!({"sessionUpdate": "available_commands_update", "availableCommands": merge(&agent, &ours)});
+        self.recorder.record(
+            Some(session),
+            None,
+            EventData::SessionUpdate(update.clone()),
+        );
+        let _ = self.to_client.send(
+            rpc::notification(
+                "session/update",
+                json!({"sessionId": agent_session, "update": update}),
+            )
+            .to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_session_ids_become_log_keys() {
+        assert_eq!(session_key("sess_123"), "sess_123");
+        let odd = session_key("a/b c");
+        assert!(odd.starts_with("acp-") && valid_id(&odd), "{odd}");
+        assert_eq!(odd, session_key("a/b c"));
+    }
+}
