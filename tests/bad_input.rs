@@ -367,14 +367,10 @@ fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<String>)
     }
 }
 
+/// The log's head seq, from `/health?deep=1`.
 fn head_seq(u: &str) -> u64 {
-    let (_, body) = send(
-        "POST",
-        &format!("{u}/session"),
-        &[("content-type", "application/json")],
-        Some(json!({"sessionId": "s"}).to_string()),
-    );
-    serde_json::from_str::<Value>(&body).unwrap()["lastEventId"]
+    let (_, body) = send("GET", &format!("{u}/health?deep=1"), &[], None);
+    serde_json::from_str::<Value>(&body).unwrap()["logHead"]["seq"]
         .as_u64()
         .unwrap()
 }
@@ -396,31 +392,43 @@ fn http_catalogue() {
     let u = d.url.clone();
     let s = format!("{u}/session/s");
     let ct = ("content-type", "application/json");
+    send(
+        "POST",
+        &format!("{u}/session"),
+        &[ct],
+        Some(json!({"sessionId": "s"}).to_string()),
+    );
     let before = head_seq(&u);
     let cases: Vec<HttpCase> = vec![
-        ("POST", format!("{u}/session/ghost/prompt"), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "no session"),
-        ("POST", format!("{u}/session/..%2F..%2Fetc/prompt"), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "no session"),
-        ("POST", format!("{u}/session/{}/prompt", "a".repeat(300)), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "no session"),
-        ("POST", format!("{s}/prompt"), vec![ct], Some("{bad".into()), 400, "JSON"),
+        ("POST", format!("{u}/session/ghost/prompt"), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "session_not_found"),
+        ("POST", format!("{u}/session/..%2F..%2Fetc/prompt"), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "session_not_found"),
+        ("POST", format!("{u}/session/{}/prompt", "a".repeat(300)), vec![ct], Some(json!({"text": "x"}).to_string()), 404, "session_not_found"),
+        ("POST", format!("{s}/prompt"), vec![ct], Some("{bad".into()), 400, "Invalid JSON"),
         ("POST", format!("{s}/prompt"), vec![("content-type", "text/plain")], Some("{}".into()), 415, "Content-Type"),
-        ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"txt": "x"}).to_string()), 422, "text"),
+        ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"txt": "x"}).to_string()), 400, "`prompt` is required"),
+        ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"prompt": [{"type": "video"}]}).to_string()), 400, "unknown content block type"),
         ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"text": "x".repeat(2 * 1024 * 1024)}).to_string()), 413, ""),
-        ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"text": "x", "streamingBehavior": "sideways"}).to_string()), 400, "streamingBehavior"),
-        ("POST", format!("{s}/permission"), vec![ct], Some(json!({"requestId": "nope", "decision": "allow"}).to_string()), 404, "no permission request"),
+        ("POST", format!("{s}/prompt"), vec![ct], Some(json!({"text": "x", "deadlineMs": "soon"}).to_string()), 400, "invalid_deadline_ms"),
+        ("POST", format!("{u}/permission/nope"), vec![ct], Some(json!({"outcome": {"outcome": "selected", "optionId": "allow"}}).to_string()), 404, "No pending permission request"),
+        ("POST", format!("{s}/permission/nope"), vec![ct], Some(json!({"decision": "allow"}).to_string()), 400, "outcome"),
         ("POST", format!("{s}/command"), vec![ct], Some(json!({"line": "/nope"}).to_string()), 404, "not a command"),
         ("POST", format!("{s}/command"), vec![ct], Some(json!({"line": "/describe", "attachments": [{"name": "x", "data": "*** not base64"}]}).to_string()), 400, "base64"),
         ("POST", format!("{s}/update"), vec![ct], Some(json!({"nothing": true}).to_string()), 400, "sessionUpdate"),
-        ("POST", format!("{s}/update"), vec![ct], Some(json!({"sessionUpdate": "permission_request"}).to_string()), 400, "requestId"),
+        ("POST", format!("{s}/update"), vec![ct], Some(json!({"sessionUpdate": "permission_request"}).to_string()), 400, "toolCall"),
+        ("POST", format!("{s}/update"), vec![ct], Some(json!({"sessionUpdate": "turn_complete", "stopReason": "bored"}).to_string()), 400, "stopReason"),
         ("POST", format!("{u}/session"), vec![ct], Some(json!({"mode": "sideways"}).to_string()), 400, "unknown mode"),
         ("POST", format!("{u}/session"), vec![ct], Some(json!({"agent": "a b"}).to_string()), 400, "invalid agent id"),
-        ("POST", format!("{u}/session"), vec![ct], Some(json!({"sessionId": "bad id"}).to_string()), 400, "invalid session id"),
-        ("POST", format!("{s}/model"), vec![ct], Some(json!({"model": 5}).to_string()), 422, "model"),
+        ("POST", format!("{u}/session"), vec![ct], Some(json!({"sessionId": "bad id"}).to_string()), 400, "invalid sessionId"),
+        ("POST", format!("{u}/session"), vec![ct], Some(json!({"cwd": "relative/path"}).to_string()), 400, "absolute"),
+        ("POST", format!("{s}/model"), vec![ct], Some(json!({"modelId": 5}).to_string()), 400, "modelId"),
+        ("POST", format!("{s}/heartbeat"), vec![ct, ("x-qwen-client-id", "no spaces allowed")], Some("{}".into()), 400, "invalid_client_id"),
         ("GET", format!("{s}/supported-commands?mode=sideways"), vec![], None, 400, "unknown mode"),
         ("GET", format!("{s}/events"), vec![("last-event-id", "-1")], None, 400, "Last-Event-ID"),
         ("GET", format!("{s}/events"), vec![("last-event-id", "0x10")], None, 400, "Last-Event-ID"),
         ("GET", format!("{s}/events"), vec![("last-event-id", "123456789012345678901234567890")], None, 400, "Last-Event-ID"),
         ("GET", format!("{s}/events?lastEventId=abc"), vec![], None, 400, "Last-Event-ID"),
-        ("GET", format!("{u}/session/ghost/events"), vec![], None, 404, "no session"),
+        ("GET", format!("{u}/session/ghost/events"), vec![], None, 404, "session_not_found"),
+        ("GET", format!("{u}/workspace/%2Fnot%2Fhere/sessions"), vec![], None, 400, "workspace_mismatch"),
         ("GET", format!("{u}/nope"), vec![], None, 404, ""),
     ];
     for (method, url, headers, body, status, says) in &cases {

@@ -1,5 +1,8 @@
-//! `cmdlog serve` end to end on a loopback port: routes, security, and SSE
-//! resumption from the durable log across dropped connections and restarts.
+//! `cmdlog serve` end to end on a loopback port, on `qwen serve`'s wire without an
+//! agent behind it (an external runtime publishes through `/update`): routes,
+//! security, and SSE resumption from the durable log across dropped connections
+//! and restarts. `tests/bridge.rs` covers the daemon with an ACP agent behind it;
+//! `tests/node` runs the published clients against both.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -11,6 +14,9 @@ use serde_json::{Value, json};
 mod common;
 
 use common::Workspace;
+use common::daemon::{
+    Frame, delete, get, http as agent, post, post_with, read_frames, read_to_end,
+};
 
 /// A workspace with two Claude Code commands the daemon tests run.
 fn workspace() -> Workspace {
@@ -22,130 +28,155 @@ fn workspace() -> Workspace {
     w
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
+fn text(line: &str) -> Value {
+    json!({"prompt": [{"type": "text", "text": line}]})
 }
 
-fn post(url: &str, body: Value) -> (u16, Value) {
-    post_with(&agent(), url, body)
-}
-
-/// A POST on a given agent, so a loop reuses one keep-alive connection.
-fn post_with(agent: &ureq::Agent, url: &str, body: Value) -> (u16, Value) {
-    let mut res = agent
-        .post(url)
-        .header("content-type", "application/json")
-        .send(body.to_string())
-        .unwrap();
-    let status = res.status().as_u16();
-    let text = res.body_mut().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-fn get(url: &str) -> (u16, Value) {
-    let mut res = agent().get(url).call().unwrap();
-    let status = res.status().as_u16();
-    let text = res.body_mut().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-/// Reads SSE frames (`id`, `event`, parsed `data`) until `enough` says stop.
-fn read_events(
-    url: &str,
-    last_event_id: Option<&str>,
-    mut enough: impl FnMut(&[(u64, String, Value)]) -> bool,
-) -> Vec<(u64, String, Value)> {
-    // A stream has no overall deadline; a silent one fails after a while.
-    let streaming: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_recv_body(Some(Duration::from_secs(120)))
-        .build()
-        .into();
-    let mut request = streaming.get(url);
-    if let Some(id) = last_event_id {
-        request = request.header("Last-Event-ID", id);
-    }
-    let res = request.call().unwrap();
-    assert_eq!(res.status().as_u16(), 200);
-    let mut lines = BufReader::new(res.into_body().into_reader()).lines();
-    let mut frames = Vec::new();
-    let (mut id, mut event, mut data) = (None, String::new(), String::new());
-    // `enough` runs once per frame, not per line.
-    let mut done = enough(&frames);
-    while !done {
-        let line = lines.next().expect("the stream stays open").unwrap();
-        if line.is_empty() {
-            if let Some(seq) = id.take() {
-                frames.push((
-                    seq,
-                    std::mem::take(&mut event),
-                    serde_json::from_str(&data).unwrap(),
-                ));
-                done = enough(&frames);
-            }
-            data.clear();
-        } else if let Some(v) = line.strip_prefix("id: ") {
-            id = Some(v.parse::<u64>().unwrap());
-        } else if let Some(v) = line.strip_prefix("event: ") {
-            event = v.to_string();
-        } else if let Some(v) = line.strip_prefix("data: ") {
-            data.push_str(v);
-        }
-    }
-    frames
+/// The frames up to and including the first that `done` accepts.
+fn until(url: &str, from: Option<&str>, done: impl Fn(&Frame) -> bool) -> Vec<Frame> {
+    read_frames(url, from, |f| f.last().is_some_and(&done))
 }
 
 #[test]
-fn routes_behave_like_qwen_serve() {
+fn routes_follow_qwen_serve() {
     let w = workspace();
     let d = w.serve(&[]);
     let u = &d.url;
+    let canonical = std::fs::canonicalize(w.ws.path()).unwrap();
     assert_eq!(get(&format!("{u}/health")), (200, json!({"status": "ok"})));
     let (_, caps) = get(&format!("{u}/capabilities"));
-    for f in ["session_create", "session_prompt", "session_events"] {
-        assert!(caps["features"].as_array().unwrap().contains(&json!(f)));
+    assert_eq!(
+        (caps["v"].as_u64(), caps["mode"].as_str()),
+        (Some(1), Some("http-bridge"))
+    );
+    assert_eq!(caps["workspaceCwd"].as_str(), canonical.to_str());
+    assert_eq!(caps["modelServices"], json!([]));
+    for f in [
+        "session_create",
+        "session_id_override",
+        "session_prompt",
+        "session_events",
+        "session_cancel",
+        "session_set_model",
+        "permission_vote",
+        "session_close",
+    ] {
+        assert!(
+            caps["features"].as_array().unwrap().contains(&json!(f)),
+            "{f}"
+        );
     }
-    let (status, created) = post(&format!("{u}/session"), json!({"sessionId": "s1"}));
-    assert_eq!((status, created["created"].as_bool()), (200, Some(true)));
-    let (_, again) = post(&format!("{u}/session"), json!({"sessionId": "s1"}));
-    assert_eq!(
-        again["created"], false,
-        "POST /session attaches to an existing session"
-    );
 
-    let s = format!("{u}/session/s1");
-    let (status, p) = post(&format!("{s}/prompt"), json!({"text": "/review lib.rs"}));
+    // Create: a requested id comes back lowercased; asking again attaches.
+    let (status, created) = post(
+        &format!("{u}/session"),
+        json!({"sessionId": "S1", "cwd": canonical}),
+    );
+    assert_eq!(status, 200, "{created}");
     assert_eq!(
-        (status, p["text"].as_str(), p["delivery"].as_str()),
-        (200, Some("Review lib.rs"), Some("idle"))
+        (created["sessionId"].as_str(), created["attached"].as_bool()),
+        (Some("s1"), Some(false))
     );
-    let (status, busy) = post(&format!("{s}/prompt"), json!({"text": "more"}));
-    assert_eq!(status, 409, "{busy}");
-    let (status, steer) = post(
-        &format!("{s}/prompt"),
-        json!({"text": "more", "streamingBehavior": "steer"}),
+    assert!(created["clientId"].as_str().is_some_and(|c| !c.is_empty()));
+    assert_eq!(created["workspaceCwd"].as_str(), canonical.to_str());
+    let (_, again) = post(&format!("{u}/session"), json!({"sessionId": "s1"}));
+    assert_eq!(again["attached"], true);
+    let (status, e) = post(&format!("{u}/session"), json!({"cwd": "/somewhere/else"}));
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("workspace_mismatch"))
     );
-    assert_eq!((status, steer["delivery"].as_str()), (200, Some("steer")));
+    let (status, e) = post(&format!("{u}/session"), json!({"sessionScope": "galaxy"}));
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("invalid_session_scope"))
+    );
+    // `single` (the default) reuses one session; `thread` makes a new one.
+    let (_, a) = post(&format!("{u}/session"), json!({}));
+    let (_, b) = post(&format!("{u}/session"), json!({}));
+    let (_, c) = post(&format!("{u}/session"), json!({"sessionScope": "thread"}));
+    assert_eq!(a["sessionId"], b["sessionId"]);
+    assert_eq!(b["attached"], true);
+    assert_ne!(a["sessionId"], c["sessionId"]);
+
+    // A prompt is queued (202); the expansion streams as the user message, and the
+    // runtime's turn_complete carries the prompt's id.
+    let s = format!("{u}/session/s1");
+    let events = format!("{s}/events");
+    let (status, p) = post(&format!("{s}/prompt"), text("/review lib.rs"));
+    assert_eq!(status, 202, "{p}");
+    let prompt_id = p["promptId"].as_str().unwrap().to_string();
+    let last = p["lastEventId"].as_u64().unwrap().to_string();
+    let frames = until(&events, Some(&last), |f| {
+        f.update_kind() == Some("user_message_chunk")
+    });
+    assert_eq!(
+        frames.last().unwrap().data["data"]["update"]["content"]["text"],
+        "Review lib.rs"
+    );
     let (status, _) = post(
         &format!("{s}/update"),
-        json!({"sessionUpdate": "turn_complete"}),
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}}),
     );
     assert_eq!(status, 200);
-    let (_, idle) = post(&format!("{s}/prompt"), json!({"text": "again"}));
-    assert_eq!(idle["delivery"], "idle");
-    let (status, cancelled) = post(&format!("{s}/cancel"), json!({}));
-    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(
+        post(
+            &format!("{s}/update"),
+            json!({"sessionUpdate": "turn_complete"})
+        )
+        .0,
+        200
+    );
+    let frames = until(&events, Some(&last), |f| f.kind == "turn_complete");
+    let done = &frames.last().unwrap().data["data"];
+    assert_eq!(
+        (done["promptId"].as_str(), done["stopReason"].as_str()),
+        (Some(prompt_id.as_str()), Some("end_turn"))
+    );
+    // The prompt command's run shows as a tool call, settled.
+    assert!(frames.iter().any(|f| f.update_kind() == Some("tool_call")
+        && f.data["data"]["update"]["title"] == "/review lib.rs"));
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.update_kind() == Some("tool_call_update")
+                && f.data["data"]["update"]["status"] == "completed")
+    );
 
+    // Cancel ends the running turn `cancelled` (204); a handler command answers itself.
+    let (_, p2) = post(&format!("{s}/prompt"), text("think about it"));
+    let p2 = p2["promptId"].as_str().unwrap().to_string();
+    until(&events, Some(&last), |f| {
+        f.update_kind() == Some("user_message_chunk")
+            && f.data["data"]["update"]["content"]["text"] == "think about it"
+    });
+    let res = agent()
+        .post(&format!("{s}/cancel"))
+        .header("content-type", "application/json")
+        .send("{}")
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    let frames = until(&events, Some(&last), |f| {
+        f.kind == "turn_complete" && f.data["data"]["promptId"] == p2.as_str()
+    });
+    assert_eq!(
+        frames.last().unwrap().data["data"]["stopReason"],
+        "cancelled"
+    );
+    assert!(frames.iter().any(|f| f.kind == "prompt_cancelled"));
+    let (_, p3) = post(&format!("{s}/prompt"), text("/help"));
+    let p3 = p3["promptId"].as_str().unwrap().to_string();
+    let frames = until(&events, Some(&last), |f| {
+        f.kind == "turn_complete" && f.data["data"]["promptId"] == p3.as_str()
+    });
+    assert!(frames.iter().any(|f| {
+        f.update_kind() == Some("agent_message_chunk")
+            && f.data["data"]["update"]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("/review"))
+    }));
+
+    // cmdlog's own command route, with attachments.
     let png = [
         0x89u8, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R',
     ];
@@ -176,38 +207,78 @@ fn routes_behave_like_qwen_serve() {
         400
     );
 
-    let (status, m) = post(&format!("{s}/model"), json!({"model": "opus"}));
-    assert_eq!((status, m["model"].as_str()), (200, Some("opus")));
+    // Model: through the headless /model command without an agent.
+    let (status, m) = post(&format!("{s}/model"), json!({"modelId": "opus"}));
+    assert_eq!((status, m["modelId"].as_str()), (200, Some("opus")));
+    let frames = until(&events, Some(&last), |f| f.kind == "model_switched");
+    assert_eq!(frames.last().unwrap().data["data"]["modelId"], "opus");
+    let (status, e) = post(&format!("{s}/model"), json!({"modelId": "two words"}));
     assert_eq!(
-        post(&format!("{s}/model"), json!({"model": "two words"})).0,
+        (status, e["code"].as_str()),
+        (400, Some("model_switch_failed"))
+    );
+    assert_eq!(post(&format!("{s}/model"), json!({})).0, 400);
+
+    // Permissions: ACP requests from the runtime; ACP votes, the first one wins.
+    let ask = |id: &str| {
+        json!({"sessionUpdate": "permission_request", "requestId": id,
+        "toolCall": {"toolCallId": "t1", "title": "Edit a.rs", "kind": "edit", "status": "pending"},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}, {"optionId": "deny", "name": "Deny", "kind": "reject_once"}]})
+    };
+    let allow = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
+    assert_eq!(post(&format!("{s}/update"), ask("r1")).0, 200);
+    assert_eq!(
+        post(&format!("{u}/permission/r1"), allow.clone()),
+        (200, json!({}))
+    );
+    let (status, e) = post(&format!("{u}/permission/r1"), allow.clone());
+    assert_eq!(status, 404, "the first vote wins: {e}");
+    assert_eq!(post(&format!("{s}/update"), ask("r2")).0, 200);
+    let (status, e) = post(
+        &format!("{s}/permission/r2"),
+        json!({"outcome": {"outcome": "selected", "optionId": "maybe"}}),
+    );
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("invalid_option_id"))
+    );
+    assert_eq!(
+        post(&format!("{s}/permission/r2"), json!({"outcome": "allow"})).0,
         400
     );
-
-    assert_eq!(post(&format!("{s}/update"), json!({"sessionUpdate": "permission_request", "requestId": "r1", "options": ["allow", "deny"]})).0, 200);
     assert_eq!(
         post(
-            &format!("{s}/permission"),
-            json!({"requestId": "r1", "decision": "allow"})
-        )
-        .0,
-        200
+            &format!("{s}/permission/r2"),
+            json!({"outcome": {"outcome": "cancelled"}})
+        ),
+        (200, json!({}))
     );
-    let (status, second) = post(
-        &format!("{s}/permission"),
-        json!({"requestId": "r1", "decision": "deny"}),
+    let frames = until(&events, Some(&last), |f| {
+        f.kind == "permission_resolved" && f.data["data"]["requestId"] == "r2"
+    });
+    assert_eq!(
+        frames.last().unwrap().data["data"]["outcome"],
+        json!({"outcome": "cancelled"})
     );
-    assert_eq!(status, 409, "the first vote wins: {second}");
+    let request = frames
+        .iter()
+        .find(|f| f.kind == "permission_request")
+        .unwrap();
+    assert_eq!(request.data["data"]["toolCall"]["toolCallId"], "t1");
+    assert_eq!(post(&format!("{s}/update"), json!({"sessionUpdate": "permission_request", "requestId": "r3", "toolCall": {"toolCallId": "t"}, "options": ["allow"]})).0, 400);
     assert_eq!(
         post(
-            &format!("{s}/permission"),
-            json!({"requestId": "nope", "decision": "allow"})
+            &format!("{s}/update"),
+            json!({"sessionUpdate": "agent_message_chunk"})
         )
         .0,
-        404
+        400
     );
+    assert_eq!(post(&format!("{u}/permission/nope"), allow).0, 404);
 
+    // Listings and presence.
     let (status, cmds) = get(&format!("{s}/supported-commands?mode=interactive"));
-    assert_eq!(status, 200);
+    assert_eq!((status, cmds["sessionId"].as_str()), (200, Some("s1")));
     assert!(
         cmds["availableCommands"]
             .as_array()
@@ -216,19 +287,67 @@ fn routes_behave_like_qwen_serve() {
             .any(|c| c["name"] == "review")
     );
     assert_eq!(get(&format!("{s}/supported-commands?mode=sideways")).0, 400);
+    let (status, st) = get(&format!("{s}/status"));
+    assert_eq!((status, st["sessionId"].as_str()), (200, Some("s1")));
+    let encoded = canonical.to_str().unwrap().replace('/', "%2F");
+    let (status, list) = get(&format!("{u}/workspace/{encoded}/sessions?size=100"));
+    assert_eq!(status, 200, "{list}");
+    assert!(
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["sessionId"] == "s1")
+    );
+    assert_eq!(
+        get(&format!("{u}/workspace/{encoded}/sessions?cursor=zz")).1["code"],
+        "invalid_cursor"
+    );
+    let (status, beat) = post(&format!("{s}/heartbeat"), json!({}));
+    assert_eq!((status, beat["sessionId"].as_str()), (200, Some("s1")));
+    let res = agent()
+        .post(&format!("{s}/detach"))
+        .header("x-qwen-client-id", "c-1")
+        .send_empty()
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    let res = agent()
+        .post(&format!("{s}/heartbeat"))
+        .header("x-qwen-client-id", "bad id!")
+        .send_empty()
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
 
     // Bad input: unknown session, malformed JSON, wrong content type, bad ids.
+    let (status, e) = post(&format!("{u}/session/ghost/prompt"), text("x"));
     assert_eq!(
-        post(&format!("{u}/session/ghost/prompt"), json!({"text": "x"})).0,
+        (status, e["code"].as_str(), e["sessionId"].as_str()),
+        (404, Some("session_not_found"), Some("ghost"))
+    );
+    assert_eq!(
+        post(&format!("{u}/session/..%2F..%2Fetc/prompt"), text("x")).0,
         404
+    );
+    assert_eq!(post(&format!("{s}/prompt"), json!({"prompt": []})).0, 400);
+    assert_eq!(
+        post(&format!("{s}/prompt"), json!({"prompt": ["x"]})).0,
+        400
     );
     assert_eq!(
         post(
-            &format!("{u}/session/..%2F..%2Fetc/prompt"),
-            json!({"text": "x"})
+            &format!("{s}/prompt"),
+            json!({"prompt": [{"type": "text"}]})
         )
         .0,
-        404
+        400
+    );
+    let (status, e) = post(
+        &format!("{s}/prompt"),
+        json!({"prompt": [{"type": "text", "text": "x"}], "deadlineMs": -3}),
+    );
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("invalid_deadline_ms"))
     );
     let res = agent()
         .post(&format!("{s}/prompt"))
@@ -256,7 +375,7 @@ fn routes_behave_like_qwen_serve() {
     match agent()
         .post(&format!("{s}/prompt"))
         .header("content-type", "application/json")
-        .send(json!({"text": big}).to_string())
+        .send(text(&big).to_string())
     {
         Ok(res) => assert_eq!(res.status().as_u16(), 413),
         Err(e) => assert!(matches!(e, ureq::Error::Io(_)), "{e}"),
@@ -267,12 +386,12 @@ fn routes_behave_like_qwen_serve() {
         "and the daemon is still there"
     );
 
-    let mut res = agent().delete(&s).call().unwrap();
+    // Close: 204, the stream ends with session_closed, then the session is gone.
+    assert_eq!(delete(&s).0, 204);
+    let (status, e) = delete(&s);
     assert_eq!(
-        res.status().as_u16(),
-        200,
-        "{}",
-        res.body_mut().read_to_string().unwrap()
+        (status, e["code"].as_str()),
+        (404, Some("session_not_found"))
     );
     assert_eq!(
         post(
@@ -280,9 +399,19 @@ fn routes_behave_like_qwen_serve() {
             json!({"sessionUpdate": "turn_complete"})
         )
         .0,
-        409,
+        404,
         "nothing follows a closed session"
     );
+    let all = read_to_end(&events, Some("0"));
+    let last_frame = all.iter().rev().find(|f| f.id.is_some()).unwrap();
+    assert_eq!(
+        (
+            last_frame.kind.as_str(),
+            last_frame.data["data"]["reason"].as_str()
+        ),
+        ("session_closed", Some("client_close"))
+    );
+    assert_eq!(get(&events).0, 404, "a closed session has no live stream");
 }
 
 #[test]
@@ -326,16 +455,19 @@ fn tokens_are_required_and_non_loopback_needs_one() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("without a token"));
 }
 
-fn log_events(w: &Workspace, session: &str) -> Vec<u64> {
+/// The session's events in the log: (seq, type).
+fn log_events(w: &Workspace, session: &str) -> Vec<(u64, String)> {
     let o = w.run(&["log", "--json", "--session", session]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout)
         .unwrap()
         .lines()
         .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["seq"]
-                .as_u64()
-                .unwrap()
+            let e: Value = serde_json::from_str(l).unwrap();
+            (
+                e["seq"].as_u64().unwrap(),
+                e["type"].as_str().unwrap().to_string(),
+            )
         })
         .collect()
 }
@@ -352,20 +484,37 @@ fn sse_resumes_from_the_log_across_drops_and_restarts() {
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("chunk {i} ")}}),
         );
     }
-    // Everything so far, then the connection drops.
-    let first = read_events(&format!("{s}/events?lastEventId=0"), None, |f| {
-        f.iter().filter(|(_, e, _)| e == "session/update").count() == 3
+    // From the start (a new client sends 0), then the connection drops.
+    let first = read_frames(&format!("{s}/events"), Some("0"), |f| {
+        f.iter()
+            .filter(|f| f.update_kind() == Some("agent_message_chunk"))
+            .count()
+            == 3
     });
-    let last_seen = first.last().unwrap().0;
-    // While away: more events, a prompt and a command.
-    post(&format!("{s}/prompt"), json!({"text": "/review a.rs"}));
+    let last_seen = first.iter().filter_map(|f| f.id).max().unwrap();
+    // While away: a prompt command and a command run.
+    post(&format!("{s}/prompt"), text("/review a.rs"));
     post(&format!("{s}/command"), json!({"line": "/help"}));
-    // Resume with the header (it wins over the query).
-    let second = read_events(
+    // Resume with the header (it wins over the query); the replay says how many.
+    let second = read_frames(
         &format!("{s}/events?lastEventId=1"),
         Some(&last_seen.to_string()),
-        |f| f.last().is_some_and(|(_, e, _)| e == "command/done"),
+        |f| {
+            f.iter().any(|f| f.kind == "replay_complete")
+                && f.iter()
+                    .filter(|f| f.update_kind() == Some("tool_call_update"))
+                    .count()
+                    == 2
+        },
     );
+    let replayed = second.iter().find(|f| f.kind == "replay_complete").unwrap();
+    assert!(replayed.id.is_none());
+    let count = second
+        .iter()
+        .take_while(|f| f.kind != "replay_complete")
+        .filter(|f| f.id.is_some())
+        .count();
+    assert_eq!(replayed.data["data"]["replayedCount"], count as u64);
     // Restart the daemon, then resume again.
     drop(d);
     let d = w.serve(&[]);
@@ -374,10 +523,9 @@ fn sse_resumes_from_the_log_across_drops_and_restarts() {
         &format!("{s}/update"),
         json!({"sessionUpdate": "turn_complete"}),
     );
-    let resume_at = second.last().unwrap().0;
-    let third = read_events(&format!("{s}/events?lastEventId={resume_at}"), None, |f| {
-        f.last()
-            .is_some_and(|(_, _, d)| d["data"]["sessionUpdate"] == "turn_complete")
+    let resume_at = second.iter().filter_map(|f| f.id).max().unwrap();
+    let third = until(&format!("{s}/events"), Some(&resume_at.to_string()), |f| {
+        f.kind == "turn_complete"
     });
     drop(d);
 
@@ -385,23 +533,36 @@ fn sse_resumes_from_the_log_across_drops_and_restarts() {
         .iter()
         .chain(&second)
         .chain(&third)
-        .filter(|(_, e, _)| e != "available_commands_update")
-        .map(|(id, _, _)| *id)
+        .filter_map(|f| f.id)
         .collect();
-    assert!(
-        seen.windows(2).all(|w| w[0] < w[1]),
-        "in order, no duplicates: {seen:?}"
-    );
+    let shown = log_events(&w, "s1")
+        .into_iter()
+        .filter(|(_, t)| t != "session/created")
+        .count() as u64;
     assert_eq!(
         seen,
-        log_events(&w, "s1"),
-        "every event of the session exactly once"
+        (1..=shown).collect::<Vec<_>>(),
+        "every shown event of the session exactly once, ids gapless from 1"
     );
-    for (id, event, data) in first.iter().chain(&second).chain(&third) {
-        assert_eq!(data["id"].as_u64(), Some(*id));
-        assert_eq!(data["v"], 1);
-        assert_eq!(data["type"].as_str(), Some(event.as_str()));
+    for f in first.iter().chain(&second).chain(&third) {
+        assert_eq!(f.data["id"].as_u64(), f.id);
+        if f.id.is_some() {
+            assert!(f.data["_meta"]["cmdlog"]["seq"].is_u64(), "{f:?}");
+        }
     }
+    // A cursor past the session's last id (another log's) asks the client to resync.
+    let d = w.serve(&[]);
+    let frames = read_frames(
+        &format!("{}/session/s1/events", d.url),
+        Some("999999"),
+        |f| f.iter().any(|f| f.kind == "replay_complete"),
+    );
+    assert_eq!(frames[0].kind, "state_resync_required");
+    assert_eq!(frames[0].data["data"]["lastDeliveredId"], 999999);
+    assert_eq!(
+        frames.iter().filter(|f| f.id.is_some()).count() as u64,
+        shown
+    );
 }
 
 #[test]
@@ -412,15 +573,13 @@ fn command_files_reload_while_serving() {
     post(&format!("{}/session", d.url), json!({"sessionId": "s1"}));
     let url = format!("{s}/events");
     let reader = std::thread::spawn(move || {
-        read_events(&url, None, |f| {
-            f.iter().any(|(_, e, d)| {
-                e == "available_commands_update"
-                    && d["data"]["availableCommands"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|c| c["name"] == "fresh")
-            })
+        until(&url, None, |f| {
+            f.update_kind() == Some("available_commands_update")
+                && f.data["data"]["update"]["availableCommands"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["name"] == "fresh")
         })
     });
     std::thread::sleep(Duration::from_millis(300));
@@ -432,10 +591,21 @@ fn command_files_reload_while_serving() {
     assert!(
         frames
             .iter()
-            .all(|(_, e, _)| e == "available_commands_update")
+            .all(|f| f.update_kind() == Some("available_commands_update"))
     );
-    let (_, p) = post(&format!("{s}/prompt"), json!({"text": "/fresh x"}));
-    assert_eq!(p["text"], "Fresh x");
+    assert!(
+        frames.last().unwrap().id.is_some(),
+        "a durable session event"
+    );
+    let (_, p) = post(&format!("{s}/prompt"), text("/fresh x"));
+    let from = p["lastEventId"].as_u64().unwrap().to_string();
+    let frames = until(&format!("{s}/events"), Some(&from), |f| {
+        f.update_kind() == Some("user_message_chunk")
+    });
+    assert_eq!(
+        frames.last().unwrap().data["data"]["update"]["content"]["text"],
+        "Fresh x"
+    );
     eprintln!("hot reload reached SSE subscribers in {elapsed:?}");
 }
 
@@ -479,16 +649,23 @@ fn many_subscribers_each_get_every_event_in_order() {
                 // Count incrementally: rescanning every frame per line would make the
                 // client, not the daemon, the bottleneck.
                 let mut updates = 0;
-                let frames = read_events(&url, None, move |f| {
-                    if f.last().is_some_and(|(_, e, _)| e == "session/update") {
+                let frames = read_frames(&url, None, move |f| {
+                    if f.last()
+                        .is_some_and(|f| f.update_kind() == Some("agent_message_chunk"))
+                    {
                         updates += 1;
                     }
                     updates >= events
                 });
                 frames
                     .into_iter()
-                    .filter(|(_, e, _)| e == "session/update")
-                    .map(|(id, _, d)| (id, d["data"]["n"].as_u64().unwrap()))
+                    .filter(|f| f.update_kind() == Some("agent_message_chunk"))
+                    .map(|f| {
+                        (
+                            f.id.unwrap(),
+                            f.data["data"]["update"]["n"].as_u64().unwrap(),
+                        )
+                    })
                     .collect::<Vec<_>>()
             })
         })
@@ -619,54 +796,50 @@ fn attach_smoke_plan_of_seed_003() {
 
     // A typed prompt reaches the session; the agent's text shows in the client.
     type_line("hello there");
-    let until_prompt = read_events(&format!("{s}/events?lastEventId=0"), None, |f| {
-        f.iter().any(|(_, e, _)| e == "session/prompt")
+    until(&format!("{s}/events"), Some("0"), |f| {
+        f.update_kind() == Some("user_message_chunk")
+            && f.data["data"]["update"]["content"]["text"] == "hello there"
     });
-    assert!(
-        until_prompt
-            .iter()
-            .any(|(_, _, d)| d["data"]["text"] == "hello there")
-    );
     post(
         &format!("{s}/update"),
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi from the agent\n"}}),
     );
     out.wait_for("Hi from the agent");
 
-    // A permission request can be answered.
-    post(
-        &format!("{s}/update"),
-        json!({"sessionUpdate": "permission_request", "requestId": "r1", "options": ["allow", "deny"]}),
-    );
+    // A permission request can be answered, with the option of the right kind.
+    let ask = |id: &str| {
+        json!({"sessionUpdate": "permission_request", "requestId": id,
+        "toolCall": {"toolCallId": format!("t-{id}"), "title": "Run tests", "kind": "execute"},
+        "options": [{"optionId": "yes-once", "name": "Allow", "kind": "allow_once"}, {"optionId": "no-once", "name": "Deny", "kind": "reject_once"}]})
+    };
+    post(&format!("{s}/update"), ask("r1"));
     out.wait_for("[permission r1 requested");
     type_line("/allow");
-    out.wait_for("[permission r1 resolved: \"allow\"]");
-    post(
-        &format!("{s}/update"),
-        json!({"sessionUpdate": "permission_request", "requestId": "r2", "options": ["allow", "deny"]}),
-    );
+    out.wait_for("[permission r1 resolved: yes-once]");
+    post(&format!("{s}/update"), ask("r2"));
     out.wait_for("[permission r2 requested");
     type_line("/deny");
-    out.wait_for("[permission r2 resolved: \"deny\"]");
+    out.wait_for("[permission r2 resolved: no-once]");
 
     // /model goes to the model route; the status shows it.
     type_line("/model opus");
     out.wait_for("[model: opus]");
 
-    // While the turn streams, a command line is queued as follow-up and expands.
+    // A line typed while the turn runs waits its turn: Ctrl-C cancels the running
+    // one, and the queued command line then expands.
     type_line("/review x.rs");
-    out.wait_for("[/review] Review x.rs");
-
-    // Ctrl-C cancels the active prompt: the turn ends.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(out.count("[/review]"), 0, "queued behind the running turn");
     Command::new("kill")
         .args(["-INT", &client.id().to_string()])
         .status()
         .unwrap();
     err.wait_for("[cancelled]");
-    let cancelled = read_events(&format!("{s}/events?lastEventId=0"), None, |f| {
-        f.iter().any(|(_, e, _)| e == "session/cancelled")
+    out.wait_for("[/review] Review x.rs");
+    let frames = until(&format!("{s}/events"), Some("0"), |f| {
+        f.kind == "prompt_cancelled"
     });
-    assert!(cancelled.iter().any(|(_, e, _)| e == "session/cancelled"));
+    assert!(frames.iter().any(|f| f.kind == "prompt_cancelled"));
 
     // The daemon restarts; the client resumes from the last id it saw.
     drop(d);
@@ -744,14 +917,10 @@ fn load_many_sessions_with_subscribers() {
         .map(|i| {
             let url = format!("{u}/session/load{i}/events?lastEventId=0");
             std::thread::spawn(move || {
-                read_events(&url, None, |f| {
-                    f.last()
-                        .is_some_and(|(_, _, d)| d["data"]["sessionUpdate"] == "turn_complete")
-                })
-                .into_iter()
-                .filter(|(_, e, _)| e != "available_commands_update")
-                .map(|(id, e, _)| (id, e))
-                .collect::<Vec<_>>()
+                until(&url, None, |f| f.kind == "turn_complete")
+                    .into_iter()
+                    .filter_map(|f| Some((f.id?, f.kind)))
+                    .collect::<Vec<_>>()
             })
         })
         .collect();
@@ -783,14 +952,15 @@ fn load_many_sessions_with_subscribers() {
         .collect();
     let requests: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
     let rss_peak = rss_kib(pid);
-    // created + (run, done) per command + updates + turn_complete
+    // the command list + (run, done) per command + updates + turn_complete
     let expected = 1 + 2 * COMMANDS + UPDATES + 1;
     for (i, s) in subscribers.into_iter().enumerate() {
         let got = s.join().unwrap();
         assert_eq!(got.len(), expected, "session load{i}: {got:?}");
-        assert!(
-            got.windows(2).all(|w| w[0].0 < w[1].0),
-            "session load{i}: in order"
+        assert_eq!(
+            got.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            (1..=expected as u64).collect::<Vec<_>>(),
+            "session load{i}: gapless, in order"
         );
     }
     let elapsed = started.elapsed();

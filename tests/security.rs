@@ -474,11 +474,13 @@ fn daemon_input_is_validated_and_client_errors_are_4xx() {
     assert_eq!(post(&u, "/session", json!({"sessionId": "s"})).0, 200);
     assert_eq!(post(&u, "/session", json!({"sessionId": "closed"})).0, 200);
     let (status, text) = raw_http(&u, "DELETE /session/closed", &[], "");
-    assert_eq!(status, 200, "{text}");
-    let request = json!({"sessionUpdate": "permission_request", "requestId": "r1", "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}, {"optionId": "deny", "name": "Deny", "kind": "reject_once"}]});
+    assert_eq!(status, 204, "{text}");
+    let request = json!({"sessionUpdate": "permission_request", "requestId": "r1",
+        "toolCall": {"toolCallId": "t1", "title": "Edit", "kind": "edit"},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}, {"optionId": "deny", "name": "Deny", "kind": "reject_once"}]});
     assert_eq!(post(&u, "/session/s/update", request.clone()).0, 200);
     let cases = [
-        ("/session/s/update", request.clone(), 409, "already exists"),
+        ("/session/s/update", request.clone(), 409, "already waiting"),
         (
             "/session/s/update",
             json!({"sessionUpdate": "made_up_kind"}),
@@ -486,21 +488,27 @@ fn daemon_input_is_validated_and_client_errors_are_4xx() {
             "unknown sessionUpdate",
         ),
         (
-            "/session/s/permission",
-            json!({"requestId": "r1", "decision": "yolo"}),
+            "/session/s/update",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x", "kind": "weird"}),
+            400,
+            "kind",
+        ),
+        (
+            "/session/s/permission/r1",
+            json!({"outcome": {"outcome": "selected", "optionId": "yolo"}}),
             400,
             "not an option",
         ),
         (
-            "/session/s/permission",
-            json!({"requestId": "r1", "decision": {"outcome": "sideways"}}),
+            "/session/s/permission/r1",
+            json!({"outcome": {"outcome": "sideways"}}),
             400,
-            "a decision is",
+            "`outcome` must be",
         ),
         (
             "/session/closed/command",
             json!({"line": "/hi there"}),
-            409,
+            404,
             "ended",
         ),
         (
@@ -520,18 +528,22 @@ fn daemon_input_is_validated_and_client_errors_are_4xx() {
     }
     let (got, answer) = post(
         &u,
-        "/session/s/permission",
-        json!({"requestId": "r1", "decision": {"outcome": {"outcome": "selected", "optionId": "allow"}}}),
+        "/permission/r1",
+        json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
     );
-    assert_eq!(got, 200, "{answer}");
-    // A settled command is not cancelled after the fact.
+    assert_eq!((got, answer), (200, json!({})));
+    // A settled command is not cancelled after the fact; cancel answers 204.
     assert_eq!(
         post(&u, "/session/s/command", json!({"line": "/hi"})).0,
         200
     );
-    let (got, answer) = post(&u, "/session/s/cancel", json!({}));
-    assert_eq!(got, 200, "{answer}");
-    assert_eq!(answer["cancelled"], 0, "{answer}");
+    let (got, text) = raw_http(
+        &u,
+        "POST /session/s/cancel",
+        &[("content-type", b"application/json")],
+        "{}",
+    );
+    assert_eq!(got, 204, "{text}");
     // A Last-Event-ID that is not ASCII is as wrong as one that is not a number.
     let (got, text) = raw_http(
         &u,

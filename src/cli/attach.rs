@@ -1,7 +1,8 @@
-//! `cmdlog attach`: the terminal client of seed 003, in line mode. It renders a
-//! session's events with the same `SessionView` reducer replay uses, submits typed
-//! lines through `prompt`, and resumes the event stream with the last seen id after
-//! a dropped connection.
+//! `cmdlog attach`: the terminal client of seed 003, in line mode, on the daemon's
+//! `qwen serve` wire. It asks the event stream for the log records behind the
+//! frames (`?cmdlog=1`), renders them with the same `SessionView` reducer replay
+//! uses, submits typed lines as prompts, and resumes the stream with the last
+//! event id after a dropped connection.
 
 #[derive(Args, Debug)]
 pub(crate) struct AttachArgs {
@@ -115,7 +116,10 @@ struct Screen {
     resolved: usize,
     model: Option<String>,
     runs: usize,
+    /// The last log seq shown.
     last_id: u64,
+    /// The last event id of the wire seen: where to resume.
+    wire_id: u64,
     died: bool,
 }
 
@@ -181,15 +185,15 @@ impl Screen {
                 .filter(|p| p.resolved.is_some())
                 .skip(self.resolved)
             {
-                let _ = writeln!(
-                    out,
-                    "[permission {} resolved: {}]",
-                    p.request_id,
-                    p.resolved
-                        .as_ref()
-                        .map(|(_, d)| d.to_string())
-                        .unwrap_or_default()
-                );
+                let decision = match p
+                    .resolved
+                    .as_ref()
+                    .and_then(|(_, d)| cmdlog_engine::permission_decision(d))
+                {
+                    Some(cmdlog_engine::PermissionDecision::Selected(option)) => option,
+                    _ => "cancelled".to_string(),
+                };
+                let _ = writeln!(out, "[permission {} resolved: {decision}]", p.request_id);
             }
             self.resolved = resolved;
         }
@@ -225,25 +229,19 @@ impl Screen {
     }
 }
 
-/// A frame's `data` back into the log event it carries; `None` for other frames
-/// (`available_commands_update`) and unknown shapes, which are ignored.
-fn frame_event(data: &Value) -> Option<Event> {
-    let seq = data.get("id")?.as_u64()?;
-    let record = json!({
-        "at": data.get("at")?,
-        "type": data.get("type")?,
-        "session": data.get("session"),
-        "agent": data.get("agent"),
-        "data": data.get("data")?,
-    });
-    Event::decode(seq, record.to_string().as_bytes()).ok()
+/// The log event behind a frame (`_meta.cmdlog.event`, sent to `?cmdlog=1`
+/// subscribers); `None` for frames without one (`replay_complete`, …).
+fn frame_event(frame: &Value) -> Option<Event> {
+    let source = frame.get("_meta")?.get("cmdlog")?;
+    let seq = source.get("seq")?.as_u64()?;
+    Event::decode(seq, source.get("event")?.to_string().as_bytes()).ok()
 }
 
-/// Follows the session's events, reconnecting with the last seen id.
+/// Follows the session's events, reconnecting with the last seen event id.
 fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
     loop {
-        let last = screen.lock().unwrap_or_else(|p| p.into_inner()).last_id;
-        let url = format!("{}/session/{session}/events", client.url);
+        let last = screen.lock().unwrap_or_else(|p| p.into_inner()).wire_id;
+        let url = format!("{}/session/{session}/events?cmdlog=1", client.url);
         let mut request = client
             .agent
             .get(&url)
@@ -260,11 +258,14 @@ fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
                 if let Some(d) = line.strip_prefix("data: ") {
                     data.push_str(d);
                 } else if line.is_empty() && !data.is_empty() {
-                    if let Ok(value) = serde_json::from_str::<Value>(&data)
-                        && let Some(event) = frame_event(&value)
-                    {
+                    if let Ok(value) = serde_json::from_str::<Value>(&data) {
                         let mut screen = screen.lock().unwrap_or_else(|p| p.into_inner());
-                        if event.seq > screen.last_id {
+                        if let Some(id) = value.get("id").and_then(Value::as_u64) {
+                            screen.wire_id = screen.wire_id.max(id);
+                        }
+                        if let Some(event) = frame_event(&value)
+                            && event.seq > screen.last_id
+                        {
                             screen.show(&event, &mut render::Human::stdout(false));
                         }
                         if screen.died {
@@ -277,7 +278,7 @@ fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
         }
         eprintln!(
             "[connection lost; reconnecting from event {}]",
-            screen.lock().unwrap_or_else(|p| p.into_inner()).last_id
+            screen.lock().unwrap_or_else(|p| p.into_inner()).wire_id
         );
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -313,7 +314,7 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
     let (status, created) = client.request(
         "POST",
         "/session",
-        Some(json!({"sessionId": config.session})),
+        Some(json!({"sessionId": config.session, "sessionScope": "thread"})),
     )?;
     if status != 200 {
         return Err(format!(
@@ -362,16 +363,16 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
         let (status, answer) = if line == "/quit" {
             break;
         } else if let Some(model) = line.strip_prefix("/model ") {
-            client.request("POST", &path("model"), Some(json!({"model": model.trim()})))?
+            client.request(
+                "POST",
+                &path("model"),
+                Some(json!({"modelId": model.trim()})),
+            )?
         } else if let Some(rest) = line
             .strip_prefix("/allow")
             .or_else(|| line.strip_prefix("/deny"))
         {
-            let decision = if line.starts_with("/allow") {
-                "allow"
-            } else {
-                "deny"
-            };
+            let allow = line.starts_with("/allow");
             let pending = screen
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -379,39 +380,35 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
                 .permissions
                 .iter()
                 .rev()
-                .find(|p| p.resolved.is_none())
-                .map(|p| p.request_id.clone());
-            let id = Some(rest.trim().to_string())
-                .filter(|r| !r.is_empty())
-                .or(pending);
-            let Some(id) = id else {
+                .find(|p| {
+                    p.resolved.is_none() && (rest.trim().is_empty() || p.request_id == rest.trim())
+                })
+                .map(|p| (p.request_id.clone(), p.options.clone()));
+            let Some((id, options)) = pending else {
                 eprintln!("[no permission request is waiting]");
+                continue;
+            };
+            let Some(option) = choose_option(&options, allow) else {
+                eprintln!(
+                    "[permission {} offers no option to {}]",
+                    render::clean(&id),
+                    if allow { "allow" } else { "deny" }
+                );
                 continue;
             };
             client.request(
                 "POST",
-                &path("permission"),
-                Some(json!({"requestId": id, "decision": decision})),
+                &path(&format!("permission/{id}")),
+                Some(json!({"outcome": {"outcome": "selected", "optionId": option}})),
             )?
         } else {
-            let (status, answer) =
-                client.request("POST", &path("prompt"), Some(json!({"text": line})))?;
-            if status == 409
-                && answer["error"]
-                    .as_str()
-                    .is_some_and(|e| e.contains("streaming"))
-            {
-                eprintln!("[a turn is running: queued as follow-up]");
-                client.request(
-                    "POST",
-                    &path("prompt"),
-                    Some(json!({"text": line, "streamingBehavior": "followUp"})),
-                )?
-            } else {
-                (status, answer)
-            }
+            client.request(
+                "POST",
+                &path("prompt"),
+                Some(json!({"prompt": [{"type": "text", "text": line}]})),
+            )?
         };
-        if status != 200 {
+        if !(200..300).contains(&status) {
             eprintln!(
                 "[{}]",
                 render::clean(answer["error"].as_str().unwrap_or("request failed"))
@@ -421,12 +418,45 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// The option `/allow` (or `/deny`) picks: the first ACP option of an
+/// `allow_*` (or `reject_*`) kind, or one named so.
+fn choose_option(options: &Value, allow: bool) -> Option<String> {
+    let list = options.as_array()?;
+    let wanted = if allow { "allow" } else { "reject" };
+    list.iter()
+        .find_map(|o| {
+            let kind = o.get("kind").and_then(Value::as_str)?;
+            kind.starts_with(wanted)
+                .then(|| o.get("optionId")?.as_str().map(str::to_string))?
+        })
+        .or_else(|| {
+            list.iter().find_map(|o| {
+                let id = o.as_str().or_else(|| o.get("optionId")?.as_str())?;
+                let named = if allow {
+                    ["allow", "yes"]
+                } else {
+                    ["deny", "reject"]
+                };
+                named
+                    .iter()
+                    .any(|n| id.starts_with(n))
+                    .then(|| id.to_string())
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn event(seq: u64, kind: &str, data: Value) -> Event {
-        frame_event(&json!({"id": seq, "v": 1, "type": kind, "session": "s", "agent": "main", "at": seq, "data": data})).unwrap()
+        frame_event(
+            &json!({"id": seq, "v": 1, "type": "session_update", "data": {}, "_meta": {"cmdlog": {
+                "seq": seq, "type": kind,
+                "event": {"type": kind, "session": "s", "agent": "main", "at": seq, "data": data},
+            }}}),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -466,7 +496,7 @@ mod tests {
         let text = String::from_utf8(out.into_inner()).unwrap();
         assert_eq!(
             text,
-            "Hello\x1b[2m(thinking) hmm\x1b[0m\n[tool t1 read: pending]\n[tool t1 read: completed]\n[permission r1 requested: answer /allow or /deny]\n[permission r1 resolved: \"allow\"]\n[model: opus]\n[session ended: disconnected]\n"
+            "Hello\x1b[2m(thinking) hmm\x1b[0m\n[tool t1 read: pending]\n[tool t1 read: completed]\n[permission r1 requested: answer /allow or /deny]\n[permission r1 resolved: allow]\n[model: opus]\n[session ended: disconnected]\n"
         );
         assert!(screen.died);
         assert_eq!(screen.last_id, 10);
@@ -515,9 +545,25 @@ mod tests {
     #[test]
     fn other_frames_are_ignored() {
         assert!(
-            frame_event(&json!({"id": 3, "type": "available_commands_update", "data": {}}))
+            frame_event(&json!({"v": 1, "type": "replay_complete", "data": {"replayedCount": 0}}))
                 .is_none()
         );
         assert!(frame_event(&json!({"nonsense": true})).is_none());
+    }
+
+    #[test]
+    fn allow_and_deny_pick_acp_options_by_kind() {
+        let acp = json!([
+            {"optionId": "ok-1", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "no-1", "name": "Reject", "kind": "reject_once"},
+        ]);
+        assert_eq!(choose_option(&acp, true).as_deref(), Some("ok-1"));
+        assert_eq!(choose_option(&acp, false).as_deref(), Some("no-1"));
+        let plain = json!(["allow", "deny"]);
+        assert_eq!(choose_option(&plain, false).as_deref(), Some("deny"));
+        assert_eq!(
+            choose_option(&json!([{"optionId": "x", "kind": "allow_once"}]), false),
+            None
+        );
     }
 }

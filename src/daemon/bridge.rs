@@ -53,8 +53,21 @@ pub(crate) struct Running {
     pub(crate) generation: u64,
     pub(crate) peer: Arc<Peer>,
     /// Agent session id → daemon session id.
-    sessions: Arc<Mutex<HashMap<String, String>>>,
+    sessions: Arc<Mutex<Routes>>,
 }
+
+/// Which daemon session each agent session is, and the updates that came for an
+/// agent session before its `session/new` answer was read (an agent may send its
+/// command list right behind the answer).
+#[derive(Default)]
+pub(crate) struct Routes {
+    sessions: HashMap<String, String>,
+    early: HashMap<String, Vec<Value>>,
+    early_count: usize,
+}
+
+/// Most early updates kept for sessions not yet known.
+const EARLY_MAX: usize = 256;
 
 /// A daemon session's agent session.
 #[derive(Clone, Debug)]
@@ -98,7 +111,7 @@ impl Bridge {
             tokio::time::sleep(wait).await;
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let sessions: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let sessions: Arc<Mutex<Routes>> = Arc::default();
         let handler = {
             let (state, bridge, sessions) = (
                 Arc::downgrade(state),
@@ -209,11 +222,26 @@ impl Bridge {
             .as_str()
             .ok_or("the agent's answer to session/new has no sessionId")?
             .to_string();
-        running
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(agent_session.clone(), session.to_string());
+        let early = {
+            let mut routes = running.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            routes
+                .sessions
+                .insert(agent_session.clone(), session.to_string());
+            let early = routes.early.remove(&agent_session).unwrap_or_default();
+            routes.early_count -= early.len();
+            early
+        };
+        for params in early {
+            self.handle(
+                state,
+                &running.peer,
+                &running.sessions,
+                Incoming::Notification {
+                    method: "session/update".into(),
+                    params,
+                },
+            );
+        }
         let b = Bound {
             generation: running.generation,
             agent_session,
@@ -228,7 +256,7 @@ impl Bridge {
         self: &Arc<Self>,
         state: &Arc<AppState>,
         peer: &Arc<Peer>,
-        sessions: &Mutex<HashMap<String, String>>,
+        sessions: &Mutex<Routes>,
         incoming: Incoming,
     ) {
         let ours = |params: &Value| {
@@ -236,13 +264,29 @@ impl Bridge {
                 sessions
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
+                    .sessions
                     .get(s)
                     .cloned()
             })
         };
         match incoming {
             Incoming::Notification { method, params } if method == "session/update" => {
-                let (Some(session), Some(update)) = (ours(&params), params.get("update")) else {
+                let session = ours(&params);
+                if session.is_none()
+                    && let Some(sid) = params["sessionId"].as_str()
+                {
+                    let mut routes = sessions.lock().unwrap_or_else(|p| p.into_inner());
+                    if routes.early_count < EARLY_MAX {
+                        routes.early_count += 1;
+                        routes
+                            .early
+                            .entry(sid.to_string())
+                            .or_default()
+                            .push(params);
+                        return;
+                    }
+                }
+                let (Some(session), Some(update)) = (session, params.get("update")) else {
                     state.recorder.message(
                         None,
                         None,
@@ -381,7 +425,7 @@ async fn watch_exit(
     bridge: Weak<Bridge>,
     state: Weak<AppState>,
     generation: u64,
-    sessions: Arc<Mutex<HashMap<String, String>>>,
+    sessions: Arc<Mutex<Routes>>,
     mut exit: tokio::sync::watch::Receiver<Option<String>>,
 ) {
     let how = match exit.wait_for(Option::is_some).await {
@@ -400,6 +444,7 @@ async fn watch_exit(
     let bound: Vec<String> = sessions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
+        .sessions
         .values()
         .cloned()
         .collect();

@@ -36,9 +36,29 @@ use state::{Access, AppState, BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX};
 pub(crate) type Reopen =
     Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Engine, String>> + Send>> + Send + Sync>;
 
+#[derive(serde::Deserialize)]
+struct HealthQuery {
+    deep: Option<String>,
+}
+
 /// `/health`: 200 while the store works, 503 with the reason while it is reopened.
-async fn health(State(state): State<Arc<AppState>>) -> Response {
+/// `?deep=1` adds the live sessions, the waiting permission requests and the log's
+/// head (seq and chain hash).
+async fn health(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Query(query): axum::extract::Query<HealthQuery>,
+) -> Response {
     match state.degraded() {
+        None if query.deep.as_deref() == Some("1") => {
+            let head = state.engine().map(|e| e.log().head()).ok();
+            Json(json!({
+                "status": "ok",
+                "sessions": state.live.lock().unwrap_or_else(|p| p.into_inner()).len(),
+                "pendingPermissions": state.permissions.lock().unwrap_or_else(|p| p.into_inner()).len(),
+                "logHead": head.map(|h| json!({"seq": h.seq, "hash": cmdlog_store::BlobHash(h.hash).to_hex()})),
+            }))
+            .into_response()
+        }
         None => Json(json!({"status": "ok"})).into_response(),
         Some(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,

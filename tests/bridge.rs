@@ -1,0 +1,405 @@
+//! The ACP bridge with a scripted stdio agent (tests/fixtures/acp_agent.py):
+//! `cmdlog serve --agent` and the `cmdlog acp` proxy. The published clients run
+//! against the same bridge in tests/node.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+mod common;
+
+use common::Workspace;
+use common::daemon::{Frame, delete, get, post, read_frames, read_to_end};
+
+fn agent_script() -> String {
+    format!(
+        "python3 {}/tests/fixtures/acp_agent.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn workspace() -> Workspace {
+    let w = Workspace::new();
+    w.put("ws/.cmdlog/commands/greet.md", "Say hello to $1.\n");
+    w
+}
+
+fn text(line: &str) -> Value {
+    json!({"prompt": [{"type": "text", "text": line}]})
+}
+
+/// Frames from `from` until one `done` accepts.
+fn until(url: &str, from: &str, done: impl Fn(&Frame) -> bool) -> Vec<Frame> {
+    read_frames(url, Some(from), |f| f.last().is_some_and(&done))
+}
+
+/// What the agent read, one message per line.
+fn agent_log(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The log's events of a session, as `cmdlog log --json` prints them.
+fn logged(w: &Workspace, session: &str) -> Vec<Value> {
+    let o = w.run(&["log", "--json", "--session", session]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
+    let w = workspace();
+    let log_path = w.ws.path().join("agent.log");
+    let d = w.serve_env(
+        "127.0.0.1:0",
+        &["--agent", &agent_script()],
+        None,
+        &[("AGENT_LOG", log_path.to_str().unwrap())],
+    );
+    let u = d.url.clone();
+    let (status, created) = post(&format!("{u}/session"), json!({"sessionId": "b1"}));
+    assert_eq!(status, 200, "{created}");
+    let s = format!("{u}/session/b1");
+    let events = format!("{s}/events");
+
+    // The agent's command joins cmdlog's; the session hears the merged list.
+    let frames = until(&events, "0", |f| {
+        f.update_kind() == Some("available_commands_update")
+            && f.data["data"]["update"]["availableCommands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "compress")
+    });
+    let list = &frames.last().unwrap().data["data"]["update"]["availableCommands"];
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "greet")
+    );
+
+    // A plain prompt streams the agent's answer and ends with its stop reason.
+    let (status, p) = post(&format!("{s}/prompt"), text("hello there"));
+    assert_eq!(status, 202);
+    let (pid, from) = (
+        p["promptId"].as_str().unwrap().to_string(),
+        p["lastEventId"].to_string(),
+    );
+    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    let said: String = frames
+        .iter()
+        .filter(|f| f.update_kind() == Some("agent_message_chunk"))
+        .map(|f| {
+            f.data["data"]["update"]["content"]["text"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(said, "echo: hello there");
+    let done = &frames.last().unwrap().data["data"];
+    assert_eq!(
+        (done["stopReason"].as_str(), done["promptId"].as_str()),
+        (Some("end_turn"), Some(pid.as_str()))
+    );
+
+    // A cmdlog command expands before the agent sees it; the agent's own command
+    // reaches it as typed, logged as a run.
+    let (_, p) = post(&format!("{s}/prompt"), text("/greet world"));
+    until(&events, &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete"
+    });
+    let (_, p) = post(&format!("{s}/prompt"), text("/compress now"));
+    let frames = until(&events, &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete"
+    });
+    assert!(frames.iter().any(|f| f.update_kind() == Some("tool_call")
+        && f.data["data"]["update"]["title"] == "/compress now"));
+    let prompts: Vec<String> = agent_log(&log_path)
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .map(|m| {
+            m["params"]["prompt"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        prompts,
+        ["hello there", "Say hello to world.", "/compress now"]
+    );
+
+    // A permission request goes out on the wire; the first vote reaches the agent.
+    let (_, p) = post(&format!("{s}/prompt"), text("permission please"));
+    let from = p["lastEventId"].to_string();
+    let frames = until(&events, &from, |f| f.kind == "permission_request");
+    let request = &frames.last().unwrap().data["data"];
+    assert_eq!(request["toolCall"]["toolCallId"], "call-1");
+    let rid = request["requestId"].as_str().unwrap().to_string();
+    let (status, e) = post(
+        &format!("{u}/permission/{rid}"),
+        json!({"outcome": {"outcome": "selected", "optionId": "nope"}}),
+    );
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("invalid_option_id"))
+    );
+    assert_eq!(
+        post(
+            &format!("{u}/permission/{rid}"),
+            json!({"outcome": {"outcome": "selected", "optionId": "reject"}})
+        ),
+        (200, json!({}))
+    );
+    assert_eq!(
+        post(
+            &format!("{u}/permission/{rid}"),
+            json!({"outcome": {"outcome": "selected", "optionId": "allow"}})
+        )
+        .0,
+        404
+    );
+    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    assert!(
+        frames.iter().any(|f| f.kind == "permission_resolved"
+            && f.data["data"]["outcome"]["optionId"] == "reject")
+    );
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.data["data"]["update"]["content"]["text"] == "chose reject")
+    );
+
+    // Cancel: the agent hears session/cancel and stops `cancelled`.
+    let (_, p) = post(&format!("{s}/prompt"), text("slow please"));
+    let from = p["lastEventId"].to_string();
+    until(&events, &from, |f| {
+        f.data["data"]["update"]["content"]["text"] == "tick"
+    });
+    assert_eq!(post(&format!("{s}/cancel"), json!({})).0, 204);
+    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    assert_eq!(
+        frames.last().unwrap().data["data"]["stopReason"],
+        "cancelled"
+    );
+
+    // Model: through the agent's model config option.
+    let (status, m) = post(&format!("{s}/model"), json!({"modelId": "large"}));
+    assert_eq!((status, m["modelId"].as_str()), (200, Some("large")));
+    let (status, e) = post(&format!("{s}/model"), json!({"modelId": "huge"}));
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (400, Some("model_switch_failed"))
+    );
+    assert!(
+        agent_log(&log_path)
+            .iter()
+            .any(|m| m["method"] == "session/set_config_option" && m["params"]["value"] == "large")
+    );
+
+    // A crash: every session on the agent dies, and the stream ends with it.
+    post(&format!("{u}/session"), json!({"sessionId": "b2"}));
+    let (_, p) = post(&format!("{s}/prompt"), text("crash now"));
+    let frames = read_to_end(&events, Some(&p["lastEventId"].to_string()));
+    let last = frames.iter().rev().find(|f| f.id.is_some()).unwrap();
+    assert_eq!(last.kind, "session_died");
+    assert!(
+        last.data["data"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("status 3"),
+        "{last:?}"
+    );
+    let other = read_to_end(&format!("{u}/session/b2/events"), Some("0"));
+    assert_eq!(
+        other.iter().rev().find(|f| f.id.is_some()).unwrap().kind,
+        "session_died"
+    );
+    assert_eq!(post(&format!("{s}/prompt"), text("again")).0, 404);
+    // The next session starts a new agent process.
+    post(&format!("{u}/session"), json!({"sessionId": "b3"}));
+    let (_, p) = post(&format!("{u}/session/b3/prompt"), text("after the restart"));
+    let frames = until(
+        &format!("{u}/session/b3/events"),
+        &p["lastEventId"].to_string(),
+        |f| f.kind == "turn_complete",
+    );
+    assert_eq!(
+        frames.last().unwrap().data["data"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(delete(&format!("{u}/session/b3")).0, 204);
+    assert_eq!(get(&format!("{u}/health")).0, 200);
+    drop(d);
+
+    // The log holds both directions: typed events and the raw messages between.
+    let events = logged(&w, "b1");
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for t in [
+        "session/created",
+        "acp/message",
+        "session/prompt",
+        "session/update",
+        "permission/requested",
+        "permission/resolved",
+        "session/cancelled",
+        "session/model_switched",
+        "command/run",
+        "session/died",
+    ] {
+        assert!(types.contains(&t), "{t} in {types:?}");
+    }
+    let session_new = events
+        .iter()
+        .find(|e| e["type"] == "acp/message" && e["data"]["message"]["method"] == "session/new")
+        .unwrap();
+    assert_eq!(session_new["data"]["direction"], "to_agent");
+}
+
+/// One side of a line-based JSON-RPC conversation with `cmdlog acp`.
+struct Stdio2 {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Stdio2 {
+    fn send(&mut self, message: Value) {
+        writeln!(self.input, "{message}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Reads messages until one matches; keeps them all.
+    fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no match in {:#?}", self.seen));
+            self.seen.push(m.clone());
+            if matches(&m) {
+                return m;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
+    let w = workspace();
+    let mut words = vec!["acp", "--"];
+    let script = agent_script();
+    words.extend(script.split(' '));
+    let mut child = w
+        .cmd(&words)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let input = child.stdin.take().unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(serde_json::from_str::<Value>(&line).expect("only JSON-RPC on stdout"));
+        }
+    });
+    let mut c = Stdio2 {
+        child,
+        input,
+        lines,
+        seen: Vec::new(),
+    };
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let init = c.until(|m| m["id"] == 1);
+    assert_eq!(init["result"]["agentInfo"]["name"], "scripted-agent");
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let list = c.until(|m| {
+        m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+            && m["params"]["update"]["availableCommands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "compress")
+    });
+    assert!(
+        list["params"]["update"]["availableCommands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "greet")
+    );
+
+    // A cmdlog prompt command reaches the agent expanded; its answer streams back.
+    c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/greet proxy"}]}}));
+    assert_eq!(
+        c.until(|m| m["id"] == 3)["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(
+        c.seen
+            .iter()
+            .any(|m| m["params"]["update"]["content"]["text"] == "Say hello to proxy.")
+    );
+    // A cmdlog handler answers itself: the agent never hears of it.
+    c.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/help"}]}}));
+    assert_eq!(
+        c.until(|m| m["id"] == 4)["result"]["stopReason"],
+        "end_turn"
+    );
+    // The agent asks permission of the editor; the answer goes back through.
+    c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "permission"}]}}));
+    let ask = c.until(|m| m["method"] == "session/request_permission");
+    c.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}));
+    assert_eq!(
+        c.until(|m| m["id"] == 5)["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(
+        c.seen
+            .iter()
+            .any(|m| m["params"]["update"]["content"]["text"] == "chose allow")
+    );
+    drop(c.input);
+    let status = c.child.wait().unwrap();
+    assert!(status.success());
+
+    let events = logged(&w, &sid);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for t in [
+        "session/created",
+        "session/prompt",
+        "session/update",
+        "command/run",
+        "permission/requested",
+        "permission/resolved",
+        "session/closed",
+    ] {
+        assert!(types.contains(&t), "{t} in {types:?}");
+    }
+    let o = w.run(&["audit", "--session", &sid]);
+    let audit = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        audit.contains("/greet proxy") && audit.contains("/help"),
+        "{audit}"
+    );
+}
