@@ -14,7 +14,9 @@ use std::process::Command;
 fn published_clients_pass_against_cmdlog() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
     let required = std::env::var_os("CMDLOG_REQUIRE_NODE_TESTS").is_some_and(|v| v == "1");
-    let installed = dir.join("node_modules/@qwen-code/sdk/package.json").exists()
+    let installed = dir
+        .join("node_modules/@qwen-code/sdk/package.json")
+        .exists()
         && dir
             .join("node_modules/@agentclientprotocol/sdk/package.json")
             .exists();
@@ -56,7 +58,9 @@ fn published_clients_pass_against_cmdlog() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        summary.iter().any(|l| l.starts_with("# pass ") && l != &"# pass 0"),
+        summary
+            .iter()
+            .any(|l| l.starts_with("# pass ") && l != &"# pass 0"),
         "no test ran: {summary:?}"
     );
 }

@@ -183,10 +183,20 @@ pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> R
     Ok(status.code().unwrap_or(1))
 }
 
+/// Writes lines as they come; the lines waiting go out in one write.
 async fn write_lines(mut out: impl AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<String>) {
-    while let Some(mut line) = lines.recv().await {
-        line.push('\n');
-        if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+    let mut buffer = String::new();
+    while let Some(line) = lines.recv().await {
+        buffer.clear();
+        buffer.push_str(&line);
+        buffer.push('\n');
+        while buffer.len() < 1 << 20
+            && let Ok(more) = lines.try_recv()
+        {
+            buffer.push_str(&more);
+            buffer.push('\n');
+        }
+        if out.write_all(buffer.as_bytes()).await.is_err() || out.flush().await.is_err() {
             break;
         }
     }

@@ -141,10 +141,21 @@ impl Peer {
         });
         let weak = Arc::downgrade(&peer);
         tokio::spawn(async move {
+            // The lines waiting go out in one write.
             let mut writer = writer;
-            while let Some(mut line) = lines.recv().await {
-                line.push('\n');
-                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err()
+            let mut buffer = String::new();
+            while let Some(line) = lines.recv().await {
+                buffer.clear();
+                buffer.push_str(&line);
+                buffer.push('\n');
+                while buffer.len() < 1 << 20
+                    && let Ok(more) = lines.try_recv()
+                {
+                    buffer.push_str(&more);
+                    buffer.push('\n');
+                }
+                if writer.write_all(buffer.as_bytes()).await.is_err()
+                    || writer.flush().await.is_err()
                 {
                     break;
                 }

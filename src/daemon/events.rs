@@ -27,8 +27,10 @@ use super::wire::{self, envelope};
 const SSE_BATCH_BYTES_MAX: usize = 256 * 1024;
 /// Most events one SSE read takes from the log before sending them.
 const SSE_BATCH_EVENTS_MAX: u64 = 1000;
-/// How long a woken subscriber waits for more commits before reading.
+/// How long a woken subscriber waits for more commits before reading, under load.
 const SSE_COALESCE: Duration = Duration::from_millis(10);
+/// A read of at least this many events means load: the next one waits to coalesce.
+const SSE_BUSY_EVENTS: u64 = 32;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -56,6 +58,8 @@ pub(super) struct Cursor {
     head: tokio::sync::watch::Receiver<u64>,
     /// A terminal frame went out: end after the pending ones.
     ended: bool,
+    /// The last read was large: wait for more commits before the next.
+    busy: bool,
 }
 
 pub(super) async fn events(
@@ -99,6 +103,7 @@ pub(super) async fn events(
         pending: VecDeque::new(),
         head: log.subscribe(),
         ended: false,
+        busy: false,
     };
     cursor.pending.push_back(
         SseEvent::default()
@@ -161,6 +166,7 @@ pub(super) async fn events(
                     .await
                     .ok()?
                     .ok()?;
+                    c.busy = through - c.seq >= SSE_BUSY_EVENTS;
                     for f in window {
                         if f.session.as_deref() == Some(c.session.as_str()) {
                             show(&mut c, &f);
@@ -177,9 +183,12 @@ pub(super) async fn events(
                     // The daemon stops: the client resumes elsewhere or later.
                     _ = state.shutdown.cancelled() => return None,
                 }
-                // Let a burst of commits land, so one read serves many of them: under
-                // load each subscriber reads batches instead of one event per commit.
-                tokio::time::sleep(SSE_COALESCE).await;
+                // Under load, let a burst of commits land so one read serves many of
+                // them (each subscriber reads batches, not one event per commit); a
+                // quiet session's events go out at once.
+                if c.busy {
+                    tokio::time::sleep(SSE_COALESCE).await;
+                }
             }
         }
     });
