@@ -160,24 +160,36 @@ fn stdio(command: Command, prompts: usize, burst: usize) -> (f64, f64) {
     (round_trip, burst as f64 / started.elapsed().as_secs_f64())
 }
 
+/// A daemon, killed and reaped when dropped.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `cmdlog serve --agent` in `place`; its URL.
-fn serve(place: &Place) -> (Child, String) {
+fn serve(place: &Place) -> (Served, String) {
     let json_path = place.ws.path().join(".cmdlog/daemon.json");
-    let child = place
-        .command(
-            env!("CARGO_BIN_EXE_cmdlog"),
-            &[
-                "serve".into(),
-                "--addr".into(),
-                "127.0.0.1:0".into(),
-                "--agent".into(),
-                agent_words().join(" "),
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Served(
+        place
+            .command(
+                env!("CARGO_BIN_EXE_cmdlog"),
+                &[
+                    "serve".into(),
+                    "--addr".into(),
+                    "127.0.0.1:0".into(),
+                    "--agent".into(),
+                    agent_words().join(" "),
+                ],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(text) = std::fs::read_to_string(&json_path)
@@ -260,7 +272,7 @@ fn turn(rx: &mpsc::Receiver<(String, String, String)>, prompt: &str) -> usize {
 /// fan-out frames/s to `subscribers`.
 fn daemon(prompts: usize, burst: usize, subscribers: usize, fanout: usize) -> (f64, f64, f64) {
     let place = Place::new();
-    let (mut child, u) = serve(&place);
+    let (daemon, u) = serve(&place);
     let agent = http();
     let created = post(
         &agent,
@@ -322,8 +334,7 @@ fn daemon(prompts: usize, burst: usize, subscribers: usize, fanout: usize) -> (f
     }
     let fanout_rate = frames as f64 / started.elapsed().as_secs_f64();
     assert_eq!(frames, subscribers * fanout);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(daemon);
     (round_trip, updates, fanout_rate)
 }
 
