@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 
 /// The frame `event` of session `session` becomes: its wire type and `data`; `None`
 /// for events only cmdlog's own clients see (`session/created`, attachments, raw
-/// ACP messages, unknown types). Depends on the event alone, so every subscriber
+/// ACP messages, unknown types, and `session/cancelled`: the SDK's reducer has no
+/// check for qwen's optional `prompt_cancelled` and counts it unrecognised, while
+/// the cancelled turn's `turn_complete` says it all). Depends on the event alone, so every subscriber
 /// and every restart numbers the same events the same way.
 pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Value)> {
     let frame = match &event.data {
@@ -84,7 +86,6 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
             "model_switched",
             json!({"sessionId": session, "modelId": m.model}),
         ),
-        EventData::SessionCancelled(_) => ("prompt_cancelled", json!({"sessionId": session})),
         EventData::SessionClosed(e) => (
             "session_closed",
             json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("client_close")}),
@@ -136,7 +137,6 @@ pub(crate) fn shown(event: &Event) -> bool {
         | EventData::PermissionRequested(_)
         | EventData::PermissionResolved(_)
         | EventData::ModelSwitched(_)
-        | EventData::SessionCancelled(_)
         | EventData::SessionClosed(_)
         | EventData::SessionDied(_)
         | EventData::CommandRun(_)
