@@ -152,27 +152,40 @@ pub(super) async fn model(
             .bind(&state, &id)
             .await
             .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e).code("agent_unavailable"))?;
-        let (method, params) = match &bound.model_option {
-            Some(option) => (
+        // The stable way first (a `category: "model"` config option), then the
+        // unstable `session/set_model` older agents answer; the next is tried only
+        // when the agent does not know a method.
+        let mut ways = Vec::new();
+        if let Some(option) = &bound.model_option {
+            ways.push((
                 "session/set_config_option",
                 json!({"sessionId": bound.agent_session, "configId": option, "value": model}),
-            ),
-            None => (
-                "session/set_model",
-                json!({"sessionId": bound.agent_session, "modelId": model}),
-            ),
-        };
-        let (rpc_id, message) = running.peer.prepare(method, params);
-        state
-            .recorder
-            .message(Some(&id), None, AcpDirection::ToAgent, message.clone());
-        let answer = running.peer.send_prepared(rpc_id, message).await;
-        state.recorder.message(
-            Some(&id),
-            None,
-            AcpDirection::FromAgent,
-            crate::acp::rpc::response(json!(rpc_id), answer.clone()),
-        );
+            ));
+        }
+        ways.push((
+            "session/set_model",
+            json!({"sessionId": bound.agent_session, "modelId": model}),
+        ));
+        let mut answer = Err(crate::acp::rpc::RpcError::new(
+            crate::acp::rpc::METHOD_NOT_FOUND,
+            "no way to switch the model",
+        ));
+        for (method, params) in ways {
+            let (rpc_id, message) = running.peer.prepare(method, params);
+            state
+                .recorder
+                .message(Some(&id), None, AcpDirection::ToAgent, message.clone());
+            answer = running.peer.send_prepared(rpc_id, message).await;
+            state.recorder.message(
+                Some(&id),
+                None,
+                AcpDirection::FromAgent,
+                crate::acp::rpc::response(json!(rpc_id), answer.clone()),
+            );
+            if !matches!(&answer, Err(e) if e.code == crate::acp::rpc::METHOD_NOT_FOUND) {
+                break;
+            }
+        }
         if let Err(e) = answer {
             state.recorder.flush().await;
             return Err(ApiError::bad_request(format!(
