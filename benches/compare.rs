@@ -343,6 +343,7 @@ fn replay_and_reopen(rows: &mut Vec<Row>) {
             let session = format!("s{}", i % 1000);
             let at = 1_795_000_000_000 + seq;
             let new = |data| NewEvent {
+                observed: None,
                 at,
                 session: Some(session.clone()),
                 agent: Some("main".into()),
@@ -372,6 +373,7 @@ fn replay_and_reopen(rows: &mut Vec<Row>) {
             );
             batch.push(
                 new(EventData::CommandDone(CommandDone {
+                    agent_check: None,
                     run,
                     outcome: Outcome::text("ok"),
                     elapsed_us: 3,

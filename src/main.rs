@@ -4,6 +4,7 @@
 //! 3 not found (unknown command, session, seq); 4 store error.
 
 mod acp;
+mod agents;
 mod cli;
 mod daemon;
 mod render;
@@ -77,6 +78,8 @@ enum Verb {
     Attach(cli::attach::AttachArgs),
     /// Run an ACP agent behind cmdlog on stdio: `cmdlog acp -- CMD ARGS…`
     Acp(cli::acp::AcpArgs),
+    /// Record one hook payload of an agent (read on stdin); silent, always exit 0
+    Hook(cli::hook::HookArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +96,10 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> VerbResult {
+    if let Verb::Hook(args) = cli.verb {
+        // Its workspace is the agent's project, not the current folder.
+        return cli::hook::exec(cli.workspace, cli.log, args);
+    }
     let paths = Paths::new(cli.workspace, cli.log)?;
     let json = cli.json;
     match cli.verb {
@@ -114,6 +121,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Serve(args) => cli::serve::exec(&paths, args),
         Verb::Attach(args) => cli::attach::exec(args),
         Verb::Acp(args) => cli::acp::exec(&paths, args),
+        Verb::Hook(_) => unreachable!("handled above"),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
     }
 }

@@ -140,6 +140,35 @@ pub(crate) fn summary(event: &Event) -> String {
         EventData::ModelSwitched(m) => m.model.clone(),
         EventData::DiscoveryWarning(w) => format!("{}: {}", w.path, w.message),
         EventData::SessionPrompt(p) => first_line(&p.text, 60),
+        EventData::SessionUpdate(u) => {
+            let kind = u["sessionUpdate"].as_str().unwrap_or("?");
+            let detail = u["content"]["text"]
+                .as_str()
+                .or_else(|| u["title"].as_str())
+                .or_else(|| u["status"].as_str())
+                .or_else(|| u["stopReason"].as_str())
+                .or_else(|| u["message"].as_str())
+                .unwrap_or("");
+            format!("{kind} {}", first_line(detail, 50))
+                .trim_end()
+                .to_string()
+        }
+        EventData::AgentEvent(a) => format!("{} {}", a.agent, a.event),
+        EventData::Redacted(r) => format!(
+            "{} secret(s) redacted from {} ({})",
+            r.count,
+            r.source,
+            r.kinds.join(", ")
+        ),
+        EventData::AcpMessage(m) => {
+            let what = m.message["method"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("answer to {}", m.message["id"]));
+            format!("{:?} {what}", m.direction)
+        }
+        EventData::PermissionRequested(p) => p.request_id.clone(),
+        EventData::PermissionResolved(p) => format!("{} {}", p.request_id, p.decision),
         _ => String::new(),
     }
 }

@@ -61,6 +61,7 @@ fn history() -> Workspace {
             .unwrap()
             .as_millis() as u64;
         let run = NewEvent {
+            observed: None,
             at: now,
             session: Some("beta".into()),
             agent: Some("main".into()),
@@ -337,6 +338,7 @@ fn drift_reports_template_drift_and_engine_regressions() {
                 .seq
         };
         let event = |data| NewEvent {
+            observed: None,
             at: 2,
             session: Some("alpha".into()),
             agent: Some("main".into()),
@@ -358,6 +360,7 @@ fn drift_reports_template_drift_and_engine_regressions() {
             .unwrap()
             .first;
         let done = CommandDone {
+            agent_check: None,
             run,
             outcome: Outcome::Success {
                 text: None,

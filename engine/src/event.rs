@@ -83,6 +83,22 @@ pub struct ProviderRef {
     pub item: u32,
 }
 
+/// Where an event that happened outside cmdlog was observed: an agent's hook or
+/// transcript. `at` is when it happened there; the event's own `at` stays the
+/// time cmdlog appended it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    /// What reported it: `claude-code hook`, `codex transcript`, …
+    pub source: String,
+    /// What identifies it in its source (a transcript's file and line or item id):
+    /// importing the same item again finds it and adds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// When it happened in the source, unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
+}
+
 /// One event as read from the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -90,6 +106,8 @@ pub struct Event {
     pub seq: Seq,
     /// When it happened, unix milliseconds (from the engine's clock).
     pub at: u64,
+    /// Where it was observed, for what an agent did outside cmdlog.
+    pub observed: Option<Observed>,
     /// The session it belongs to, also its stream key in the store.
     pub session: Option<String>,
     /// The agent it concerns.
@@ -137,6 +155,10 @@ pub enum EventData {
     WalDiscarded(WalDiscarded),
     /// `acp/message`
     AcpMessage(AcpMessage),
+    /// `agent/event`
+    AgentEvent(AgentEvent),
+    /// `log/redacted`
+    Redacted(Redacted),
     /// A type this version does not know: kept, skipped by every fold.
     Unknown(UnknownEvent),
 }
@@ -173,6 +195,8 @@ impl EventData {
             EventData::SessionCancelled(_) => "session/cancelled",
             EventData::WalDiscarded(_) => "log/wal_discarded",
             EventData::AcpMessage(_) => "acp/message",
+            EventData::AgentEvent(_) => "agent/event",
+            EventData::Redacted(_) => "log/redacted",
             EventData::Unknown(u) => &u.type_name,
         }
     }
@@ -197,6 +221,8 @@ impl EventData {
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
             "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
             "acp/message" => EventData::AcpMessage(de(data)?),
+            "agent/event" => EventData::AgentEvent(de(data)?),
+            "log/redacted" => EventData::Redacted(de(data)?),
             other => EventData::Unknown(UnknownEvent {
                 type_name: other.to_string(),
                 data: de(data)?,
@@ -210,6 +236,8 @@ impl EventData {
 pub struct NewEvent {
     /// When, unix ms.
     pub at: u64,
+    /// Where it was observed (see [`Observed`]).
+    pub observed: Option<Observed>,
     /// Its session (and stream key).
     pub session: Option<String>,
     /// Its agent.
@@ -227,6 +255,8 @@ struct EnvelopeOut<'a> {
     session: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     agent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed: Option<&'a Observed>,
     data: &'a EventData,
 }
 
@@ -239,6 +269,8 @@ struct EnvelopeIn<'a> {
     session: Option<String>,
     #[serde(default)]
     agent: Option<String>,
+    #[serde(default)]
+    observed: Option<Observed>,
     #[serde(borrow)]
     data: &'a RawValue,
 }
@@ -261,6 +293,7 @@ impl NewEvent {
             type_name: self.data.type_name(),
             session: self.session.as_deref(),
             agent: self.agent.as_deref(),
+            observed: self.observed.as_ref(),
             data: &self.data,
         })
         .expect("events serialize: no maps with non-string keys")
@@ -292,6 +325,7 @@ impl Event {
         Ok(Event {
             seq,
             at: envelope.at,
+            observed: envelope.observed,
             session: envelope.session,
             agent: envelope.agent,
             data,
@@ -306,6 +340,7 @@ impl Event {
             type_name: self.data.type_name(),
             session: self.session.as_deref(),
             agent: self.agent.as_deref(),
+            observed: self.observed.as_ref(),
             data: &self.data,
         })
         .expect("events serialize");
@@ -418,6 +453,10 @@ pub enum InvocationSource {
     Model,
     /// A program called the API.
     Api,
+    /// The agent ran it itself; cmdlog observed it through the agent's hook or
+    /// transcript. Its `registration` is cmdlog's registration of the same
+    /// command file when there is one, else 0.
+    Agent,
 }
 
 /// `command/run`: its seq is the command id.
@@ -452,6 +491,24 @@ pub struct CommandDone {
     pub outcome: Outcome,
     /// Handler time in microseconds.
     pub elapsed_us: u64,
+    /// For a run the agent did itself: whether cmdlog's own expansion of the same
+    /// command file agrees with the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_check: Option<AgentCheck>,
+}
+
+/// cmdlog's expansion of a command an agent expanded itself, compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCheck {
+    /// The command file cmdlog resolved the same name to.
+    pub path: String,
+    /// Its content hash (BLAKE3 hex) when compared.
+    pub content_hash: String,
+    /// Whether cmdlog's expansion is byte for byte the agent's.
+    pub identical: bool,
+    /// cmdlog's expansion, when it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdlog_prompt: Option<String>,
 }
 
 /// How a command settled.
@@ -608,6 +665,31 @@ pub struct WalDiscarded {
     pub dropped_frames: u64,
 }
 
+/// `agent/event`: something an agent reported (a hook event, a transcript line)
+/// that no typed event records, kept as the agent gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    /// The agent: `claude-code`, `codex`, `gemini`, `qwen`.
+    pub agent: String,
+    /// Its name for what happened (`SessionStart`, `Notification`, `summary`, …).
+    pub event: String,
+    /// What it said, as given (redacted when asked).
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+/// `log/redacted`: secrets were replaced before the events that follow it in the
+/// same append were written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redacted {
+    /// What was redacted: `claude-code hook`, `gemini transcript`, …
+    pub source: String,
+    /// How many secrets were replaced.
+    pub count: u64,
+    /// Which kinds (`api_key`, `bearer_token`, `url_password`, …).
+    pub kinds: Vec<String>,
+}
+
 /// Which way an ACP message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -635,6 +717,7 @@ mod tests {
 
     fn round_trip(data: EventData) {
         let new = NewEvent {
+            observed: None,
             at: 1_700_000_000_000,
             session: Some("s1".into()),
             agent: Some("main".into()),
@@ -659,6 +742,7 @@ mod tests {
             attachments: vec![],
         }));
         round_trip(EventData::CommandDone(CommandDone {
+            agent_check: None,
             run: 4,
             outcome: Outcome::Error {
                 text: "boom".into(),
@@ -667,6 +751,7 @@ mod tests {
             elapsed_us: 12,
         }));
         round_trip(EventData::CommandDone(CommandDone {
+            agent_check: None,
             run: 4,
             outcome: Outcome::text("ok"),
             elapsed_us: 0,
@@ -704,10 +789,12 @@ mod tests {
     #[test]
     fn the_record_is_the_documented_json() {
         let new = NewEvent {
+            observed: None,
             at: 5,
             session: None,
             agent: None,
             data: EventData::CommandDone(CommandDone {
+                agent_check: None,
                 run: 2,
                 outcome: Outcome::text("hi"),
                 elapsed_us: 9,
@@ -725,6 +812,7 @@ mod tests {
         let event = Event::decode(3, bytes).unwrap();
         assert_eq!(event.data.type_name(), "future/thing");
         let again = NewEvent {
+            observed: None,
             at: 1,
             session: None,
             agent: None,

@@ -70,11 +70,12 @@ pub use engine::{
     fold_log, fold_log_with, load_snapshot, valid_id,
 };
 pub use event::{
-    AcpDirection, AcpMessage, AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun,
-    DecodeError, Delivery, DiscoveryWarning, Event, EventData, InvocationSource, ModelSwitched,
-    NewEvent, Origin, Outcome, PermissionRequested, PermissionResolved, ProviderRef, Registered,
-    Scope, Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, UnknownEvent,
-    UnregisterReason, Unregistered, WalDiscarded,
+    AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
+    CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
+    InvocationSource, ModelSwitched, NewEvent, Observed, Origin, Outcome, PermissionRequested,
+    PermissionResolved, ProviderRef, Redacted, Registered, Scope, Seq, SessionCancelled,
+    SessionCreated, SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
+    WalDiscarded,
 };
 pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
 pub use handler::{

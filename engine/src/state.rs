@@ -126,6 +126,8 @@ impl LogState {
             | EventData::PermissionResolved(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::Redacted(_)
             | EventData::Unknown(_) => {}
         }
     }

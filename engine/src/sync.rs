@@ -58,6 +58,7 @@ impl Engine {
         let mut report = SyncReport::default();
         let now = self.now();
         let event = |data| NewEvent {
+            observed: None,
             at: now,
             session: None,
             agent: None,

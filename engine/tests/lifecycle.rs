@@ -434,6 +434,7 @@ async fn reopen_closes_interrupted_runs_ends_stale_handlers_and_keeps_builtins()
     let help = engine.find("main", NI, "help").unwrap().seq;
     // A run whose process died before its done.
     let orphan = NewEvent {
+        observed: None,
         at: 5,
         session: Some("s1".into()),
         agent: Some("main".into()),

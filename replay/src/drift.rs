@@ -244,3 +244,80 @@ pub fn drift(log: &Log, only: Option<Seq>, today: &Discovery) -> Result<DriftRep
     report.runs.sort_by_key(|r| r.run);
     Ok(report)
 }
+
+/// One slash command an agent expanded itself, with cmdlog's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentAgreement {
+    /// Seq of the run.
+    pub run: Seq,
+    /// Its session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The command line as the agent ran it.
+    pub command: String,
+    /// The command file cmdlog resolved it to.
+    pub path: String,
+    /// Whether cmdlog's expansion is the agent's.
+    pub identical: bool,
+    /// When not: a unified diff from the agent's expansion to cmdlog's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// Every agreement check recorded in the log (`command/done` of runs the agents
+/// did, with `agent_check`), in seq order.
+pub fn agent_agreements(log: &Log) -> Result<Vec<AgentAgreement>, AuditError> {
+    let mut runs: HashMap<Seq, (Option<String>, Option<String>, String)> = HashMap::new();
+    let mut out = Vec::new();
+    let mut failure = None;
+    log.scan(1, log.head().seq, |record| {
+        let event = match Event::decode(record.seq, &record.bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                failure = Some(e);
+                return false;
+            }
+        };
+        match event.data {
+            EventData::CommandRun(r) if r.source == cmdlog_engine::InvocationSource::Agent => {
+                let line = format!("/{}{}", r.name, r.raw_input.as_deref().unwrap_or(""));
+                runs.insert(event.seq, (event.session, event.agent, line));
+            }
+            EventData::CommandDone(d) => {
+                if let (Some(check), Some((session, agent, command))) =
+                    (&d.agent_check, runs.remove(&d.run))
+                {
+                    let theirs = match &d.outcome {
+                        Outcome::Success { prompt, .. } => prompt.clone().unwrap_or_default(),
+                        Outcome::Error { text, .. } => text.clone(),
+                    };
+                    out.push(AgentAgreement {
+                        run: d.run,
+                        session,
+                        agent: agent.clone(),
+                        command,
+                        path: check.path.clone(),
+                        identical: check.identical,
+                        diff: check.cmdlog_prompt.as_deref().map(|ours| {
+                            unified(
+                                &theirs,
+                                ours,
+                                &format!("{} (run {})", agent.as_deref().unwrap_or("agent"), d.run),
+                                &format!("cmdlog ({})", check.path),
+                            )
+                        }),
+                    });
+                }
+            }
+            _ => {}
+        }
+        true
+    })?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    Ok(out)
+}

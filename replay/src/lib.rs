@@ -16,6 +16,7 @@ mod drift;
 mod gc;
 mod registry_view;
 mod report;
+mod secrets;
 mod session_view;
 mod verify;
 
@@ -25,13 +26,14 @@ pub use archive::{
 pub use audit::{
     AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
 };
-pub use drift::{DriftReport, DriftStatus, RunDrift, drift};
+pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
 pub use gc::{
     BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,
     referenced_blobs_with,
 };
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::{escape_html, format_duration, format_utc, render_report};
+pub use secrets::{Redaction, redact_text, redact_value, secret_patterns};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};
 

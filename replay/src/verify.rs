@@ -119,7 +119,11 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
             EventData::CommandRun(run) => {
                 runs.insert(seq, false);
                 let agent = event.agent.as_deref().unwrap_or("");
+                // A run an agent did itself was resolved by the agent, not by
+                // cmdlog's registry: there is nothing of cmdlog's to hold it to.
+                let observed = run.source == cmdlog_engine::InvocationSource::Agent;
                 match state.registry.get(run.registration) {
+                    _ if observed => {}
                     None => flag(
                         Some(seq),
                         format!("run of /{} names registration {}, which does not exist", run.name, run.registration),

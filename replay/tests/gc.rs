@@ -27,6 +27,7 @@ fn reference() -> impl Strategy<Value = Reference> {
 
 fn event(data: EventData) -> NewRecord {
     NewEvent {
+        observed: None,
         at: 1,
         session: Some("s".into()),
         agent: Some("main".into()),

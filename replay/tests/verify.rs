@@ -20,6 +20,7 @@ fn new_log(dir: &tempfile::TempDir) -> Log {
 
 fn ev(session: Option<&str>, data: EventData) -> cmdlog_store::NewRecord {
     NewEvent {
+        observed: None,
         at: 1,
         session: session.map(str::to_string),
         agent: Some("main".into()),
@@ -69,6 +70,7 @@ fn run(registration: Seq, name: &str) -> EventData {
 
 fn done(run: Seq) -> EventData {
     EventData::CommandDone(CommandDone {
+        agent_check: None,
         run,
         outcome: Outcome::text("ok"),
         elapsed_us: 1,

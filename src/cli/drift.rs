@@ -15,9 +15,54 @@ use crate::render;
 pub(crate) struct DriftArgs {
     /// Only this run (the seq of its command/run)
     run: Option<u64>,
+    /// Instead: the slash commands agents expanded themselves (recorded by
+    /// `cmdlog hook`), where cmdlog's expansion of the same file disagrees
+    #[arg(long, conflicts_with = "run")]
+    agents: bool,
+}
+
+/// `drift --agents`: the agreement checks the hooks recorded.
+fn agents(paths: &Paths, json: bool) -> VerbResult {
+    let log = open_existing(paths)?;
+    let checks = cmdlog_replay::agent_agreements(&log).map_err(store_failure)?;
+    let disagreements: Vec<_> = checks.iter().filter(|c| !c.identical).collect();
+    let mut out = render::Human::stdout(json);
+    if json {
+        print_json(&mut out, &checks)?;
+    } else {
+        for c in &disagreements {
+            writeln!(
+                out,
+                "run {} {} ({}, session {}): cmdlog expands {} differently",
+                c.run,
+                c.command,
+                c.agent.as_deref().unwrap_or("agent"),
+                c.session.as_deref().unwrap_or("-"),
+                c.path
+            )?;
+            if let Some(diff) = &c.diff {
+                write!(out, "{diff}")?;
+            }
+        }
+        writeln!(
+            out,
+            "checked {} agent expansions: {} identical, {} differ",
+            checks.len(),
+            checks.len() - disagreements.len(),
+            disagreements.len()
+        )?;
+    }
+    Ok(if disagreements.is_empty() {
+        0
+    } else {
+        SETTLED_ERROR
+    })
 }
 
 pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
+    if args.agents {
+        return agents(paths, json);
+    }
     let today = discover(&DiscoveryConfig::from_env(home()?, &paths.workspace))
         .map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let log = open_existing(paths)?;

@@ -20,27 +20,32 @@ pub(crate) struct ExportArgs {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Replace matches of this regular expression in event data with [REDACTED]
-    /// (repeatable); blobs are then left out
-    #[arg(long = "redact", value_name = "PATTERN")]
+    /// (repeatable); without a pattern, common secrets (API keys, tokens,
+    /// passwords in URLs, private keys); blobs are then left out
+    #[arg(long = "redact", value_name = "PATTERN", num_args = 0..=1, default_missing_value = SECRETS)]
     redact: Vec<String>,
 }
+
+/// What a bare `--redact` stands for: the common secret patterns.
+const SECRETS: &str = "@secrets";
 
 pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
     if let Some(s) = &args.session {
         require_session(log, s)?;
     }
-    let redact = args
-        .redact
-        .iter()
-        .map(|p| {
-            regex::Regex::new(p).map_err(|e| {
-                Failure::new(
-                    USAGE,
-                    format!("--redact {p:?} is not a regular expression: {e}"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut redact = Vec::new();
+    for p in &args.redact {
+        if p == SECRETS {
+            redact.extend(cmdlog_replay::secret_patterns());
+            continue;
+        }
+        redact.push(regex::Regex::new(p).map_err(|e| {
+            Failure::new(
+                USAGE,
+                format!("--redact {p:?} is not a regular expression: {e}"),
+            )
+        })?);
+    }
     let bar = Progress::new(log.head().seq, "export");
     let summary = match &args.output {
         Some(path) => {

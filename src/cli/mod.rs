@@ -10,6 +10,7 @@ pub(crate) mod commands;
 pub(crate) mod drift;
 pub(crate) mod export;
 pub(crate) mod gc;
+pub(crate) mod hook;
 pub(crate) mod import;
 pub(crate) mod log;
 pub(crate) mod open;

@@ -52,9 +52,18 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             message,
         });
     }
+    // Hook payloads that wait in the spill folder are not in the log yet.
+    let spilled = crate::agents::spill::Spill::for_log(log.path()).pending();
     let mut out = render::Human::stdout(json);
     if json {
-        print_json(&mut out, &report)?;
+        let mut value = serde_json::to_value(&report).map_err(store_failure)?;
+        value["spilled"] = serde_json::json!(
+            spilled
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        );
+        print_json(&mut out, &value)?;
     } else {
         writeln!(
             out,
@@ -73,6 +82,17 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
                 run.seq,
                 run.name,
                 run.session.as_deref().unwrap_or("-")
+            )?;
+        }
+        if !spilled.is_empty() {
+            writeln!(
+                out,
+                "spilled: {} hook payload(s) not yet appended, in {}; the next `cmdlog hook` call that reaches the log appends them",
+                spilled.len(),
+                spilled[0]
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
             )?;
         }
         if report.is_clean() {

@@ -5,6 +5,7 @@ mod auth;
 mod bridge;
 mod commands;
 mod events;
+mod hooks;
 mod permissions;
 mod prompts;
 mod sessions;
@@ -100,6 +101,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(prompts::supported_commands),
         )
         .route("/session/{id}/events", get(events::events))
+        .route(
+            "/hook/{agent}",
+            post(hooks::hook).layer(DefaultBodyLimit::max(hooks::HOOK_BODY_BYTES_MAX)),
+        )
         .layer(middleware::from_fn_with_state(
             Arc::clone(&state),
             auth::require_token,

@@ -73,6 +73,8 @@ pub(crate) struct AppState {
     pub(crate) bridge: Option<Arc<Bridge>>,
     /// Records what turns and the agent produce, in order.
     pub(crate) recorder: Recorder,
+    /// Serializes hook deliveries (`POST /hook/{agent}`).
+    pub(crate) hooks: tokio::sync::Mutex<()>,
     /// Cancelled when the daemon stops: event streams end.
     pub(crate) shutdown: CancellationToken,
     /// Woken by every registry change.
@@ -124,6 +126,7 @@ impl AppState {
             },
             commands_changed: Arc::new(tokio::sync::Notify::new()),
             shutdown: CancellationToken::new(),
+            hooks: tokio::sync::Mutex::new(()),
             workspace,
             wire: WireIndex::default(),
             live: Mutex::new(HashMap::new()),

@@ -306,6 +306,7 @@ mod tests {
 
     fn event(seq: Seq, data: EventData) -> Event {
         Event {
+            observed: None,
             seq,
             at: 7,
             session: Some("s".into()),
@@ -394,6 +395,7 @@ mod tests {
         let settled = event(
             7,
             EventData::CommandDone(CommandDone {
+                agent_check: None,
                 run: 6,
                 outcome: Outcome::error("no"),
                 elapsed_us: 1,

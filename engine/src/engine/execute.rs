@@ -183,6 +183,7 @@ impl Engine {
         // Then the admissions and the run, atomically; the run lists their seqs.
         let now = self.now();
         let envelope = |data| NewEvent {
+            observed: None,
             at: now,
             session: Some(request.session.clone()),
             agent: Some(request.agent.clone()),
@@ -268,10 +269,12 @@ impl Engine {
         };
         let elapsed_us = started.elapsed().as_micros() as u64 + expansion_us;
         let done = NewEvent {
+            observed: None,
             at: self.now(),
             session: Some(request.session.clone()),
             agent: Some(request.agent.clone()),
             data: EventData::CommandDone(CommandDone {
+                agent_check: None,
                 run: command_id,
                 outcome: outcome.clone(),
                 elapsed_us,

@@ -170,10 +170,12 @@ impl Engine {
         let mut events: Vec<NewEvent> = open_runs
             .into_iter()
             .map(|run| NewEvent {
+                observed: None,
                 at: now,
                 session: run.session,
                 agent: run.agent,
                 data: EventData::CommandDone(CommandDone {
+                    agent_check: None,
                     run: run.seq,
                     outcome: Outcome::Error {
                         text: format!(
@@ -187,6 +189,7 @@ impl Engine {
             })
             .collect();
         events.extend(stale.into_iter().map(|registration| NewEvent {
+            observed: None,
             at: now,
             session: None,
             agent: None,
@@ -200,6 +203,7 @@ impl Engine {
             events.insert(
                 0,
                 NewEvent {
+                    observed: None,
                     at: now,
                     session: None,
                     agent: None,

@@ -111,6 +111,7 @@ impl Engine {
             Scope::Global => None,
         };
         let event = NewEvent {
+            observed: None,
             at: self.now(),
             session: None,
             agent,
@@ -157,6 +158,7 @@ impl Engine {
             return Ok(false);
         }
         self.append(vec![NewEvent {
+            observed: None,
             at: self.now(),
             session: None,
             agent: None,

@@ -61,6 +61,7 @@ impl Engine {
             Ok(()) => Ok(false),
             Err(SessionError::Unknown { .. }) => {
                 self.append(vec![NewEvent {
+                    observed: None,
                     at: self.now(),
                     session: Some(session.into()),
                     agent: Some(agent.into()),
@@ -97,6 +98,7 @@ impl Engine {
         self.check_session(session)?;
         Ok(self
             .append(vec![NewEvent {
+                observed: None,
                 at: self.now(),
                 session: Some(session.into()),
                 agent: agent.map(str::to_string),
@@ -122,6 +124,7 @@ impl Engine {
         let events = events
             .into_iter()
             .map(|(session, agent, data)| NewEvent {
+                observed: None,
                 at,
                 session,
                 agent,

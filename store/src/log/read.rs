@@ -98,6 +98,20 @@ impl Log {
         Ok(seqs)
     }
 
+    /// Whether any record is under stream key `key`.
+    pub fn has_stream(&self, key: &str) -> Result<bool, ReadError> {
+        let (read, pending) =
+            self.read_with_pending(|pending| pending.seqs.get(key).is_some_and(|s| !s.is_empty()))?;
+        if pending {
+            return Ok(true);
+        }
+        let streams = read.open_table(STREAMS).map_err(read_err)?;
+        let mut range = streams
+            .range((key, 0)..=(key, u64::MAX))
+            .map_err(read_err)?;
+        Ok(range.next().is_some())
+    }
+
     /// The records under stream key `key` after seq `after`, in order.
     pub fn stream(&self, key: &str, after: Seq) -> Result<Vec<Record>, ReadError> {
         let seqs = self.stream_seqs(key, after)?;

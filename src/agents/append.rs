@@ -1,0 +1,139 @@
+//! Planned events → records, appended as one atomic unit: the session's
+//! `session/created` first when the log has not seen it, a `log/redacted` when
+//! secrets were replaced, then the payload's events; a `command/done` names the
+//! seq its run gets in the same append.
+
+use cmdlog_engine::{CommandDone, EventData, Mode, NewEvent, Redacted, SessionCreated};
+use cmdlog_store::{AppendError, Log, NewRecord, ReadError, Receipt, Seq};
+
+use super::{Planned, PlannedData};
+
+/// What a payload (or a transcript's items) appends, ready to build.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Batch {
+    /// The agent, as the events name it.
+    pub(crate) agent: String,
+    pub(crate) events: Vec<Planned>,
+}
+
+impl Batch {
+    pub(crate) fn new(agent: &str) -> Self {
+        Batch {
+            agent: agent.to_string(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Adds events after the ones already there (their `DoneOf` indices are
+    /// relative to `events`).
+    pub(crate) fn extend(&mut self, events: Vec<Planned>) {
+        let offset = self.events.len();
+        self.events.extend(events.into_iter().map(|mut p| {
+            if let PlannedData::DoneOf { run_index, .. } = &mut p.data {
+                *run_index += offset;
+            }
+            p
+        }));
+    }
+
+    /// Puts `events` first (their indices are relative to themselves).
+    pub(crate) fn prepend(&mut self, events: Vec<Planned>) {
+        let mut rest = std::mem::take(&mut self.events);
+        self.events = events;
+        let offset = self.events.len();
+        for p in &mut rest {
+            if let PlannedData::DoneOf { run_index, .. } = &mut p.data {
+                *run_index += offset;
+            }
+        }
+        self.events.extend(rest);
+    }
+
+    /// Starts the session with `session/created` (interactive) when `is_new` says
+    /// the log has not seen it.
+    pub(crate) fn create_sessions(
+        &mut self,
+        mut is_new: impl FnMut(&str) -> Result<bool, ReadError>,
+    ) -> Result<(), ReadError> {
+        let mut sessions: Vec<String> = Vec::new();
+        for p in &self.events {
+            if let Some(s) = &p.session
+                && !sessions.contains(s)
+            {
+                sessions.push(s.clone());
+            }
+        }
+        let mut created = Vec::new();
+        for s in sessions {
+            if is_new(&s)? {
+                created.push(Planned {
+                    session: Some(s),
+                    observed: self.events.first().and_then(|p| p.observed.clone()),
+                    data: PlannedData::Ready(EventData::SessionCreated(SessionCreated {
+                        mode: Some(Mode::Interactive),
+                    })),
+                });
+            }
+        }
+        self.prepend(created);
+        Ok(())
+    }
+
+    /// Says, first, that `count` secrets of `kinds` were replaced.
+    pub(crate) fn note_redaction(&mut self, source: &str, count: u64, kinds: Vec<String>) {
+        if count == 0 {
+            return;
+        }
+        self.prepend(vec![Planned {
+            session: None,
+            observed: None,
+            data: PlannedData::Ready(EventData::Redacted(Redacted {
+                source: source.to_string(),
+                count,
+                kinds,
+            })),
+        }]);
+    }
+
+    /// The records, the first getting seq `first`, stamped `at`.
+    pub(crate) fn records(&self, first: Seq, at: u64) -> Vec<NewRecord> {
+        self.events
+            .iter()
+            .map(|p| {
+                let data = match &p.data {
+                    PlannedData::Ready(d) => d.clone(),
+                    PlannedData::DoneOf {
+                        run_index,
+                        outcome,
+                        agent_check,
+                    } => EventData::CommandDone(CommandDone {
+                        run: first + *run_index as Seq,
+                        outcome: outcome.clone(),
+                        elapsed_us: 0,
+                        agent_check: agent_check.clone(),
+                    }),
+                };
+                NewEvent {
+                    at,
+                    observed: p.observed.clone(),
+                    session: p.session.clone(),
+                    agent: Some(self.agent.clone()),
+                    data,
+                }
+                .to_record()
+            })
+            .collect()
+    }
+
+    /// Appends it to `log` as one unit (blocking); the receipt names its seqs.
+    pub(crate) fn append(self, log: &Log, at: u64) -> Result<Receipt, AppendError> {
+        if self.events.is_empty() {
+            return Ok(Receipt {
+                first: log.head().seq + 1,
+                last: log.head().seq,
+            });
+        }
+        log.submit_built(move |first| self.records(first, at))?
+            .wait()
+    }
+}

@@ -1,0 +1,282 @@
+//! One hook payload → the events it means. Each agent's documented payload
+//! (`docs/agents.md` cites them): Claude Code's and Qwen Code's hook events
+//! (`UserPromptSubmit`, `UserPromptExpansion`, `PreToolUse`, …), Codex's (the same
+//! names, its own fields), Gemini CLI's (`BeforeAgent`, `BeforeTool`, …). A field
+//! that is missing is left out, never an error; an event cmdlog has no typed
+//! mapping for is kept whole as `agent/event`.
+
+use cmdlog_engine::{
+    AgentEvent, CommandRun, Delivery, EventData, InvocationSource, Mode, Observed, Outcome,
+    PermissionRequested, PermissionResolved, SessionPrompt,
+};
+use serde_json::{Map, Value, json};
+
+use super::{AgentKind, Planned, PlannedData, parse_time, session_key, text, tool_kind};
+
+/// What one payload becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HookPlan {
+    /// The session's log key (`None` for a payload without a session id).
+    pub(crate) session: Option<String>,
+    /// The folder the agent worked in.
+    pub(crate) cwd: Option<String>,
+    /// The events, in order.
+    pub(crate) events: Vec<Planned>,
+    /// A slash command the agent expanded: what the agreement check compares.
+    pub(crate) expansion: Option<Expansion>,
+}
+
+/// A slash command the agent expanded itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Expansion {
+    pub(crate) name: String,
+    /// The text after the name, as typed.
+    pub(crate) raw_input: String,
+    /// The agent's expansion, when the payload carries it.
+    pub(crate) prompt: Option<String>,
+    /// Where its `command/done` is in the plan.
+    pub(crate) done_index: usize,
+}
+
+/// The fields every payload shares; the rest is the event's own.
+const COMMON: [&str; 6] = [
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "hook_event_name",
+    "timestamp",
+    "permission_mode",
+];
+
+/// Maps one hook payload of `agent`.
+pub(crate) fn plan(agent: AgentKind, payload: &Value) -> HookPlan {
+    let event = text(payload, "hook_event_name").unwrap_or("unknown");
+    let session = text(payload, "session_id")
+        .filter(|s| !s.is_empty())
+        .map(|s| session_key(agent, s));
+    let observed = Some(Observed {
+        source: format!("{} hook", agent.name()),
+        key: None,
+        at: text(payload, "timestamp").and_then(parse_time),
+    });
+    let mut items: Vec<PlannedData> = Vec::new();
+    let mut expansion = None;
+    let ready = |d: EventData| PlannedData::Ready(d);
+    let update = |u: Value| PlannedData::Ready(EventData::SessionUpdate(u));
+    match event {
+        // A prompt, as the agent sends it to the model.
+        "UserPromptSubmit" | "BeforeAgent" => {
+            let prompt = text(payload, "prompt").unwrap_or("").to_string();
+            items.push(ready(EventData::SessionPrompt(SessionPrompt {
+                text: prompt,
+                delivery: Delivery::Idle,
+                from_run: None,
+                injections: Vec::new(),
+                prompt_id: text(payload, "prompt_id")
+                    .or_else(|| text(payload, "turn_id"))
+                    .map(str::to_string),
+                blocks: Vec::new(),
+            })));
+        }
+        // A slash command the agent expanded: a run and its settling, the agent's
+        // expansion as the outcome when the payload carries it.
+        "UserPromptExpansion" => {
+            let name = text(payload, "command_name")
+                .unwrap_or("")
+                .trim_start_matches('/')
+                .to_string();
+            let args = text(payload, "command_args").unwrap_or("");
+            let raw_input = if args.is_empty() {
+                String::new()
+            } else {
+                format!(" {args}")
+            };
+            let prompt = text(payload, "prompt").map(str::to_string);
+            // Claude Code sends the line as typed; Qwen Code the expansion.
+            let typed = prompt.as_deref().is_some_and(|p| {
+                let p = p.trim_start();
+                p.strip_prefix('/')
+                    .and_then(|rest| rest.strip_prefix(name.as_str()))
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+            });
+            let expanded = prompt.filter(|_| !typed);
+            let run_index = items.len();
+            items.push(ready(EventData::CommandRun(CommandRun {
+                registration: 0,
+                name: name.clone(),
+                mode: Mode::Interactive,
+                source: InvocationSource::Agent,
+                raw_input: Some(raw_input.clone()),
+                attachments: Vec::new(),
+                injections: Vec::new(),
+            })));
+            items.push(PlannedData::DoneOf {
+                run_index,
+                outcome: Outcome::Success {
+                    // Where it came from in the agent (`plugin`, `skill`, …).
+                    text: text(payload, "command_source").map(|s| format!("source: {s}")),
+                    prompt: expanded.clone(),
+                    source_event_seq: None,
+                },
+                agent_check: None,
+            });
+            expansion = Some(Expansion {
+                name,
+                raw_input,
+                prompt: expanded,
+                done_index: run_index + 1,
+            });
+        }
+        "PreToolUse" | "BeforeTool" => {
+            let tool = text(payload, "tool_name").unwrap_or("tool");
+            items.push(update(json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": tool_call_id(payload),
+                "title": tool,
+                "kind": tool_kind(tool),
+                "status": "pending",
+                "rawInput": payload.get("tool_input").cloned().unwrap_or(Value::Null),
+            })));
+        }
+        "PostToolUse" | "AfterTool" => {
+            let failed = payload
+                .pointer("/tool_response/error")
+                .is_some_and(|e| !e.is_null());
+            items.push(update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id(payload),
+                "status": if failed { "failed" } else { "completed" },
+                "rawOutput": payload.get("tool_response").cloned().unwrap_or(Value::Null),
+            })));
+        }
+        "PostToolUseFailure" => {
+            items.push(update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id(payload),
+                "status": "failed",
+                "rawOutput": {"error": payload.get("error").cloned().unwrap_or(Value::Null)},
+            })));
+        }
+        "PostToolBatch" => {
+            for call in payload["tool_calls"].as_array().into_iter().flatten() {
+                let failed = call["status"] == "error" || call["status"] == "failed";
+                items.push(update(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": tool_call_id(call),
+                    "status": if failed { "failed" } else { "completed" },
+                    "rawOutput": call.get("tool_response").cloned().unwrap_or(Value::Null),
+                })));
+            }
+        }
+        "PermissionRequest" => {
+            items.push(ready(EventData::PermissionRequested(permission_request(
+                payload, "ask",
+            ))));
+        }
+        // Denied without asking anyone: the request and its answer.
+        "PermissionDenied" => {
+            let request = permission_request(payload, "denied");
+            let request_id = request.request_id.clone();
+            items.push(ready(EventData::PermissionRequested(request)));
+            items.push(ready(EventData::PermissionResolved(PermissionResolved {
+                request_id,
+                decision: json!({"outcome": "selected", "optionId": "reject", "reason": payload.get("reason")}),
+            })));
+        }
+        // The turn ended: the agent's last message, then the end.
+        "Stop" | "AfterAgent" => {
+            let last = text(payload, "last_assistant_message")
+                .or_else(|| text(payload, "prompt_response"))
+                .filter(|m| !m.is_empty());
+            if let Some(message) = last {
+                items.push(update(json!({
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": message},
+                })));
+            }
+            items.push(update(json!({
+                "sessionUpdate": "turn_complete",
+                "stopReason": "end_turn",
+            })));
+        }
+        "StopFailure" => {
+            items.push(update(json!({
+                "sessionUpdate": "turn_error",
+                "message": payload.get("error").map(|e| match e {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }).unwrap_or_else(|| "the turn failed".into()),
+                "code": payload.get("error_details").cloned().unwrap_or(Value::Null),
+            })));
+        }
+        // Everything else — SessionStart, SessionEnd (agents resume sessions, so an
+        // end does not close the log's session), notifications, compaction, model
+        // calls — kept as the agent gave it.
+        other => {
+            let data: Map<String, Value> = payload
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(k, _)| !COMMON.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            items.push(ready(EventData::AgentEvent(AgentEvent {
+                agent: agent.name().into(),
+                event: other.into(),
+                data: Value::Object(data),
+            })));
+        }
+    }
+    HookPlan {
+        session: session.clone(),
+        cwd: text(payload, "cwd").map(str::to_string),
+        events: items
+            .into_iter()
+            .map(|data| Planned {
+                session: session.clone(),
+                observed: observed.clone(),
+                data,
+            })
+            .collect(),
+        expansion,
+    }
+}
+
+/// The tool call's id: the agent's, or (Gemini gives none) one derived from the
+/// tool and its input, the same before and after the call.
+fn tool_call_id(payload: &Value) -> String {
+    if let Some(id) = text(payload, "tool_use_id")
+        .or_else(|| text(payload, "tool_call_id"))
+        .filter(|id| !id.is_empty())
+    {
+        return id.to_string();
+    }
+    let basis = format!(
+        "{}\n{}",
+        text(payload, "tool_name").unwrap_or(""),
+        payload.get("tool_input").cloned().unwrap_or(Value::Null)
+    );
+    let mut hex = cmdlog_store::BlobHash::of(basis.as_bytes()).to_hex();
+    hex.truncate(16);
+    format!("tool-{hex}")
+}
+
+/// A permission request for a tool call, offering allow and reject.
+fn permission_request(payload: &Value, kind: &str) -> PermissionRequested {
+    let call = tool_call_id(payload);
+    PermissionRequested {
+        request_id: format!("{kind}-{call}"),
+        options: json!([
+            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]),
+        tool_call: Some(json!({
+            "toolCallId": call,
+            "title": text(payload, "tool_name").unwrap_or("tool"),
+            "kind": tool_kind(text(payload, "tool_name").unwrap_or("")),
+            "rawInput": payload.get("tool_input").cloned().unwrap_or(Value::Null),
+        })),
+    }
+}
