@@ -80,6 +80,8 @@ enum Verb {
     Acp(cli::acp::AcpArgs),
     /// Record one hook payload of an agent (read on stdin); silent, always exit 0
     Hook(cli::hook::HookArgs),
+    /// Add (or remove) cmdlog's hooks in an agent's settings
+    Hooks(cli::hooks::HooksArgs),
 }
 
 fn main() -> ExitCode {
@@ -122,6 +124,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Attach(args) => cli::attach::exec(args),
         Verb::Acp(args) => cli::acp::exec(&paths, args),
         Verb::Hook(_) => unreachable!("handled above"),
+        Verb::Hooks(args) => cli::hooks::exec(&paths, args),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
     }
 }

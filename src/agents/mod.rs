@@ -9,6 +9,7 @@
 pub(crate) mod agreement;
 pub(crate) mod append;
 pub(crate) mod hook;
+pub(crate) mod install;
 pub(crate) mod spill;
 
 use cmdlog_engine::{EventData, Observed, Outcome};

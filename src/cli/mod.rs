@@ -11,6 +11,7 @@ pub(crate) mod drift;
 pub(crate) mod export;
 pub(crate) mod gc;
 pub(crate) mod hook;
+pub(crate) mod hooks;
 pub(crate) mod import;
 pub(crate) mod log;
 pub(crate) mod open;

@@ -1,0 +1,371 @@
+//! `cmdlog hooks install|uninstall`: cmdlog's entries in an agent's own hook
+//! settings. The file is edited as a concrete syntax tree (jsonc-parser's CST), so
+//! every other key, hook, comment and the file's layout stay as they were; a file
+//! that does not parse is refused with its path and line, never overwritten.
+//! Installing twice changes nothing.
+
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstRootNode};
+use serde_json::Value;
+
+use super::AgentKind;
+
+/// Where the entries go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The workspace's settings (`.claude/settings.json`, …).
+    Project,
+    /// The user's settings (`~/.claude/settings.json`, …).
+    User,
+}
+
+/// The hook events cmdlog listens to, per agent, and the timeout it asks for (in
+/// the agent's unit: seconds for Claude Code and Codex, milliseconds for Gemini
+/// CLI and Qwen Code).
+pub(crate) fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
+    match agent {
+        AgentKind::ClaudeCode => &[
+            ("SessionStart", 10),
+            ("UserPromptSubmit", 10),
+            ("UserPromptExpansion", 10),
+            ("PreToolUse", 10),
+            ("PostToolUse", 10),
+            ("PostToolUseFailure", 10),
+            ("PermissionRequest", 10),
+            ("PermissionDenied", 10),
+            ("Stop", 10),
+            ("StopFailure", 10),
+            ("SessionEnd", 5),
+        ],
+        AgentKind::Codex => &[
+            ("SessionStart", 10),
+            ("UserPromptSubmit", 10),
+            ("PreToolUse", 10),
+            ("PermissionRequest", 10),
+            ("PostToolUse", 10),
+            ("Stop", 10),
+        ],
+        AgentKind::Gemini => &[
+            ("SessionStart", 10_000),
+            ("BeforeAgent", 10_000),
+            ("AfterAgent", 10_000),
+            ("BeforeTool", 10_000),
+            ("AfterTool", 10_000),
+            ("Notification", 10_000),
+            ("SessionEnd", 5_000),
+        ],
+        AgentKind::Qwen => &[
+            ("SessionStart", 10_000),
+            ("UserPromptSubmit", 10_000),
+            ("UserPromptExpansion", 10_000),
+            ("PreToolUse", 10_000),
+            ("PostToolUse", 10_000),
+            ("PostToolUseFailure", 10_000),
+            ("PermissionRequest", 10_000),
+            ("PermissionDenied", 10_000),
+            ("Stop", 10_000),
+            ("StopFailure", 10_000),
+            ("SessionEnd", 5_000),
+        ],
+    }
+}
+
+/// The settings file of `agent` in `scope`.
+pub(crate) fn settings_path(
+    agent: AgentKind,
+    scope: Scope,
+    workspace: &Path,
+    home: &Path,
+) -> PathBuf {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    match (agent, scope) {
+        (AgentKind::ClaudeCode, Scope::Project) => workspace.join(".claude/settings.json"),
+        (AgentKind::ClaudeCode, Scope::User) => env_dir("CLAUDE_CONFIG_DIR")
+            .unwrap_or_else(|| home.join(".claude"))
+            .join("settings.json"),
+        (AgentKind::Codex, Scope::Project) => workspace.join(".codex/hooks.json"),
+        (AgentKind::Codex, Scope::User) => env_dir("CODEX_HOME")
+            .unwrap_or_else(|| home.join(".codex"))
+            .join("hooks.json"),
+        (AgentKind::Gemini, Scope::Project) => workspace.join(".gemini/settings.json"),
+        (AgentKind::Gemini, Scope::User) => env_dir("GEMINI_CLI_HOME")
+            .unwrap_or_else(|| home.to_path_buf())
+            .join(".gemini/settings.json"),
+        (AgentKind::Qwen, Scope::Project) => workspace.join(".qwen/settings.json"),
+        (AgentKind::Qwen, Scope::User) => home.join(".qwen/settings.json"),
+    }
+}
+
+/// The command a hook entry runs: this binary, quoted for the agent's shell.
+pub(crate) fn hook_command(exe: &Path, agent: AgentKind) -> String {
+    let exe = exe.to_string_lossy();
+    let quoted = shlex::try_quote(&exe)
+        .map(|q| q.into_owned())
+        .unwrap_or_else(|_| exe.into_owned());
+    format!("{quoted} hook {}", agent.name())
+}
+
+/// Whether a handler is one of cmdlog's for `agent`.
+fn is_ours(handler: &Value, agent: AgentKind) -> bool {
+    handler["command"].as_str().is_some_and(|c| {
+        c.contains("cmdlog") && c.trim_end().ends_with(&format!(" hook {}", agent.name()))
+    })
+}
+
+/// What an edit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Edit {
+    /// The text before (empty for a new file).
+    pub(crate) before: String,
+    /// The text after.
+    pub(crate) after: String,
+    /// Events added (install) or cleared (uninstall).
+    pub(crate) events: Vec<String>,
+}
+
+impl Edit {
+    pub(crate) fn changed(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// A settings file that is not JSON (with comments): its path, line and column.
+fn parse(path: &Path, text: &str) -> Result<CstRootNode, String> {
+    let source = if text.trim().is_empty() { "{}" } else { text };
+    CstRootNode::parse(source, &ParseOptions::default()).map_err(|e| {
+        let offset = e.range().start.min(source.len());
+        let line = source[..offset].matches('\n').count() + 1;
+        let column = offset - source[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!(
+            "{}:{line}:{column}: {}; fix the file first, cmdlog does not overwrite a settings file it cannot read",
+            path.display(),
+            e.kind()
+        )
+    })
+}
+
+/// Adds cmdlog's entry to every event of `agent` that lacks one.
+pub(crate) fn install(
+    path: &Path,
+    text: &str,
+    agent: AgentKind,
+    command: &str,
+) -> Result<Edit, String> {
+    let root = parse(path, text)?;
+    let object = root
+        .object_value()
+        .or_else(|| root.value().is_none().then(|| root.object_value_or_set()));
+    let Some(object) = object else {
+        return Err(format!(
+            "{}: the settings are not a JSON object; fix the file first",
+            path.display()
+        ));
+    };
+    let hooks = match object.get("hooks") {
+        Some(prop) => prop.object_value().ok_or_else(|| {
+            format!(
+                "{}: \"hooks\" is not an object; fix the file first",
+                path.display()
+            )
+        })?,
+        None => object.object_value_or_set("hooks"),
+    };
+    let mut added = Vec::new();
+    for (event, timeout) in events(agent) {
+        let list = match hooks.get(event) {
+            Some(prop) => prop.array_value().ok_or_else(|| {
+                format!(
+                    "{}: hooks.{event} is not an array; fix the file first",
+                    path.display()
+                )
+            })?,
+            None => hooks.array_value_or_set(event),
+        };
+        let present = list.elements().iter().any(|group| {
+            group.to_serde_value().is_some_and(|g| {
+                g["hooks"]
+                    .as_array()
+                    .is_some_and(|hs| hs.iter().any(|h| is_ours(h, agent)))
+            })
+        });
+        if present {
+            continue;
+        }
+        let mut handler = vec![
+            ("type".to_string(), CstInputValue::from("command")),
+            ("command".to_string(), CstInputValue::from(command)),
+            ("timeout".to_string(), CstInputValue::from(*timeout)),
+        ];
+        if matches!(agent, AgentKind::Gemini | AgentKind::Qwen) {
+            handler.insert(0, ("name".to_string(), CstInputValue::from("cmdlog")));
+        }
+        list.ensure_multiline();
+        list.append(CstInputValue::Object(vec![(
+            "hooks".to_string(),
+            CstInputValue::Array(vec![CstInputValue::Object(handler)]),
+        )]));
+        added.push(event.to_string());
+    }
+    let after = if added.is_empty() {
+        text.to_string()
+    } else {
+        let mut out = root.to_string();
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out
+    };
+    Ok(Edit {
+        before: text.to_string(),
+        after,
+        events: added,
+    })
+}
+
+/// Removes cmdlog's entries of `agent`; groups and events left empty go too.
+pub(crate) fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, String> {
+    if text.trim().is_empty() {
+        return Ok(Edit {
+            before: text.into(),
+            after: text.into(),
+            events: Vec::new(),
+        });
+    }
+    let root = parse(path, text)?;
+    let Some(hooks) = root
+        .object_value()
+        .and_then(|o| o.get("hooks"))
+        .and_then(|p| p.object_value())
+    else {
+        return Ok(Edit {
+            before: text.into(),
+            after: text.into(),
+            events: Vec::new(),
+        });
+    };
+    let mut cleared = Vec::new();
+    for prop in hooks.properties() {
+        let Some(list) = prop.array_value() else {
+            continue;
+        };
+        let mut touched = false;
+        for group in list.elements() {
+            let Some(group_object) = group.as_object() else {
+                continue;
+            };
+            let Some(handlers) = group_object.get("hooks").and_then(|p| p.array_value()) else {
+                continue;
+            };
+            for handler in handlers.elements() {
+                if handler.to_serde_value().is_some_and(|h| is_ours(&h, agent)) {
+                    handler.remove();
+                    touched = true;
+                }
+            }
+            if touched && handlers.elements().is_empty() {
+                group.remove();
+            }
+        }
+        if touched {
+            cleared.push(prop.decoded_name().unwrap_or_default());
+            if list.elements().is_empty() {
+                prop.remove();
+            }
+        }
+    }
+    let after = if cleared.is_empty() {
+        text.to_string()
+    } else {
+        root.to_string()
+    };
+    Ok(Edit {
+        before: text.to_string(),
+        after,
+        events: cleared,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SETTINGS: &str = r#"{
+  // The user's own settings: kept as they are.
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [{ "type": "command", "command": "~/bin/guard.sh" }]
+      }
+    ]
+  },
+  "permissions": { "allow": ["Read"] }, // trailing comment
+}
+"#;
+
+    #[test]
+    fn install_keeps_everything_else_and_is_idempotent() {
+        let path = Path::new("/p/.claude/settings.json");
+        let cmd = "/usr/bin/cmdlog hook claude-code";
+        let edit = install(path, SETTINGS, AgentKind::ClaudeCode, cmd).unwrap();
+        assert!(edit.changed());
+        assert_eq!(edit.events.len(), events(AgentKind::ClaudeCode).len());
+        for kept in [
+            "// The user's own settings",
+            "~/bin/guard.sh",
+            "\"opus\"",
+            "// trailing comment",
+            "\"allow\"",
+        ] {
+            assert!(edit.after.contains(kept), "{kept} in {}", edit.after);
+        }
+        let value =
+            jsonc_parser::parse_to_serde_value::<Value>(&edit.after, &Default::default()).unwrap();
+        assert_eq!(value["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(value["hooks"]["SessionEnd"][0]["hooks"][0]["command"], cmd);
+        let again = install(path, &edit.after, AgentKind::ClaudeCode, cmd).unwrap();
+        assert!(!again.changed() && again.events.is_empty());
+        let removed = uninstall(path, &edit.after, AgentKind::ClaudeCode).unwrap();
+        let back = jsonc_parser::parse_to_serde_value::<Value>(&removed.after, &Default::default())
+            .unwrap();
+        assert_eq!(back["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
+        assert!(back["hooks"].get("SessionEnd").is_none());
+        assert!(removed.after.contains("// trailing comment"));
+    }
+
+    #[test]
+    fn a_broken_file_is_refused_with_its_line() {
+        let e = install(
+            Path::new("/p/settings.json"),
+            "{\n  \"a\": 1,\n  \"b\": [\n}\n",
+            AgentKind::Qwen,
+            "cmdlog hook qwen",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("/p/settings.json:4:"), "{e}");
+        let e = install(
+            Path::new("/p/s.json"),
+            "{\"hooks\": 3}",
+            AgentKind::Qwen,
+            "c",
+        )
+        .unwrap_err();
+        assert!(e.contains("\"hooks\" is not an object"), "{e}");
+        let fresh = install(
+            Path::new("/p/s.json"),
+            "",
+            AgentKind::Gemini,
+            "cmdlog hook gemini",
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&fresh.after).unwrap();
+        assert_eq!(v["hooks"]["BeforeAgent"][0]["hooks"][0]["name"], "cmdlog");
+    }
+}
