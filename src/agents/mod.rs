@@ -11,6 +11,7 @@ pub(crate) mod append;
 pub(crate) mod hook;
 pub(crate) mod install;
 pub(crate) mod spill;
+pub(crate) mod transcripts;
 
 use cmdlog_engine::{EventData, Observed, Outcome};
 use serde_json::Value;
@@ -25,6 +26,7 @@ pub(crate) enum AgentKind {
 }
 
 impl AgentKind {
+    #[cfg(test)]
     pub(crate) const ALL: [AgentKind; 4] = [
         AgentKind::ClaudeCode,
         AgentKind::Codex,

@@ -1,4 +1,5 @@
-//! `cmdlog import`: read a whole-log export into a new, empty log.
+//! `cmdlog import`: read a whole-log export into a new, empty log; or, with
+//! `--from AGENT`, an agent's transcripts into this log (src/agents/transcripts).
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -14,11 +15,44 @@ use crate::render;
 
 #[derive(Args, Debug)]
 pub(crate) struct ImportArgs {
-    /// The export to read (`-` for stdin)
+    /// The export to read (`-` for stdin); with --from, transcript files or folders
+    /// [default: where the agent keeps them]
+    files: Vec<PathBuf>,
+    /// Read this agent's transcripts: claude-code, codex, gemini or qwen
+    #[arg(long, value_name = "AGENT")]
+    from: Option<String>,
+    /// With --from: only what changed since then (`7d`, `12h`, or a date
+    /// `2026-11-01`)
+    #[arg(long, value_name = "WHEN", requires = "from")]
+    since: Option<String>,
+    /// With --from: replace common secrets before anything is written
+    #[arg(long, requires = "from")]
+    redact: bool,
+}
+
+/// The export an import reads.
+struct ExportFile {
     file: PathBuf,
 }
 
 pub(crate) fn exec(paths: &Paths, args: ImportArgs, json: bool) -> VerbResult {
+    if let Some(agent) = &args.from {
+        return super::import_agent::exec(
+            paths,
+            agent,
+            &args.files,
+            args.since.as_deref(),
+            args.redact,
+            json,
+        );
+    }
+    let [file] = args.files.as_slice() else {
+        return Err(Failure::new(
+            USAGE,
+            "import reads one export file (or - for stdin); to read an agent's transcripts, use --from AGENT",
+        ));
+    };
+    let args = ExportFile { file: file.clone() };
     let input: Box<dyn io::BufRead> = if args.file.as_os_str() == "-" {
         Box::new(io::BufReader::new(io::stdin().lock()))
     } else {

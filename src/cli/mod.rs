@@ -13,6 +13,7 @@ pub(crate) mod gc;
 pub(crate) mod hook;
 pub(crate) mod hooks;
 pub(crate) mod import;
+pub(crate) mod import_agent;
 pub(crate) mod log;
 pub(crate) mod open;
 pub(crate) mod output;

@@ -1,0 +1,147 @@
+//! Gemini CLI's chats: `~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl`
+//! (0.39 and later: a metadata line, then message records — the same `id` again
+//! replaces the earlier record, `{"$set": …}` updates metadata and may replace
+//! every message, `{"$rewindTo": id}` drops that message and the ones after), or
+//! the older `session-*.json`, one document with `messages`. A message is `user`,
+//! `gemini`, `info`, `error` or `warning`; a slash command's expansion is a
+//! `user` record whose `displayContent` holds the `/command` typed.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{Transcript, chunk, tool_call, tool_done};
+use crate::agents::{AgentKind, parse_time, text};
+
+/// A message's text: a string, or the `text` of its parts.
+fn message_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
+    let mut t = Transcript::default();
+    // The messages as they stand at the end of the file, in order.
+    let mut messages: Vec<Value> = Vec::new();
+    if path.extension().is_some_and(|e| e == "json") {
+        let text_in = std::fs::read_to_string(path)?;
+        t.lines = text_in.lines().count();
+        match serde_json::from_str::<Value>(&text_in) {
+            Ok(doc) => {
+                t.session = text(&doc, "sessionId").map(str::to_string);
+                messages = doc["messages"].as_array().cloned().unwrap_or_default();
+            }
+            Err(e) => t.malformed.push(e.line()),
+        }
+    } else {
+        let file = std::fs::File::open(path)?;
+        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = line?;
+            t.lines += 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                t.malformed.push(n + 1);
+                continue;
+            };
+            if let Some(set) = v.get("$set") {
+                if let Some(all) = set["messages"].as_array() {
+                    messages = all.clone();
+                }
+                continue;
+            }
+            if let Some(id) = v.get("$rewindTo").and_then(Value::as_str) {
+                if let Some(i) = messages.iter().position(|m| m["id"] == id) {
+                    messages.truncate(i);
+                }
+                continue;
+            }
+            if v.get("type").is_none() {
+                // The metadata line.
+                if t.session.is_none() {
+                    t.session = text(&v, "sessionId").map(str::to_string);
+                }
+                continue;
+            }
+            match messages
+                .iter_mut()
+                .find(|m| m["id"] == v["id"] && !v["id"].is_null())
+            {
+                Some(earlier) => *earlier = v,
+                None => messages.push(v),
+            }
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let key = text(m, "id")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("message {i}"));
+        let at = text(m, "timestamp").and_then(parse_time);
+        let content = message_text(&m["content"]);
+        match text(m, "type").unwrap_or("") {
+            "user" => match text(m, "displayContent").filter(|d| d.trim_start().starts_with('/')) {
+                Some(typed) => t.run(key, at, typed, Some(content), None),
+                None => t.prompt(key, at, content),
+            },
+            "gemini" => {
+                for (j, thought) in m["thoughts"].as_array().into_iter().flatten().enumerate() {
+                    let said = format!(
+                        "{}: {}",
+                        text(thought, "subject").unwrap_or(""),
+                        text(thought, "description").unwrap_or("")
+                    );
+                    t.update(
+                        format!("{key}/thought{j}"),
+                        at,
+                        chunk("agent_thought_chunk", &said),
+                    );
+                }
+                if !content.is_empty() {
+                    t.update(key.clone(), at, chunk("agent_message_chunk", &content));
+                }
+                for (j, call) in m["toolCalls"].as_array().into_iter().flatten().enumerate() {
+                    let id = text(call, "id").unwrap_or("");
+                    t.update(
+                        format!("{key}/call{j}"),
+                        at,
+                        tool_call(
+                            id,
+                            text(call, "name").unwrap_or("tool"),
+                            call["args"].clone(),
+                        ),
+                    );
+                    if let Some(status) =
+                        text(call, "status").filter(|s| *s != "executing" && *s != "scheduled")
+                    {
+                        t.update(
+                            format!("{key}/result{j}"),
+                            text(call, "timestamp").and_then(parse_time).or(at),
+                            tool_done(
+                                id,
+                                status == "error" || status == "cancelled",
+                                call.get("result").cloned().unwrap_or(json!(null)),
+                            ),
+                        );
+                    }
+                }
+            }
+            kind => t.other(
+                AgentKind::Gemini,
+                key,
+                at,
+                if kind.is_empty() { "message" } else { kind },
+                m.clone(),
+            ),
+        }
+    }
+    Ok(t)
+}

@@ -1,0 +1,416 @@
+//! `cmdlog import --from <agent>`: the transcripts an agent keeps, read as that
+//! agent writes them (one module each; `docs/agents.md` cites the formats), and
+//! appended as sessions with their original times (`observed.at`; the events'
+//! own `at` stays the time of the import). Every item is keyed by its source
+//! (file and line or item id): importing again adds nothing. A line that does not
+//! parse is counted and named, never fatal.
+
+pub(crate) mod claude;
+pub(crate) mod codex;
+pub(crate) mod gemini;
+pub(crate) mod importer;
+pub(crate) mod qwen;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use cmdlog_engine::{
+    CommandRun, Delivery, EventData, InvocationSource, Mode, Observed, Outcome, SessionPrompt,
+};
+use serde_json::{Value, json};
+
+use super::append::Batch;
+use super::{AgentKind, Planned, PlannedData, session_key};
+
+/// One item of a transcript, before it is an event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Item {
+    /// What identifies it in its file (`uuid`, item id, or `line N`).
+    pub(crate) key: String,
+    /// When it happened, unix ms.
+    pub(crate) at: Option<u64>,
+    pub(crate) data: PlannedData,
+}
+
+/// One transcript file, read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Transcript {
+    /// The agent's session id.
+    pub(crate) session: Option<String>,
+    pub(crate) items: Vec<Item>,
+    /// Lines that did not parse: their 1-based numbers.
+    pub(crate) malformed: Vec<usize>,
+    /// Lines read.
+    pub(crate) lines: usize,
+}
+
+impl Transcript {
+    /// Adds an item (`run` and its `done` are added with [`Transcript::run`]).
+    pub(crate) fn push(&mut self, key: String, at: Option<u64>, data: EventData) {
+        self.items.push(Item {
+            key,
+            at,
+            data: PlannedData::Ready(data),
+        });
+    }
+
+    /// A prompt.
+    pub(crate) fn prompt(&mut self, key: String, at: Option<u64>, text: String) {
+        self.push(
+            key,
+            at,
+            EventData::SessionPrompt(SessionPrompt {
+                text,
+                delivery: Delivery::Idle,
+                from_run: None,
+                injections: Vec::new(),
+                prompt_id: None,
+                blocks: Vec::new(),
+            }),
+        );
+    }
+
+    /// An ACP session update.
+    pub(crate) fn update(&mut self, key: String, at: Option<u64>, update: Value) {
+        self.push(key, at, EventData::SessionUpdate(update));
+    }
+
+    /// A slash command the agent ran, and how it settled (its expansion, or the
+    /// output of a built-in).
+    pub(crate) fn run(
+        &mut self,
+        key: String,
+        at: Option<u64>,
+        line: &str,
+        prompt: Option<String>,
+        text: Option<String>,
+    ) {
+        let line = line.trim();
+        let body = line.strip_prefix('/').unwrap_or(line);
+        let (name, rest) = match body.find(char::is_whitespace) {
+            Some(i) => (&body[..i], &body[i..]),
+            None => (body, ""),
+        };
+        let run_index = self.items.len();
+        self.items.push(Item {
+            key: format!("{key}#run"),
+            at,
+            data: PlannedData::Ready(EventData::CommandRun(CommandRun {
+                registration: 0,
+                name: name.to_lowercase(),
+                mode: Mode::Interactive,
+                source: InvocationSource::Agent,
+                raw_input: Some(rest.to_string()),
+                attachments: Vec::new(),
+                injections: Vec::new(),
+            })),
+        });
+        self.items.push(Item {
+            key: format!("{key}#done"),
+            at,
+            data: PlannedData::DoneOf {
+                run_index,
+                outcome: Outcome::Success {
+                    text,
+                    prompt,
+                    source_event_seq: None,
+                },
+                agent_check: None,
+            },
+        });
+    }
+
+    /// Something with no typed event, kept as it was.
+    pub(crate) fn other(
+        &mut self,
+        agent: AgentKind,
+        key: String,
+        at: Option<u64>,
+        event: &str,
+        data: Value,
+    ) {
+        self.push(
+            key,
+            at,
+            EventData::AgentEvent(cmdlog_engine::AgentEvent {
+                agent: agent.name().into(),
+                event: event.into(),
+                data,
+            }),
+        );
+    }
+}
+
+/// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
+pub(crate) fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// A `tool_call` update.
+pub(crate) fn tool_call(id: &str, name: &str, input: Value) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": name,
+        "kind": super::tool_kind(name),
+        "status": "pending",
+        "rawInput": input,
+    })
+}
+
+/// A `tool_call_update` that settles a call.
+pub(crate) fn tool_done(id: &str, failed: bool, output: Value) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": if failed { "failed" } else { "completed" },
+        "rawOutput": output,
+    })
+}
+
+/// Reads one transcript file of `agent`.
+pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript> {
+    match agent {
+        AgentKind::ClaudeCode => claude::read(path),
+        AgentKind::Codex => codex::read(path),
+        AgentKind::Gemini => gemini::read(path),
+        AgentKind::Qwen => qwen::read(path),
+    }
+}
+
+/// Where `agent` keeps its transcripts, from its documented defaults.
+pub(crate) fn default_roots(agent: AgentKind, home: &Path) -> Vec<PathBuf> {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    match agent {
+        AgentKind::ClaudeCode => vec![
+            env_dir("CLAUDE_CONFIG_DIR")
+                .unwrap_or_else(|| home.join(".claude"))
+                .join("projects"),
+        ],
+        AgentKind::Codex => {
+            let root = env_dir("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+            vec![root.join("sessions"), root.join("archived_sessions")]
+        }
+        AgentKind::Gemini => vec![home.join(".gemini/tmp")],
+        AgentKind::Qwen => vec![
+            env_dir("QWEN_RUNTIME_DIR")
+                .unwrap_or_else(|| home.join(".qwen"))
+                .join("projects"),
+        ],
+    }
+}
+
+/// Whether `path` is one of `agent`'s transcript files.
+pub(crate) fn is_transcript(agent: AgentKind, path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_chats = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "chats");
+    match agent {
+        AgentKind::ClaudeCode => {
+            name.ends_with(".jsonl") && !path.components().any(|c| c.as_os_str() == "subagents")
+        }
+        AgentKind::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+        AgentKind::Gemini => {
+            in_chats
+                && name.starts_with("session-")
+                && (name.ends_with(".jsonl") || name.ends_with(".json"))
+        }
+        AgentKind::Qwen => in_chats && name.ends_with(".jsonl"),
+    }
+}
+
+/// The transcript files under `roots` (files given as they are, folders walked),
+/// sorted, changed at or after `since` (unix ms).
+pub(crate) fn files(agent: AgentKind, roots: &[PathBuf], since: Option<u64>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        if root.is_file() {
+            out.push(root.clone());
+            continue;
+        }
+        for entry in ignore::WalkBuilder::new(root)
+            .standard_filters(false)
+            .hidden(false)
+            .follow_links(false)
+            .build()
+            .flatten()
+        {
+            let path = entry.path();
+            if entry.file_type().is_some_and(|t| t.is_file()) && is_transcript(agent, path) {
+                let recent = since.is_none_or(|s| {
+                    std::fs::metadata(path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .is_none_or(|d| d.as_millis() as u64 >= s)
+                });
+                if recent {
+                    out.push(path.to_path_buf());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The batches that append `transcript` (read from `file`), leaving out items
+/// whose keys are in `seen` and items before `since`; at most `chunk` events
+/// each, a run never apart from its settling.
+pub(crate) fn batches(
+    agent: AgentKind,
+    file: &Path,
+    transcript: Transcript,
+    seen: &HashSet<String>,
+    since: Option<u64>,
+    chunk: usize,
+) -> (Vec<Batch>, usize) {
+    let source = format!("{} transcript", agent.name());
+    let session = transcript
+        .session
+        .as_deref()
+        .map(|s| session_key(agent, s))
+        .or_else(|| {
+            file.file_stem()
+                .and_then(|s| s.to_str())
+                .map(|s| session_key(agent, s))
+        });
+    // Keyed by the agent's session id (stable when the file moves or is copied),
+    // else the file's name.
+    let file_key = transcript
+        .session
+        .clone()
+        .or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let mut skipped = 0;
+    let mut out: Vec<Batch> = Vec::new();
+    let mut current = Batch::new(agent.name());
+    let mut pending: Vec<Planned> = Vec::new();
+    let items = transcript.items;
+    let mut i = 0;
+    while i < items.len() {
+        // A run travels with its settling.
+        let group = if matches!(
+            items.get(i + 1).map(|n| &n.data),
+            Some(PlannedData::DoneOf { .. })
+        ) {
+            2
+        } else {
+            1
+        };
+        let first = &items[i];
+        let key = format!("{file_key}:{}", first.key);
+        let too_old = since.is_some_and(|s| first.at.is_some_and(|at| at < s));
+        if seen.contains(&key) || too_old {
+            skipped += group;
+            i += group;
+            continue;
+        }
+        for (k, item) in items[i..i + group].iter().enumerate() {
+            let data = match &item.data {
+                PlannedData::DoneOf {
+                    outcome,
+                    agent_check,
+                    ..
+                } => PlannedData::DoneOf {
+                    run_index: pending.len() - k,
+                    outcome: outcome.clone(),
+                    agent_check: agent_check.clone(),
+                },
+                d => d.clone(),
+            };
+            pending.push(Planned {
+                session: session.clone(),
+                observed: Some(Observed {
+                    source: source.clone(),
+                    key: Some(format!("{file_key}:{}", item.key)),
+                    at: item.at,
+                }),
+                data,
+            });
+        }
+        i += group;
+        if pending.len() >= chunk {
+            current.extend(std::mem::take(&mut pending));
+            out.push(std::mem::replace(&mut current, Batch::new(agent.name())));
+        }
+    }
+    if !pending.is_empty() {
+        current.extend(pending);
+        out.push(current);
+    }
+    (out, skipped)
+}
+
+/// The keys of everything already imported from `agent`'s transcripts.
+pub(crate) fn imported_keys(
+    log: &cmdlog_store::Log,
+    agent: AgentKind,
+) -> Result<HashSet<String>, cmdlog_store::ReadError> {
+    let source = format!("{} transcript", agent.name());
+    let mut keys = HashSet::new();
+    log.scan(1, log.head().seq, |record| {
+        // Only records that carry a key are decoded.
+        if memchr_observed(&record.bytes)
+            && let Ok(event) = cmdlog_engine::Event::decode(record.seq, &record.bytes)
+            && let Some(observed) = event.observed
+            && observed.source == source
+            && let Some(key) = observed.key
+        {
+            keys.insert(key);
+        }
+        true
+    })?;
+    Ok(keys)
+}
+
+fn memchr_observed(bytes: &[u8]) -> bool {
+    bytes.windows(11).any(|w| w == b"\"observed\":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_stay_with_their_settling_and_known_items_are_skipped() {
+        let mut t = Transcript::default();
+        t.prompt("a".into(), Some(1), "hello".into());
+        t.run(
+            "b".into(),
+            Some(2),
+            "/review x.rs",
+            Some("Review x.rs".into()),
+            None,
+        );
+        t.prompt("c".into(), Some(3), "more".into());
+        let file = Path::new("/t/s1.jsonl");
+        let (batches, skipped) = batches(
+            AgentKind::ClaudeCode,
+            file,
+            t.clone(),
+            &HashSet::new(),
+            None,
+            2,
+        );
+        assert_eq!(skipped, 0);
+        let sizes: Vec<usize> = batches.iter().map(|b| b.events.len()).collect();
+        assert_eq!(sizes, [3, 1], "the run and its done are not split");
+        match &batches[0].events[2].data {
+            PlannedData::DoneOf { run_index, .. } => assert_eq!(*run_index, 1),
+            other => panic!("{other:?}"),
+        }
+        let seen: HashSet<String> = ["s1.jsonl:a".to_string(), "s1.jsonl:b#run".to_string()].into();
+        let (batches, skipped) = batches(AgentKind::ClaudeCode, file, t, &seen, None, 100);
+        assert_eq!(skipped, 3);
+        assert_eq!(batches[0].events.len(), 1);
+        assert_eq!(batches[0].events[0].session.as_deref(), Some("s1"));
+    }
+}

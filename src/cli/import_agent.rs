@@ -1,0 +1,119 @@
+//! `cmdlog import --from <agent>`: an agent's transcripts into this log.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use cmdlog_store::{Log, LogConfig};
+
+use super::open::home;
+use super::output::print_json;
+use super::progress::Progress;
+use super::{Failure, Paths, USAGE, VerbResult, now_ms, open_failure, store_failure};
+use crate::agents::AgentKind;
+use crate::agents::transcripts::{default_roots, files, importer};
+use crate::render;
+
+/// `--since`: a duration back from now (`7d`) or a date (`2026-11-01`), as unix ms.
+fn since(text: &str, now: u64) -> Result<u64, Failure> {
+    if let Ok(d) = humantime::parse_duration(text) {
+        return Ok(now.saturating_sub(d.as_millis() as u64));
+    }
+    let full = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_string()
+    };
+    crate::agents::parse_time(&full).ok_or_else(|| {
+        Failure::new(
+            USAGE,
+            format!(
+                "--since {text:?}: give a duration such as 7d or 12h, or a date such as 2026-11-01"
+            ),
+        )
+    })
+}
+
+pub(crate) fn exec(
+    paths: &Paths,
+    agent: &str,
+    given: &[PathBuf],
+    since_text: Option<&str>,
+    redact: bool,
+    json: bool,
+) -> VerbResult {
+    let agent = AgentKind::parse(agent).map_err(|e| Failure::new(USAGE, e))?;
+    let now = now_ms();
+    let since = since_text.map(|s| since(s, now)).transpose()?;
+    let roots = if given.is_empty() {
+        default_roots(agent, &home()?)
+    } else {
+        for p in given {
+            if !p.exists() {
+                return Err(Failure::new(
+                    super::NOT_FOUND,
+                    format!("{} does not exist", p.display()),
+                ));
+            }
+        }
+        given.to_vec()
+    };
+    let total: u64 = files(agent, &roots, since)
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+    let bar = Progress::new(total, "import");
+    let summary = {
+        let mut tick = bar.tick();
+        importer::import(&log, agent, &roots, since, redact, now, |bytes| tick(bytes))
+            .map_err(store_failure)?
+    };
+    bar.finish();
+    log.close();
+    let mut out = render::Human::stdout(json);
+    if json {
+        print_json(&mut out, &summary)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "{}: {} file(s), {} line(s): {} event(s) appended in {} session(s), {} item(s) already imported{}",
+        agent.name(),
+        summary.files,
+        summary.lines,
+        summary.events,
+        summary.sessions.len(),
+        summary.skipped,
+        if summary.redacted > 0 {
+            format!(", {} secret(s) redacted", summary.redacted)
+        } else {
+            String::new()
+        }
+    )?;
+    if summary.files == 0 {
+        writeln!(
+            out,
+            "no transcripts found in {}; give files or folders to read",
+            roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
+    for line in summary.malformed.iter().take(20) {
+        writeln!(out, "malformed line skipped: {line}")?;
+    }
+    if summary.malformed.len() > 20 {
+        writeln!(
+            out,
+            "… and {} more malformed lines",
+            summary.malformed.len() - 20
+        )?;
+    }
+    for u in &summary.unreadable {
+        writeln!(out, "unreadable: {u}")?;
+    }
+    Ok(0)
+}
