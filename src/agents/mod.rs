@@ -145,31 +145,6 @@ pub(crate) fn tool_kind(tool: &str) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_times_and_keys() {
-        for a in AgentKind::ALL {
-            assert_eq!(AgentKind::parse(a.name()), Ok(a));
-        }
-        assert!(
-            AgentKind::parse("cursor")
-                .unwrap_err()
-                .contains("claude-code")
-        );
-        assert_eq!(parse_time("2026-08-01T10:00:00.000Z"), Some(1785578400000));
-        assert_eq!(parse_time("2026-08-01T10:00:00Z"), Some(1785578400000));
-        assert_eq!(parse_time("yesterday"), None);
-        assert_eq!(session_key(AgentKind::Codex, "0199a2-x"), "0199a2-x");
-        assert!(session_key(AgentKind::Codex, "a b").starts_with("codex-"));
-        assert_eq!(tool_kind("Bash"), "execute");
-        assert_eq!(tool_kind("write_file"), "edit");
-        assert_eq!(tool_kind("Read"), "read");
-    }
-}
-
 /// One payload of `agent`, as the text the agent wrote, made ready to append:
 /// secrets redacted when asked (and the redaction noted), mapped, and the agent's
 /// expansion of a slash command checked against cmdlog's (`discovery` is asked
@@ -235,4 +210,29 @@ pub(crate) fn append_to(
         .create_sessions(|s| log.has_stream(s).map(|seen| !seen))
         .map_err(|e| e.to_string())?;
     batch.append(log, at).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_times_and_keys() {
+        for a in AgentKind::ALL {
+            assert_eq!(AgentKind::parse(a.name()), Ok(a));
+        }
+        assert!(
+            AgentKind::parse("cursor")
+                .unwrap_err()
+                .contains("claude-code")
+        );
+        assert_eq!(parse_time("2026-08-01T10:00:00.000Z"), Some(1785578400000));
+        assert_eq!(parse_time("2026-08-01T10:00:00Z"), Some(1785578400000));
+        assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(session_key(AgentKind::Codex, "0199a2-x"), "0199a2-x");
+        assert!(session_key(AgentKind::Codex, "a b").starts_with("codex-"));
+        assert_eq!(tool_kind("Bash"), "execute");
+        assert_eq!(tool_kind("write_file"), "edit");
+        assert_eq!(tool_kind("Read"), "read");
+    }
 }

@@ -66,7 +66,7 @@ pub(crate) fn exec(
     let bar = Progress::new(total, "import");
     let summary = {
         let mut tick = bar.tick();
-        importer::import(&log, agent, &roots, since, redact, now, |bytes| tick(bytes))
+        importer::import(&log, agent, &roots, since, redact, now, &mut tick)
             .map_err(store_failure)?
     };
     bar.finish();

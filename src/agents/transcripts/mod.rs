@@ -392,7 +392,7 @@ mod tests {
         );
         t.prompt("c".into(), Some(3), "more".into());
         let file = Path::new("/t/s1.jsonl");
-        let (batches, skipped) = batches(
+        let (first, skipped) = batches(
             AgentKind::ClaudeCode,
             file,
             t.clone(),
@@ -401,16 +401,16 @@ mod tests {
             2,
         );
         assert_eq!(skipped, 0);
-        let sizes: Vec<usize> = batches.iter().map(|b| b.events.len()).collect();
+        let sizes: Vec<usize> = first.iter().map(|b| b.events.len()).collect();
         assert_eq!(sizes, [3, 1], "the run and its done are not split");
-        match &batches[0].events[2].data {
+        match &first[0].events[2].data {
             PlannedData::DoneOf { run_index, .. } => assert_eq!(*run_index, 1),
             other => panic!("{other:?}"),
         }
         let seen: HashSet<String> = ["s1.jsonl:a".to_string(), "s1.jsonl:b#run".to_string()].into();
-        let (batches, skipped) = batches(AgentKind::ClaudeCode, file, t, &seen, None, 100);
+        let (made, skipped) = batches(AgentKind::ClaudeCode, file, t, &seen, None, 100);
         assert_eq!(skipped, 3);
-        assert_eq!(batches[0].events.len(), 1);
-        assert_eq!(batches[0].events[0].session.as_deref(), Some("s1"));
+        assert_eq!(made[0].events.len(), 1);
+        assert_eq!(made[0].events[0].session.as_deref(), Some("s1"));
     }
 }
