@@ -69,6 +69,11 @@ impl Workspace {
             .env_remove("CODEX_HOME")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("OPENCODE_CONFIG_DIR")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("GEMINI_PROJECT_DIR")
+            .env_remove("QWEN_PROJECT_DIR")
+            .env_remove("GEMINI_CLI_HOME")
+            .env_remove("QWEN_RUNTIME_DIR")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd
