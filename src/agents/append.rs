@@ -4,7 +4,7 @@
 //! seq its run gets in the same append.
 
 use cmdlog_engine::{CommandDone, EventData, Mode, NewEvent, Redacted, SessionCreated};
-use cmdlog_store::{AppendError, Log, NewRecord, ReadError, Receipt, Seq};
+use cmdlog_store::{AppendError, AppendTicket, Log, NewRecord, ReadError, Receipt, Seq};
 
 use super::{Planned, PlannedData};
 
@@ -95,34 +95,60 @@ impl Batch {
         }]);
     }
 
-    /// The records, the first getting seq `first`, stamped `at`.
-    pub(crate) fn records(&self, first: Seq, at: u64) -> Vec<NewRecord> {
-        self.events
-            .iter()
-            .map(|p| {
-                let data = match &p.data {
-                    PlannedData::Ready(d) => d.clone(),
-                    PlannedData::DoneOf {
-                        run_index,
-                        outcome,
-                        agent_check,
-                    } => EventData::CommandDone(CommandDone {
-                        run: first + *run_index as Seq,
-                        outcome: outcome.clone(),
-                        elapsed_us: 0,
-                        agent_check: agent_check.clone(),
-                    }),
-                };
-                NewEvent {
-                    at,
-                    observed: p.observed.clone(),
-                    session: p.session.clone(),
-                    agent: Some(self.agent.clone()),
-                    data,
-                }
-                .to_record()
+    /// Starts the append: the events are encoded here, on the caller's thread;
+    /// only a `command/done` that names its run's seq is encoded by the writer,
+    /// once the seqs are known.
+    pub(crate) fn submit(self, log: &Log, at: u64) -> Result<AppendTicket, AppendError> {
+        let agent = Some(self.agent);
+        let slots: Vec<Slot> = self
+            .events
+            .into_iter()
+            .map(|p| match p.data {
+                PlannedData::Ready(data) => Slot::Ready(
+                    NewEvent {
+                        at,
+                        observed: p.observed,
+                        session: p.session,
+                        agent: agent.clone(),
+                        data,
+                    }
+                    .to_record(),
+                ),
+                PlannedData::DoneOf {
+                    run_index,
+                    outcome,
+                    agent_check,
+                } => Slot::Done(
+                    NewEvent {
+                        at,
+                        observed: p.observed,
+                        session: p.session,
+                        agent: agent.clone(),
+                        data: EventData::CommandDone(CommandDone {
+                            run: 0,
+                            outcome,
+                            elapsed_us: 0,
+                            agent_check,
+                        }),
+                    },
+                    run_index,
+                ),
             })
-            .collect()
+            .collect();
+        log.submit_built(move |first| {
+            slots
+                .into_iter()
+                .map(|slot| match slot {
+                    Slot::Ready(record) => record,
+                    Slot::Done(mut event, run_index) => {
+                        if let EventData::CommandDone(done) = &mut event.data {
+                            done.run = first + run_index as Seq;
+                        }
+                        event.to_record()
+                    }
+                })
+                .collect()
+        })
     }
 
     /// Appends it to `log` as one unit (blocking); the receipt names its seqs.
@@ -133,7 +159,12 @@ impl Batch {
                 last: log.head().seq,
             });
         }
-        log.submit_built(move |first| self.records(first, at))?
-            .wait()
+        self.submit(log, at)?.wait()
     }
+}
+
+/// An event encoded ahead, or a `command/done` waiting for its run's seq.
+enum Slot {
+    Ready(NewRecord),
+    Done(NewEvent, usize),
 }

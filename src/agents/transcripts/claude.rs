@@ -69,7 +69,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+        let Ok(mut v) = serde_json::from_str::<Value>(&line) else {
             t.malformed.push(n + 1);
             continue;
         };
@@ -108,22 +108,25 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                     open_command = Some((key, at, line));
                     continue;
                 }
-                let blocks = v["message"]["content"].as_array();
-                let results: Vec<&Value> = blocks
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| b["type"] == "tool_result")
-                    .collect();
-                if !results.is_empty() {
-                    for (i, r) in results.into_iter().enumerate() {
+                let has_results = v["message"]["content"]
+                    .as_array()
+                    .is_some_and(|bs| bs.iter().any(|b| b["type"] == "tool_result"));
+                if has_results {
+                    let blocks = match v["message"]["content"].take() {
+                        Value::Array(bs) => bs,
+                        _ => Vec::new(),
+                    };
+                    for (i, mut r) in blocks
+                        .into_iter()
+                        .filter(|b| b["type"] == "tool_result")
+                        .enumerate()
+                    {
+                        let id = r["tool_use_id"].as_str().unwrap_or("").to_string();
+                        let failed = r["is_error"].as_bool().unwrap_or(false);
                         t.update(
                             format!("{key}/{i}"),
                             at,
-                            tool_done(
-                                r["tool_use_id"].as_str().unwrap_or(""),
-                                r["is_error"].as_bool().unwrap_or(false),
-                                r["content"].clone(),
-                            ),
+                            tool_done(&id, failed, r["content"].take()),
                         );
                     }
                 } else if kind == "user"
@@ -136,11 +139,12 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 }
             }
             "assistant" => {
-                let blocks = v["message"]["content"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                for (i, b) in blocks.iter().enumerate() {
+                let stop = v["message"]["stop_reason"].as_str().map(str::to_string);
+                let blocks = match v["message"]["content"].take() {
+                    Value::Array(bs) => bs,
+                    _ => Vec::new(),
+                };
+                for (i, mut b) in blocks.into_iter().enumerate() {
                     let k = format!("{key}/{i}");
                     match b["type"].as_str() {
                         Some("text") => t.update(
@@ -157,19 +161,19 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                             k,
                             at,
                             tool_call(
-                                b["id"].as_str().unwrap_or(""),
-                                b["name"].as_str().unwrap_or("tool"),
-                                b["input"].clone(),
+                                &b["id"].as_str().unwrap_or("").to_string(),
+                                &b["name"].as_str().unwrap_or("tool").to_string(),
+                                b["input"].take(),
                             ),
                         ),
                         _ => {}
                     }
                 }
                 if matches!(
-                    v["message"]["stop_reason"].as_str(),
+                    stop.as_deref(),
                     Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
                 ) {
-                    let reason = match v["message"]["stop_reason"].as_str() {
+                    let reason = match stop.as_deref() {
                         Some("max_tokens") => "max_tokens",
                         Some("refusal") => "refusal",
                         _ => "end_turn",

@@ -1,12 +1,13 @@
 //! The import itself: files found, read, filtered against what was imported
 //! before, redacted when asked, appended in atomic chunks.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 
 use cmdlog_store::Log;
 use serde::Serialize;
 
-use super::{Transcript, batches, files, imported_keys, read};
+use super::{Transcript, batches, files, imported_keys, read, session_of};
 use crate::agents::{AgentKind, PlannedData};
 
 /// Events per atomic append.
@@ -28,8 +29,12 @@ pub(crate) struct ImportSummary {
     pub(crate) redacted: u64,
 }
 
+/// Appends submitted but not yet acknowledged, at most.
+const IN_FLIGHT: usize = 4;
+
 /// Imports `agent`'s transcripts under `roots` into `log`. `tick` gets the bytes
-/// of each file read.
+/// of each file read. Reading the next file overlaps with the log writing the
+/// last one; the import returns once everything is durable.
 pub(crate) fn import(
     log: &Log,
     agent: AgentKind,
@@ -39,8 +44,16 @@ pub(crate) fn import(
     now: u64,
     mut tick: impl FnMut(u64),
 ) -> Result<ImportSummary, String> {
-    let seen = imported_keys(log, agent).map_err(|e| e.to_string())?;
     let mut summary = ImportSummary::default();
+    let mut created: HashSet<String> = HashSet::new();
+    let mut seen_by_session: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut in_flight: VecDeque<(PathBuf, cmdlog_store::AppendTicket)> = VecDeque::new();
+    let settle = |(file, ticket): (PathBuf, cmdlog_store::AppendTicket)| {
+        ticket
+            .wait()
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", file.display()))
+    };
     for file in files(agent, roots, since) {
         summary.files += 1;
         let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
@@ -59,29 +72,53 @@ pub(crate) fn import(
                 .iter()
                 .map(|n| format!("{}:{n}", file.display())),
         );
+        // What the log holds of this session, read once; what this import adds
+        // joins it (two files can hold one session: Gemini's .json and .jsonl).
+        let session = session_of(agent, &file, &transcript).unwrap_or_default();
+        if !seen_by_session.contains_key(&session) {
+            let keys = imported_keys(log, agent, &session).map_err(|e| e.to_string())?;
+            seen_by_session.insert(session.clone(), keys);
+        }
+        let seen = seen_by_session.get_mut(&session).expect("inserted above");
         let transcript = if redact {
             redacted(transcript, &mut summary.redacted)
         } else {
             transcript
         };
-        let (chunks, skipped) = batches(agent, &file, transcript, &seen, since, CHUNK);
+        let (chunks, skipped) = batches(agent, &file, transcript, seen, since, CHUNK);
         summary.skipped += skipped;
+        for batch in &chunks {
+            seen.extend(
+                batch
+                    .events
+                    .iter()
+                    .filter_map(|p| p.observed.as_ref()?.key.clone()),
+            );
+        }
         for mut batch in chunks {
             batch
-                .create_sessions(|s| log.has_stream(s).map(|seen| !seen))
+                .create_sessions(|s| Ok(!created.contains(s) && !log.has_stream(s)?))
                 .map_err(|e| e.to_string())?;
-            if let Some(s) = batch.events.iter().find_map(|p| p.session.clone())
-                && !summary.sessions.contains(&s)
-            {
-                summary.sessions.push(s);
+            for s in batch.events.iter().filter_map(|p| p.session.clone()) {
+                if created.insert(s.clone()) {
+                    summary.sessions.push(s);
+                }
             }
-            let n = batch.events.len() as u64;
-            batch
-                .append(log, now)
+            summary.events += batch.events.len() as u64;
+            let ticket = batch
+                .submit(log, now)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
-            summary.events += n;
+            in_flight.push_back((file.clone(), ticket));
+            if in_flight.len() > IN_FLIGHT
+                && let Some(oldest) = in_flight.pop_front()
+            {
+                settle(oldest)?;
+            }
         }
         tick(size);
+    }
+    while let Some(oldest) = in_flight.pop_front() {
+        settle(oldest)?;
     }
     if summary.redacted > 0 {
         let mut note = crate::agents::append::Batch::new(agent.name());

@@ -273,15 +273,7 @@ pub(crate) fn batches(
     chunk: usize,
 ) -> (Vec<Batch>, usize) {
     let source = format!("{} transcript", agent.name());
-    let session = transcript
-        .session
-        .as_deref()
-        .map(|s| session_key(agent, s))
-        .or_else(|| {
-            file.file_stem()
-                .and_then(|s| s.to_str())
-                .map(|s| session_key(agent, s))
-        });
+    let session = session_of(agent, file, &transcript);
     // Keyed by the agent's session id (stable when the file moves or is copied),
     // else the file's name.
     let file_key = transcript
@@ -291,88 +283,100 @@ pub(crate) fn batches(
         .unwrap_or_default();
     let mut skipped = 0;
     let mut out: Vec<Batch> = Vec::new();
-    let mut current = Batch::new(agent.name());
     let mut pending: Vec<Planned> = Vec::new();
-    let items = transcript.items;
-    let mut i = 0;
-    while i < items.len() {
+    let mut items = transcript.items.into_iter().peekable();
+    while let Some(first) = items.next() {
         // A run travels with its settling.
-        let group = if matches!(
-            items.get(i + 1).map(|n| &n.data),
-            Some(PlannedData::DoneOf { .. })
-        ) {
-            2
-        } else {
-            1
+        let second = match items.peek().map(|n| &n.data) {
+            Some(PlannedData::DoneOf { .. }) => items.next(),
+            _ => None,
         };
-        let first = &items[i];
         let key = format!("{file_key}:{}", first.key);
         let too_old = since.is_some_and(|s| first.at.is_some_and(|at| at < s));
         if seen.contains(&key) || too_old {
-            skipped += group;
-            i += group;
+            skipped += 1 + usize::from(second.is_some());
             continue;
         }
-        for (k, item) in items[i..i + group].iter().enumerate() {
-            let data = match &item.data {
+        let run_at = pending.len();
+        for (item, key) in std::iter::once((first, key)).chain(second.into_iter().map(|s| {
+            let key = format!("{file_key}:{}", s.key);
+            (s, key)
+        })) {
+            let data = match item.data {
                 PlannedData::DoneOf {
                     outcome,
                     agent_check,
                     ..
                 } => PlannedData::DoneOf {
-                    run_index: pending.len() - k,
-                    outcome: outcome.clone(),
-                    agent_check: agent_check.clone(),
+                    run_index: run_at,
+                    outcome,
+                    agent_check,
                 },
-                d => d.clone(),
+                d => d,
             };
             pending.push(Planned {
                 session: session.clone(),
                 observed: Some(Observed {
                     source: source.clone(),
-                    key: Some(format!("{file_key}:{}", item.key)),
+                    key: Some(key),
                     at: item.at,
                 }),
                 data,
             });
         }
-        i += group;
         if pending.len() >= chunk {
-            current.extend(std::mem::take(&mut pending));
-            out.push(std::mem::replace(&mut current, Batch::new(agent.name())));
+            let mut batch = Batch::new(agent.name());
+            batch.extend(std::mem::take(&mut pending));
+            out.push(batch);
         }
     }
     if !pending.is_empty() {
-        current.extend(pending);
-        out.push(current);
+        let mut batch = Batch::new(agent.name());
+        batch.extend(pending);
+        out.push(batch);
     }
     (out, skipped)
 }
 
-/// The keys of everything already imported from `agent`'s transcripts.
+/// The keys of the items of `session` already imported from `agent`'s
+/// transcripts: read from that session's stream only, and only the `observed`
+/// field of each record.
 pub(crate) fn imported_keys(
     log: &cmdlog_store::Log,
     agent: AgentKind,
+    session: &str,
 ) -> Result<HashSet<String>, cmdlog_store::ReadError> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        observed: Option<Observed>,
+    }
     let source = format!("{} transcript", agent.name());
     let mut keys = HashSet::new();
-    log.scan(1, log.head().seq, |record| {
-        // Only records that carry a key are decoded.
-        if memchr_observed(&record.bytes)
-            && let Ok(event) = cmdlog_engine::Event::decode(record.seq, &record.bytes)
-            && let Some(observed) = event.observed
+    for record in log.stream(session, 0)? {
+        if let Ok(Probe {
+            observed: Some(observed),
+        }) = serde_json::from_slice::<Probe>(&record.bytes)
             && observed.source == source
             && let Some(key) = observed.key
         {
             keys.insert(key);
         }
-        true
-    })?;
+    }
     Ok(keys)
 }
 
-fn memchr_observed(bytes: &[u8]) -> bool {
-    bytes.windows(11).any(|w| w == b"\"observed\":")
+/// The session a transcript appends to.
+pub(crate) fn session_of(agent: AgentKind, file: &Path, transcript: &Transcript) -> Option<String> {
+    transcript
+        .session
+        .as_deref()
+        .map(|s| session_key(agent, s))
+        .or_else(|| {
+            file.file_stem()
+                .and_then(|s| s.to_str())
+                .map(|s| session_key(agent, s))
+        })
 }
 
 #[cfg(test)]
