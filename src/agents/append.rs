@@ -119,7 +119,7 @@ impl Batch {
                     outcome,
                     agent_check,
                 } => Slot::Done(
-                    NewEvent {
+                    Box::new(NewEvent {
                         at,
                         observed: p.observed,
                         session: p.session,
@@ -130,7 +130,7 @@ impl Batch {
                             elapsed_us: 0,
                             agent_check,
                         }),
-                    },
+                    }),
                     run_index,
                 ),
             })
@@ -166,5 +166,5 @@ impl Batch {
 /// An event encoded ahead, or a `command/done` waiting for its run's seq.
 enum Slot {
     Ready(NewRecord),
-    Done(NewEvent, usize),
+    Done(Box<NewEvent>, usize),
 }

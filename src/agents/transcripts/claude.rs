@@ -157,15 +157,15 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                             at,
                             chunk("agent_thought_chunk", b["thinking"].as_str().unwrap_or("")),
                         ),
-                        Some("tool_use") => t.update(
-                            k,
-                            at,
-                            tool_call(
-                                &b["id"].as_str().unwrap_or("").to_string(),
-                                &b["name"].as_str().unwrap_or("tool").to_string(),
-                                b["input"].take(),
-                            ),
-                        ),
+                        Some("tool_use") => {
+                            let input = b["input"].take();
+                            let call = tool_call(
+                                b["id"].as_str().unwrap_or(""),
+                                b["name"].as_str().unwrap_or("tool"),
+                                input,
+                            );
+                            t.update(k, at, call);
+                        }
                         _ => {}
                     }
                 }
