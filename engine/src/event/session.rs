@@ -1,0 +1,158 @@
+//! The data of session events (`session/*`, `permission/*`), of what an agent
+//! reported (`agent/event`, `acp/message`) and of the log itself
+//! (`log/wal_discarded`, `log/redacted`).
+
+use serde::{Deserialize, Serialize};
+
+use super::Seq;
+use crate::command::Mode;
+
+/// `session/created`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionCreated {
+    /// The session's mode, fixed at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+}
+
+/// `session/closed`, `session/died`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionEnded {
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// How a prompt reached the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// The session was idle: sent at once.
+    Idle,
+    /// Injected into the running turn.
+    Steer,
+    /// Queued after the running turn.
+    FollowUp,
+}
+
+/// `session/prompt`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPrompt {
+    /// The text delivered to the model.
+    pub text: String,
+    /// How.
+    pub delivery: Delivery,
+    /// The run whose expansion it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_run: Option<Seq>,
+    /// Injections in the text that the command's agent would run or read and cmdlog
+    /// did not, as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injections: Vec<String>,
+    /// The client's id for the prompt (`promptId` on the daemon's wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
+    /// The prompt's ACP content blocks other than text (images, resources), as sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<serde_json::Value>,
+}
+
+/// `permission/requested`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionRequested {
+    /// The request id.
+    pub request_id: String,
+    /// The options offered.
+    #[serde(default)]
+    pub options: serde_json::Value,
+    /// The ACP `ToolCallUpdate` the request is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<serde_json::Value>,
+}
+
+/// `permission/resolved`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionResolved {
+    /// The request id.
+    pub request_id: String,
+    /// The decision.
+    pub decision: serde_json::Value,
+}
+
+/// `session/model_switched`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSwitched {
+    /// The new model.
+    pub model: String,
+}
+
+/// `session/cancelled`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionCancelled {
+    /// The run cancelled, if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Seq>,
+}
+
+/// `log/wal_discarded`: what a recovery dropped from a damaged write-ahead log, and
+/// why. The events it held are gone; this says so in the log itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalDiscarded {
+    /// The write-ahead log's path.
+    pub wal: String,
+    /// What was wrong with it.
+    pub problem: String,
+    /// The last seq kept from before the damage.
+    pub kept_through: Seq,
+    /// First and last seq of the dropped records that could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_seqs: Option<(Seq, Seq)>,
+    /// Readable frames dropped.
+    pub dropped_frames: u64,
+}
+
+/// `agent/event`: something an agent reported (a hook event, a transcript line)
+/// that no typed event records, kept as the agent gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    /// The agent: `claude-code`, `codex`, `gemini`, `qwen`.
+    pub agent: String,
+    /// Its name for what happened (`SessionStart`, `Notification`, `summary`, …).
+    pub event: String,
+    /// What it said, as given (redacted when asked).
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+/// `log/redacted`: secrets were replaced before the events that follow it in the
+/// same append were written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redacted {
+    /// What was redacted: `claude-code hook`, `gemini transcript`, …
+    pub source: String,
+    /// How many secrets were replaced.
+    pub count: u64,
+    /// Which kinds (`api_key`, `bearer_token`, `url_password`, …).
+    pub kinds: Vec<String>,
+}
+
+/// Which way an ACP message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcpDirection {
+    /// From the client (or the daemon acting as one) to the agent.
+    ToAgent,
+    /// From the agent to the client.
+    FromAgent,
+}
+
+/// `acp/message`: a JSON-RPC message of an ACP connection cmdlog bridged that no
+/// typed event records (`initialize`, `session/new`, `fs/*`, errors, extensions),
+/// as it crossed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcpMessage {
+    /// Which way it went.
+    pub direction: AcpDirection,
+    /// The message.
+    pub message: serde_json::Value,
+}
