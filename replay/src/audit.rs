@@ -21,7 +21,7 @@ pub enum AuditError {
 }
 
 /// Scans `from..=until` (or one session's events) and calls `f` with each event.
-fn each_event(
+pub(crate) fn each_event(
     log: &Log,
     session: Option<&str>,
     mut f: impl FnMut(Event),

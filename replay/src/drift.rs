@@ -272,16 +272,10 @@ pub struct AgentAgreement {
 pub fn agent_agreements(log: &Log) -> Result<Vec<AgentAgreement>, AuditError> {
     let mut runs: HashMap<Seq, (Option<String>, Option<String>, String)> = HashMap::new();
     let mut out = Vec::new();
-    let mut failure = None;
-    log.scan(1, log.head().seq, |record| {
-        let event = match Event::decode(record.seq, &record.bytes) {
-            Ok(e) => e,
-            Err(e) => {
-                failure = Some(e);
-                return false;
-            }
-        };
-        match event.data {
+    crate::audit::each_event(
+        log,
+        None,
+        |event| match event.data {
             EventData::CommandRun(r) if r.source == cmdlog_engine::InvocationSource::Agent => {
                 let line = format!("/{}{}", r.name, r.raw_input.as_deref().unwrap_or(""));
                 runs.insert(event.seq, (event.session, event.agent, line));
@@ -313,11 +307,8 @@ pub fn agent_agreements(log: &Log) -> Result<Vec<AgentAgreement>, AuditError> {
                 }
             }
             _ => {}
-        }
-        true
-    })?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
+        },
+        |_| {},
+    )?;
     Ok(out)
 }

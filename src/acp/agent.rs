@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 use super::rpc::{Incoming, Peer, RpcError};
@@ -67,13 +68,12 @@ pub(crate) struct AgentProcess {
     pub(crate) pid: Option<u32>,
 }
 
-/// Starts `command` in `cwd`. Its stderr lines go to ours, escaped and prefixed;
-/// what it asks of us goes to `handler` (see [`Peer::start`]).
-pub(crate) fn spawn(
+/// Starts `command` in `cwd` with its stdin and stdout piped to us; its stderr
+/// lines go to ours, escaped and prefixed.
+pub(crate) fn start(
     command: &AgentCommand,
     cwd: &Path,
-    handler: impl FnMut(&Arc<Peer>, Incoming) + Send + 'static,
-) -> Result<AgentProcess, String> {
+) -> Result<(Child, ChildStdin, ChildStdout), String> {
     let mut child = tokio::process::Command::new(&command.program)
         .args(&command.args)
         .current_dir(cwd)
@@ -83,7 +83,6 @@ pub(crate) fn spawn(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start the agent `{}`: {e}", command.display()))?;
-    let pid = child.id();
     let stdin = child.stdin.take().ok_or("the agent has no stdin")?;
     let stdout = child.stdout.take().ok_or("the agent has no stdout")?;
     if let Some(stderr) = child.stderr.take() {
@@ -94,6 +93,18 @@ pub(crate) fn spawn(
             }
         });
     }
+    Ok((child, stdin, stdout))
+}
+
+/// Starts `command` in `cwd` as an agent cmdlog speaks to: what it asks of us
+/// goes to `handler` (see [`Peer::start`]).
+pub(crate) fn spawn(
+    command: &AgentCommand,
+    cwd: &Path,
+    handler: impl FnMut(&Arc<Peer>, Incoming) + Send + 'static,
+) -> Result<AgentProcess, String> {
+    let (mut child, stdin, stdout) = start(command, cwd)?;
+    let pid = child.id();
     let peer = Peer::start(stdout, stdin, handler);
     let (exit_tx, exit) = watch::channel(None);
     tokio::spawn(async move {

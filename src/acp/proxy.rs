@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use cmdlog_engine::{
@@ -16,14 +15,13 @@ use cmdlog_engine::{
 };
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec};
 
 use super::agent::AgentCommand;
 use super::commands::{AgentCommands, merge};
 use super::record::Recorder;
-use super::rpc::{self, Kind, LINE_BYTES_MAX};
+use super::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
 
 /// What the editor asked the agent, remembered until the answer.
 enum ClientAsked {
@@ -80,25 +78,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Runs the proxy until the editor closes stdin and the agent exits (or the agent
 /// exits first). Returns the agent's exit code.
 pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> Result<i32, String> {
-    let mut child = tokio::process::Command::new(&command.program)
-        .args(&command.args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the agent `{}`: {e}", command.display()))?;
-    let agent_in = child.stdin.take().ok_or("the agent has no stdin")?;
-    let agent_out = child.stdout.take().ok_or("the agent has no stdout")?;
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("agent: {}", crate::render::clean(&line));
-            }
-        });
-    }
+    let (mut child, agent_in, agent_out) = super::agent::start(command, cwd)?;
     let (to_client, client_lines) = mpsc::unbounded_channel();
     let (to_agent, agent_lines) = mpsc::unbounded_channel();
     let client_writer = tokio::spawn(write_lines(tokio::io::stdout(), client_lines));
@@ -181,25 +161,6 @@ pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> R
     let _ = agent_writer.await;
     let _ = client_writer.await;
     Ok(status.code().unwrap_or(1))
-}
-
-/// Writes lines as they come; the lines waiting go out in one write.
-async fn write_lines(mut out: impl AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<String>) {
-    let mut buffer = String::new();
-    while let Some(line) = lines.recv().await {
-        buffer.clear();
-        buffer.push_str(&line);
-        buffer.push('\n');
-        while buffer.len() < 1 << 20
-            && let Ok(more) = lines.try_recv()
-        {
-            buffer.push_str(&more);
-            buffer.push('\n');
-        }
-        if out.write_all(buffer.as_bytes()).await.is_err() || out.flush().await.is_err() {
-            break;
-        }
-    }
 }
 
 impl Proxy {

@@ -130,7 +130,7 @@ impl Peer {
         W: AsyncWrite + Unpin + Send + 'static,
         H: FnMut(&Arc<Peer>, Incoming) + Send + 'static,
     {
-        let (out, mut lines) = mpsc::unbounded_channel::<String>();
+        let (out, lines) = mpsc::unbounded_channel::<String>();
         let (closed_tx, closed) = watch::channel(false);
         let pending: Arc<Pending> = Arc::default();
         let peer = Arc::new(Peer {
@@ -140,27 +140,7 @@ impl Peer {
             closed,
         });
         let weak = Arc::downgrade(&peer);
-        tokio::spawn(async move {
-            // The lines waiting go out in one write.
-            let mut writer = writer;
-            let mut buffer = String::new();
-            while let Some(line) = lines.recv().await {
-                buffer.clear();
-                buffer.push_str(&line);
-                buffer.push('\n');
-                while buffer.len() < 1 << 20
-                    && let Ok(more) = lines.try_recv()
-                {
-                    buffer.push_str(&more);
-                    buffer.push('\n');
-                }
-                if writer.write_all(buffer.as_bytes()).await.is_err()
-                    || writer.flush().await.is_err()
-                {
-                    break;
-                }
-            }
-        });
+        tokio::spawn(write_lines(writer, lines));
         tokio::spawn(async move {
             let mut frames =
                 FramedRead::new(reader, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
@@ -283,6 +263,29 @@ impl Peer {
     pub(crate) async fn closed(&self) {
         let mut closed = self.closed.clone();
         let _ = closed.wait_for(|c| *c).await;
+    }
+}
+
+/// Writes lines as they come, each with its newline; the lines already waiting go
+/// out in one write. Ends when the senders are gone or the writer fails.
+pub(crate) async fn write_lines(
+    mut out: impl AsyncWrite + Unpin,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
+    let mut buffer = String::new();
+    while let Some(line) = lines.recv().await {
+        buffer.clear();
+        buffer.push_str(&line);
+        buffer.push('\n');
+        while buffer.len() < 1 << 20
+            && let Ok(more) = lines.try_recv()
+        {
+            buffer.push_str(&more);
+            buffer.push('\n');
+        }
+        if out.write_all(buffer.as_bytes()).await.is_err() || out.flush().await.is_err() {
+            break;
+        }
     }
 }
 

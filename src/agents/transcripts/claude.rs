@@ -5,12 +5,11 @@
 //! `<command-name>` markup; a prompt command's expansion follows on an `isMeta`
 //! user line, a built-in's output in `<local-command-stdout>`.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Transcript, chunk, tool_call, tool_done};
+use super::{JsonLines, Transcript, chunk, tool_call, tool_done};
 use crate::agents::{AgentKind, parse_time, text};
 
 /// The text between `<tag>` and `</tag>`.
@@ -59,26 +58,18 @@ fn command_line(body: &str) -> Option<String> {
 }
 
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
-    let file = std::fs::File::open(path)?;
     let mut t = Transcript::default();
+    let mut lines = JsonLines::open(path)?;
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String)> = None;
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        t.lines += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Ok(mut v) = serde_json::from_str::<Value>(&line) else {
-            t.malformed.push(n + 1);
-            continue;
-        };
+    while let Some(item) = lines.next(&mut t) {
+        let (number, mut v) = item?;
         if t.session.is_none() {
             t.session = text(&v, "sessionId").map(str::to_string);
         }
         let key = text(&v, "uuid")
             .map(str::to_string)
-            .unwrap_or_else(|| format!("line {}", n + 1));
+            .unwrap_or_else(|| format!("line {number}"));
         let at = text(&v, "timestamp").and_then(parse_time);
         let kind = text(&v, "type").unwrap_or("").to_string();
         let kind = kind.as_str();

@@ -6,28 +6,19 @@
 //! copies of messages in `response_item` repeat the `event_msg` ones and are
 //! skipped. Custom prompts arrive already expanded: Codex records no command name.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Transcript, chunk, tool_call, tool_done};
+use super::{JsonLines, Transcript, chunk, tool_call, tool_done};
 use crate::agents::{AgentKind, parse_time, text};
 
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
-    let file = std::fs::File::open(path)?;
     let mut t = Transcript::default();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        t.lines += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            t.malformed.push(n + 1);
-            continue;
-        };
-        let key = format!("line {}", n + 1);
+    let mut lines = JsonLines::open(path)?;
+    while let Some(item) = lines.next(&mut t) {
+        let (number, v) = item?;
+        let key = format!("line {number}");
         let at = text(&v, "timestamp").and_then(parse_time);
         let payload = &v["payload"];
         let inner = text(payload, "type").unwrap_or("");

@@ -141,6 +141,43 @@ impl Transcript {
     }
 }
 
+/// The lines of a JSON-lines transcript that parse, with their 1-based numbers.
+/// Each call to [`JsonLines::next`] counts the lines it passes in the transcript
+/// and names those that do not parse; blank lines are skipped.
+pub(crate) struct JsonLines {
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    number: usize,
+}
+
+impl JsonLines {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
+        use std::io::BufRead;
+        Ok(JsonLines {
+            lines: std::io::BufReader::new(std::fs::File::open(path)?).lines(),
+            number: 0,
+        })
+    }
+
+    /// The next line that parses, or the read error that ended the file.
+    pub(crate) fn next(&mut self, t: &mut Transcript) -> Option<std::io::Result<(usize, Value)>> {
+        loop {
+            let line = match self.lines.next()? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e)),
+            };
+            self.number += 1;
+            t.lines += 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(&line) {
+                Ok(v) => return Some(Ok((self.number, v))),
+                Err(_) => t.malformed.push(self.number),
+            }
+        }
+    }
+}
+
 /// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
 pub(crate) fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
