@@ -74,8 +74,8 @@ pub use event::{
     CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
     InvocationSource, ModelSwitched, NewEvent, Observed, Origin, Outcome, PermissionRequested,
     PermissionResolved, ProviderRef, Redacted, Registered, Scope, Seq, SessionCancelled,
-    SessionCreated, SessionEnded, SessionPrompt, UnknownEvent, UnregisterReason, Unregistered,
-    WalDiscarded,
+    SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef, UnknownEvent, UnregisterReason,
+    Unregistered, WalDiscarded,
 };
 pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
 pub use handler::{

@@ -4,8 +4,11 @@
 //! `batch_records_max` records), appends all of it as one frame to the write-ahead
 //! log and syncs it, writes it to redb in one non-durable transaction, runs the
 //! commit hook, wakes tailers, and only then acknowledges each request. Every
-//! `checkpoint_bytes` of frames (64 MiB), and at shutdown, a durable redb commit checkpoints. A failed
-//! commit poisons the writer: the batch and every later request fail until the log
+//! `checkpoint_bytes` of frames (64 MiB), and at shutdown, a durable redb commit
+//! checkpoints. A batch carrying more than 1 MiB of attachments or 2 MiB of
+//! records (a bulk import) skips the frame: it is one durable redb commit, which
+//! writes those bytes once instead of twice and checkpoints every earlier frame.
+//! A failed commit poisons the writer: the batch and every later request fail until the log
 //! is reopened.
 //!
 //! (A second thread applying batch N to redb while this one syncs batch N+1 was
@@ -350,6 +353,11 @@ const LONE_APPENDER_SPIN: std::time::Duration = std::time::Duration::from_micros
 /// A batch carrying this many blob bytes skips the write-ahead log.
 const DIRECT_BLOB_BYTES: usize = 1024 * 1024;
 
+/// Records over this many bytes in one group commit (a bulk import) go the same
+/// way: a durable redb commit writes them once, where a frame and its checkpoint
+/// write them twice.
+const DIRECT_RECORD_BYTES: usize = 2 * 1024 * 1024;
+
 fn journal_error(journal: &Journal, e: &std::io::Error) -> String {
     format!("write-ahead log {}: {e}", journal.path().display())
 }
@@ -434,7 +442,9 @@ fn commit_batch(
             _ => 0,
         })
         .sum();
-    let direct = journal.is_some() && blob_bytes >= DIRECT_BLOB_BYTES;
+    let record_bytes: usize = prepared.iter().map(|(_, value)| value.len()).sum();
+    let direct = journal.is_some()
+        && (blob_bytes >= DIRECT_BLOB_BYTES || record_bytes >= DIRECT_RECORD_BYTES);
     if !direct
         && let Some(journal) = journal.as_mut()
         && let Err(message) = write_frame(journal, &batch, &prepared, added_ms)

@@ -361,6 +361,30 @@ fn a_large_blob_goes_to_redb_durably_and_checkpoints_the_frames_before_it() {
 }
 
 #[test]
+fn a_bulk_append_goes_to_redb_durably_and_the_chain_continues_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    for i in 0..5 {
+        log.append(vec![rec(&format!("event {i}"))]).unwrap();
+    }
+    // 3 MiB of records in one append: past the direct threshold.
+    let bulk: Vec<_> = (0..768)
+        .map(|i| rec(&format!("{i:04}{}", "x".repeat(4096))))
+        .collect();
+    log.append(bulk).unwrap();
+    log.append(vec![rec("after")]).unwrap();
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+    let head = log.head();
+    drop(log);
+    let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
+    assert_eq!(log.head(), head, "a crash after the bulk append loses nothing");
+    assert_eq!(head.seq, 5 + 768 + 1);
+    assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap(), head);
+}
+
+#[test]
 fn a_fault_at_any_point_of_recovery_leaves_a_log_the_next_open_recovers() {
     use cmdlog_store::{FaultKind, FaultPlan, open_faulty};
     // A crash state: redb as of a checkpoint, the write-ahead log with 11 frames

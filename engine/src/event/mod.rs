@@ -193,7 +193,7 @@ pub struct NewEvent {
 }
 
 #[derive(Serialize)]
-struct EnvelopeOut<'a> {
+struct EnvelopeOut<'a, D: Serialize + ?Sized = EventData> {
     at: u64,
     #[serde(rename = "type")]
     type_name: &'a str,
@@ -203,7 +203,7 @@ struct EnvelopeOut<'a> {
     agent: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     observed: Option<&'a Observed>,
-    data: &'a EventData,
+    data: &'a D,
 }
 
 #[derive(Deserialize)]
@@ -234,7 +234,7 @@ pub struct DecodeError {
 impl NewEvent {
     /// The record bytes the store keeps.
     pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(&EnvelopeOut {
+        encode_envelope(&EnvelopeOut {
             at: self.at,
             type_name: self.data.type_name(),
             session: self.session.as_deref(),
@@ -242,13 +242,72 @@ impl NewEvent {
             observed: self.observed.as_ref(),
             data: &self.data,
         })
-        .expect("events serialize: no maps with non-string keys")
     }
 
     /// The store record: bytes plus the session as stream key.
     pub fn to_record(&self) -> cmdlog_store::NewRecord {
         cmdlog_store::NewRecord {
             stream: self.session.clone(),
+            bytes: self.encode(),
+        }
+    }
+}
+
+/// An envelope serialized into a scratch buffer kept per thread and copied out
+/// at its exact size: one copy, where growing a fresh vector copies a large
+/// event several times over.
+fn encode_envelope<D: Serialize + ?Sized>(envelope: &EnvelopeOut<'_, D>) -> Vec<u8> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|scratch| {
+        let mut buf = scratch.borrow_mut();
+        buf.clear();
+        serde_json::to_writer(&mut *buf, envelope)
+            .expect("events serialize: no maps with non-string keys");
+        let out = buf.to_vec();
+        if buf.capacity() > 1 << 22 {
+            *buf = Vec::new();
+        }
+        out
+    })
+}
+
+/// A `session/update` event built from borrowed parts, its update any value
+/// that serializes to JSON (an importer's update holding JSON text read from a
+/// transcript, appended without being decoded and encoded again). Any JSON
+/// value is a valid update, so the record decodes as [`EventData::SessionUpdate`].
+#[derive(Debug, Clone, Copy)]
+pub struct SessionUpdateRef<'a, U: ?Sized> {
+    /// When it was appended, unix ms.
+    pub at: u64,
+    /// Its session.
+    pub session: Option<&'a str>,
+    /// The agent that sent it.
+    pub agent: Option<&'a str>,
+    /// Where it was observed before it was appended.
+    pub observed: Option<&'a Observed>,
+    /// The ACP session update.
+    pub update: &'a U,
+}
+
+impl<U: Serialize + ?Sized> SessionUpdateRef<'_, U> {
+    /// The record bytes the store keeps.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_envelope(&EnvelopeOut {
+            at: self.at,
+            type_name: "session/update",
+            session: self.session,
+            agent: self.agent,
+            observed: self.observed,
+            data: self.update,
+        })
+    }
+
+    /// The store record: bytes plus the session as stream key.
+    pub fn to_record(&self) -> cmdlog_store::NewRecord {
+        cmdlog_store::NewRecord {
+            stream: self.session.map(str::to_string),
             bytes: self.encode(),
         }
     }
