@@ -114,6 +114,16 @@ impl Batch {
                     }
                     .to_record(),
                 ),
+                PlannedData::Update(update) => Slot::Ready(
+                    cmdlog_engine::SessionUpdateRef {
+                        at,
+                        session: p.session.as_deref(),
+                        agent: agent.as_deref(),
+                        observed: p.observed.as_ref(),
+                        update: &update,
+                    }
+                    .to_record(),
+                ),
                 PlannedData::DoneOf {
                     run_index,
                     outcome,

@@ -91,6 +91,9 @@ pub(crate) struct Planned {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PlannedData {
     Ready(EventData),
+    /// A `session/update` whose update is JSON text already (read from a
+    /// transcript): appended as it is, never decoded and encoded again.
+    Update(transcripts::Update),
     /// The `command/done` of the run planned at this index of the same append.
     DoneOf {
         run_index: usize,

@@ -5,12 +5,16 @@
 //! `<command-name>` markup; a prompt command's expansion follows on an `isMeta`
 //! user line, a built-in's output in `<local-command-stdout>`.
 
+use std::borrow::Cow;
 use std::path::Path;
 
+use serde::de::{IgnoredAny, MapAccess, SeqAccess};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::{JsonLines, Transcript, chunk, tool_call, tool_done};
-use crate::agents::{AgentKind, parse_time, text};
+use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, any};
+use super::{JsonLines, Transcript, Update};
+use crate::agents::{AgentKind, parse_time};
 
 /// The text between `<tag>` and `</tag>`.
 fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
@@ -21,19 +25,157 @@ fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     Some(&body[start..end])
 }
 
-/// The text of a message's content: a string, or its text blocks joined.
-fn content_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(blocks) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
+/// One line: the fields the reader uses, decoded in one pass (see [`lenient`]).
+#[derive(Default)]
+struct Line<'a> {
+    /// Whether the line is a JSON object at all.
+    object: bool,
+    kind: Str<'a>,
+    uuid: Str<'a>,
+    session_id: Str<'a>,
+    timestamp: Str<'a>,
+    is_meta: Flag,
+    is_sidechain: Flag,
+    message: Message<'a>,
+    /// A top-level `content` (system lines).
+    content: Str<'a>,
+}
+
+impl<'a> Shape<'a> for Line<'a> {
+    fn map<A: MapAccess<'a>>(mut map: A) -> Result<Self, A::Error> {
+        let mut line = Line {
+            object: true,
+            ..Line::default()
+        };
+        while let Some(key) = map.next_key::<Str<'a>>()? {
+            match key.as_deref().unwrap_or("") {
+                "type" => line.kind = map.next_value()?,
+                "uuid" => line.uuid = map.next_value()?,
+                "sessionId" => line.session_id = map.next_value()?,
+                "timestamp" => line.timestamp = map.next_value()?,
+                "isMeta" => line.is_meta = map.next_value()?,
+                "isSidechain" => line.is_sidechain = map.next_value()?,
+                "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
+                "content" => line.content = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
         }
-        _ => None,
+        Ok(line)
+    }
+}
+
+/// A line's `message` (Anthropic's Messages shape).
+#[derive(Default)]
+struct Message<'a> {
+    content: Content<'a>,
+    stop_reason: Str<'a>,
+}
+
+impl<'a> Shape<'a> for Message<'a> {
+    fn map<A: MapAccess<'a>>(mut map: A) -> Result<Self, A::Error> {
+        let mut message = Message::default();
+        while let Some(key) = map.next_key::<Str<'a>>()? {
+            match key.as_deref().unwrap_or("") {
+                "content" => message.content = map.next_value_seed(Seed::<Content<'a>>::new())?,
+                "stop_reason" => message.stop_reason = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(message)
+    }
+}
+
+/// A message's content: a string or content blocks.
+#[derive(Default)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+    #[default]
+    Other,
+}
+
+impl<'a> Shape<'a> for Content<'a> {
+    fn string(v: Cow<'a, str>) -> Self {
+        Content::Text(v)
+    }
+    fn seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut blocks = Vec::new();
+        while let Some(block) = seq.next_element_seed(Seed::<Block<'a>>::new())? {
+            blocks.push(block);
+        }
+        Ok(Content::Blocks(blocks))
+    }
+}
+
+/// A content block of any type.
+#[derive(Default)]
+struct Block<'a> {
+    kind: Str<'a>,
+    text: RawStr<'a>,
+    thinking: RawStr<'a>,
+    id: Str<'a>,
+    name: Str<'a>,
+    input: Raw<'a>,
+    tool_use_id: Str<'a>,
+    is_error: Flag,
+    content: Raw<'a>,
+}
+
+impl<'a> Shape<'a> for Block<'a> {
+    fn map<A: MapAccess<'a>>(mut map: A) -> Result<Self, A::Error> {
+        let mut block = Block::default();
+        while let Some(key) = map.next_key::<Str<'a>>()? {
+            match key.as_deref().unwrap_or("") {
+                "type" => block.kind = map.next_value()?,
+                "text" => block.text = map.next_value()?,
+                "thinking" => block.thinking = map.next_value()?,
+                "id" => block.id = map.next_value()?,
+                "name" => block.name = map.next_value()?,
+                "input" => block.input = map.next_value()?,
+                "tool_use_id" => block.tool_use_id = map.next_value()?,
+                "is_error" => block.is_error = map.next_value()?,
+                "content" => block.content = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(block)
+    }
+}
+
+impl Block<'_> {
+    fn is(&self, kind: &str) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
+}
+
+impl<'a> Content<'a> {
+    fn blocks(&self) -> &[Block<'a>] {
+        match self {
+            Content::Blocks(blocks) => blocks,
+            _ => &[],
+        }
+    }
+
+    /// The text: the string, or the text blocks joined.
+    fn text(&self) -> Option<String> {
+        match self {
+            Content::Text(text) => Some(text.to_string()),
+            Content::Blocks(blocks) => {
+                let texts: Vec<Cow<'_, str>> = blocks
+                    .iter()
+                    .filter(|b| b.is("text"))
+                    .filter_map(|b| b.text.text())
+                    .collect();
+                (!texts.is_empty()).then(|| texts.join("\n"))
+            }
+            Content::Other => None,
+        }
     }
 }
 
@@ -57,27 +199,59 @@ fn command_line(body: &str) -> Option<String> {
     })
 }
 
+/// The empty JSON string, for a text block without text.
+fn empty_text() -> &'static RawValue {
+    // A valid JSON string token, checked by the tests.
+    static EMPTY: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| RawValue::from_string("\"\"".into()).expect("valid JSON"))
+}
+
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let mut t = Transcript::default();
     let mut lines = JsonLines::open(path)?;
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String)> = None;
-    while let Some(item) = lines.next(&mut t) {
-        let (number, mut v) = item?;
-        if t.session.is_none() {
-            t.session = text(&v, "sessionId").map(str::to_string);
+    while let Some((number, bytes)) = lines.next_line(&mut t) {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let line: Line<'_> = match any(&mut de).and_then(|line| de.end().map(|()| line)) {
+            Ok(line) => line,
+            Err(_) => {
+                t.malformed.push(number);
+                continue;
+            }
+        };
+        // The whole line, for what is kept as it is.
+        let whole = || serde_json::from_slice::<Value>(bytes).unwrap_or_default();
+        if !line.object {
+            if let Some((ckey, cat, cline)) = open_command.take() {
+                t.run(ckey, cat, &cline, None, None);
+            }
+            let key = format!("line {number}");
+            t.other(AgentKind::ClaudeCode, key, None, "unknown", whole());
+            continue;
         }
-        let key = text(&v, "uuid")
+        if t.session.is_none() {
+            t.session = line.session_id.as_deref().map(str::to_string);
+        }
+        let key = line
+            .uuid
+            .as_deref()
             .map(str::to_string)
             .unwrap_or_else(|| format!("line {number}"));
-        let at = text(&v, "timestamp").and_then(parse_time);
-        let kind = text(&v, "type").unwrap_or("").to_string();
-        let kind = kind.as_str();
-        let meta = v["isMeta"].as_bool().unwrap_or(false);
-        let body = content_text(&v["message"]["content"])
-            .or_else(|| v["content"].as_str().map(str::to_string));
+        let at = line.timestamp.as_deref().and_then(parse_time);
+        let kind = line.kind.as_deref().unwrap_or("");
+        let meta = line.is_meta.0;
+        let message = &line.message;
+        // The text of the line, read only where it decides something.
+        let body = || {
+            message
+                .content
+                .text()
+                .or_else(|| line.content.as_deref().map(str::to_string))
+        };
         // What settles an open command: the expansion, the output, or anything else.
         if let Some((ckey, cat, cline)) = open_command.take() {
+            let body = body();
             let stdout = body.as_deref().and_then(|b| tag(b, "local-command-stdout"));
             if kind == "user" && meta && stdout.is_none() && body.is_some() {
                 t.run(ckey, cat, &cline, body.clone(), None);
@@ -89,35 +263,33 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             }
             t.run(ckey, cat, &cline, None, None);
         }
-        if v["isSidechain"].as_bool().unwrap_or(false) {
-            t.other(AgentKind::ClaudeCode, key, at, "sidechain", v);
+        if line.is_sidechain.0 {
+            t.other(AgentKind::ClaudeCode, key, at, "sidechain", whole());
             continue;
         }
         match kind {
             "user" | "system" => {
-                if let Some(line) = body.as_deref().and_then(command_line) {
-                    open_command = Some((key, at, line));
+                let body = body();
+                if let Some(command) = body.as_deref().and_then(command_line) {
+                    open_command = Some((key, at, command));
                     continue;
                 }
-                let has_results = v["message"]["content"]
-                    .as_array()
-                    .is_some_and(|bs| bs.iter().any(|b| b["type"] == "tool_result"));
-                if has_results {
-                    let blocks = match v["message"]["content"].take() {
-                        Value::Array(bs) => bs,
-                        _ => Vec::new(),
-                    };
-                    for (i, mut r) in blocks
-                        .into_iter()
-                        .filter(|b| b["type"] == "tool_result")
-                        .enumerate()
-                    {
-                        let id = r["tool_use_id"].as_str().unwrap_or("").to_string();
-                        let failed = r["is_error"].as_bool().unwrap_or(false);
-                        t.update(
+                let mut results = message
+                    .content
+                    .blocks()
+                    .iter()
+                    .filter(|b| b.is("tool_result"))
+                    .peekable();
+                if results.peek().is_some() {
+                    for (i, r) in results.enumerate() {
+                        t.update_raw(
                             format!("{key}/{i}"),
                             at,
-                            tool_done(&id, failed, r["content"].take()),
+                            Update::tool_done(
+                                r.tool_use_id.as_deref().unwrap_or(""),
+                                r.is_error.0,
+                                r.content.unwrap_or(RawValue::NULL),
+                            ),
                         );
                     }
                 } else if kind == "user"
@@ -126,45 +298,38 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 {
                     t.prompt(key, at, b);
                 } else {
-                    t.other(AgentKind::ClaudeCode, key, at, kind, v);
+                    t.other(AgentKind::ClaudeCode, key, at, kind, whole());
                 }
             }
             "assistant" => {
-                let stop = v["message"]["stop_reason"].as_str().map(str::to_string);
-                let blocks = match v["message"]["content"].take() {
-                    Value::Array(bs) => bs,
-                    _ => Vec::new(),
-                };
-                for (i, mut b) in blocks.into_iter().enumerate() {
+                for (i, b) in message.content.blocks().iter().enumerate() {
                     let k = format!("{key}/{i}");
-                    match b["type"].as_str() {
-                        Some("text") => t.update(
+                    match b.kind.as_deref() {
+                        Some("text") => {
+                            t.update_raw(k, at, Update::message(b.text.0.unwrap_or(empty_text())))
+                        }
+                        Some("thinking") => t.update_raw(
                             k,
                             at,
-                            chunk("agent_message_chunk", b["text"].as_str().unwrap_or("")),
-                        ),
-                        Some("thinking") => t.update(
-                            k,
-                            at,
-                            chunk("agent_thought_chunk", b["thinking"].as_str().unwrap_or("")),
+                            Update::thought(b.thinking.0.unwrap_or(empty_text())),
                         ),
                         Some("tool_use") => {
-                            let input = b["input"].take();
-                            let call = tool_call(
-                                b["id"].as_str().unwrap_or(""),
-                                b["name"].as_str().unwrap_or("tool"),
-                                input,
+                            let call = Update::tool_call(
+                                b.id.as_deref().unwrap_or(""),
+                                b.name.as_deref().unwrap_or("tool"),
+                                b.input.unwrap_or(RawValue::NULL),
                             );
-                            t.update(k, at, call);
+                            t.update_raw(k, at, call);
                         }
                         _ => {}
                     }
                 }
+                let stop = message.stop_reason.as_deref();
                 if matches!(
-                    stop.as_deref(),
+                    stop,
                     Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
                 ) {
-                    let reason = match stop.as_deref() {
+                    let reason = match stop {
                         Some("max_tokens") => "max_tokens",
                         Some("refusal") => "refusal",
                         _ => "end_turn",
@@ -181,7 +346,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 key,
                 at,
                 if other.is_empty() { "unknown" } else { other },
-                v,
+                whole(),
             ),
         }
     }
@@ -209,5 +374,77 @@ mod tests {
             command_line("please look at <command-name>x</command-name>"),
             None
         );
+    }
+
+    /// Each item as the JSON its event's data encodes to.
+    fn items(text: &str) -> (Transcript, Vec<(String, Value)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let t = read(&path).unwrap();
+        let out = t
+            .items
+            .iter()
+            .map(|i| {
+                let data = match &i.data {
+                    crate::agents::PlannedData::Ready(d) => serde_json::to_value(d).unwrap(),
+                    crate::agents::PlannedData::Update(u) => serde_json::to_value(u).unwrap(),
+                    crate::agents::PlannedData::DoneOf { outcome, .. } => {
+                        serde_json::to_value(outcome).unwrap()
+                    }
+                };
+                (i.key.clone(), data)
+            })
+            .collect();
+        (t, out)
+    }
+
+    #[test]
+    fn lines_read_in_one_pass_keep_their_large_fields_as_written() {
+        let text = concat!(
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s1","timestamp":"2026-08-01T10:00:00Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm\u00e9"},{"type":"text","text":"line\tone\n"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls \"x\""}}],"stop_reason":"tool_use"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1","isMeta":"yes","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"no such file"}]}]}}"#,
+            "\n",
+            "[1, 2]\n",
+            "{not json\n",
+            "\n",
+            r#"{"type":"user","uuid":"u2","isMeta":1,"message":{"role":"user","content":"plain \"prompt\""}}"#,
+            "\n",
+            r#"{"type":"summary","summary":"x","leafUuid":"u2"}"#,
+            "\n",
+        );
+        let (t, items) = items(text);
+        assert_eq!(t.session.as_deref(), Some("s1"));
+        assert_eq!(t.lines, 7);
+        assert_eq!(t.malformed, [4]);
+        let find = |key: &str| {
+            items
+                .iter()
+                .find(|(k, _)| k == key)
+                .unwrap_or_else(|| panic!("no item {key} in {items:?}"))
+                .1
+                .clone()
+        };
+        assert_eq!(
+            find("a1/0"),
+            serde_json::json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmé"}})
+        );
+        assert_eq!(find("a1/1")["content"]["text"], "line\tone\n");
+        assert_eq!(
+            find("a1/2"),
+            serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Bash",
+                "kind": "execute", "status": "pending", "rawInput": {"command": "ls \"x\""}})
+        );
+        assert_eq!(
+            find("u1/0"),
+            serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed",
+                "rawOutput": [{"type": "text", "text": "no such file"}]})
+        );
+        assert_eq!(find("line 3")["event"], "unknown");
+        assert_eq!(find("line 3")["data"], serde_json::json!([1, 2]));
+        // `isMeta` of another type reads as false: a prompt.
+        assert_eq!(find("u2")["text"], "plain \"prompt\"");
+        assert_eq!(find("line 7")["event"], "summary");
     }
 }

@@ -11,7 +11,7 @@ use super::{Transcript, batches, files, imported_keys, read, session_of};
 use crate::agents::{AgentKind, PlannedData};
 
 /// Events per atomic append.
-const CHUNK: usize = 2000;
+const CHUNK: usize = 4000;
 
 /// What an import did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -145,6 +145,14 @@ fn redacted(mut t: Transcript, count: &mut u64) -> Transcript {
                 && let Ok(back) = redecode(data.type_name(), value)
             {
                 *data = back;
+            }
+        }
+        if let PlannedData::Update(update) = &item.data {
+            let mut value = serde_json::to_value(update).unwrap_or_default();
+            let before = found.count;
+            cmdlog_replay::redact_value(&mut value, &mut found);
+            if found.count > before {
+                item.data = PlannedData::Ready(cmdlog_engine::EventData::SessionUpdate(value));
             }
         }
         if let PlannedData::DoneOf { outcome, .. } = &mut item.data {

@@ -9,7 +9,9 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod gemini;
 pub(crate) mod importer;
+pub(crate) mod lenient;
 pub(crate) mod qwen;
+pub(crate) mod updates;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -17,10 +19,11 @@ use std::path::{Path, PathBuf};
 use cmdlog_engine::{
     CommandRun, Delivery, EventData, InvocationSource, Mode, Observed, Outcome, SessionPrompt,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::append::Batch;
 use super::{AgentKind, Planned, PlannedData, session_key};
+pub(crate) use updates::{Update, chunk, tool_call, tool_done};
 
 /// One item of a transcript, before it is an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +71,15 @@ impl Transcript {
                 blocks: Vec::new(),
             }),
         );
+    }
+
+    /// An ACP session update that is JSON text already.
+    pub(crate) fn update_raw(&mut self, key: String, at: Option<u64>, update: Update) {
+        self.items.push(Item {
+            key,
+            at,
+            data: PlannedData::Update(update),
+        });
     }
 
     /// An ACP session update.
@@ -143,66 +155,51 @@ impl Transcript {
 
 /// The lines of a JSON-lines transcript that parse, with their 1-based numbers.
 /// Each call to [`JsonLines::next`] counts the lines it passes in the transcript
-/// and names those that do not parse; blank lines are skipped.
+/// and names those that do not parse (invalid UTF-8 included); blank lines are
+/// skipped. The file is read whole and each line parsed where it lies.
 pub(crate) struct JsonLines {
-    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    text: Vec<u8>,
+    at: usize,
     number: usize,
 }
 
 impl JsonLines {
     pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
-        use std::io::BufRead;
         Ok(JsonLines {
-            lines: std::io::BufReader::new(std::fs::File::open(path)?).lines(),
+            text: std::fs::read(path)?,
+            at: 0,
             number: 0,
         })
     }
 
-    /// The next line that parses, or the read error that ended the file.
+    /// The next line that parses.
     pub(crate) fn next(&mut self, t: &mut Transcript) -> Option<std::io::Result<(usize, Value)>> {
-        loop {
-            let line = match self.lines.next()? {
-                Ok(line) => line,
-                Err(e) => return Some(Err(e)),
-            };
-            self.number += 1;
-            t.lines += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Value>(&line) {
-                Ok(v) => return Some(Ok((self.number, v))),
-                Err(_) => t.malformed.push(self.number),
+        while let Some((number, line)) = self.next_line(t) {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(v) => return Some(Ok((number, v))),
+                Err(_) => t.malformed.push(number),
             }
         }
+        None
     }
-}
 
-/// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
-pub(crate) fn chunk(kind: &str, text: &str) -> Value {
-    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
-}
-
-/// A `tool_call` update.
-pub(crate) fn tool_call(id: &str, name: &str, input: Value) -> Value {
-    json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": id,
-        "title": name,
-        "kind": super::tool_kind(name),
-        "status": "pending",
-        "rawInput": input,
-    })
-}
-
-/// A `tool_call_update` that settles a call.
-pub(crate) fn tool_done(id: &str, failed: bool, output: Value) -> Value {
-    json!({
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": id,
-        "status": if failed { "failed" } else { "completed" },
-        "rawOutput": output,
-    })
+    /// The next line that is not blank, as bytes, with its number; the reader
+    /// parses it (and names it in `t.malformed` when it does not parse).
+    pub(crate) fn next_line(&mut self, t: &mut Transcript) -> Option<(usize, &[u8])> {
+        while self.at < self.text.len() {
+            let rest = &self.text[self.at..];
+            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            let start = self.at;
+            self.at += len + 1;
+            self.number += 1;
+            t.lines += 1;
+            let line = &self.text[start..start + len];
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                return Some((self.number, line));
+            }
+        }
+        None
+    }
 }
 
 /// Reads one transcript file of `agent`.
@@ -328,7 +325,7 @@ pub(crate) fn batches(
             Some(PlannedData::DoneOf { .. }) => items.next(),
             _ => None,
         };
-        let key = format!("{file_key}:{}", first.key);
+        let key = item_key(&file_key, &first.key);
         let too_old = since.is_some_and(|s| first.at.is_some_and(|at| at < s));
         if seen.contains(&key) || too_old {
             skipped += 1 + usize::from(second.is_some());
@@ -336,7 +333,7 @@ pub(crate) fn batches(
         }
         let run_at = pending.len();
         for (item, key) in std::iter::once((first, key)).chain(second.into_iter().map(|s| {
-            let key = format!("{file_key}:{}", s.key);
+            let key = item_key(&file_key, &s.key);
             (s, key)
         })) {
             let data = match item.data {
@@ -373,6 +370,15 @@ pub(crate) fn batches(
         out.push(batch);
     }
     (out, skipped)
+}
+
+/// An item's key in the log: its file's key and its own.
+fn item_key(file_key: &str, item: &str) -> String {
+    let mut key = String::with_capacity(file_key.len() + 1 + item.len());
+    key.push_str(file_key);
+    key.push(':');
+    key.push_str(item);
+    key
 }
 
 /// The keys of the items of `session` already imported from `agent`'s

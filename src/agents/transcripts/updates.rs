@@ -1,0 +1,159 @@
+//! The ACP session updates a transcript's items become: built as values, or —
+//! for the readers that keep large fields as JSON text — as an [`Update`] that
+//! holds those fields as they were written and serializes to the same JSON.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::agents::tool_kind;
+
+/// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
+pub(crate) fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// A `tool_call` update.
+pub(crate) fn tool_call(id: &str, name: &str, input: Value) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": name,
+        "kind": tool_kind(name),
+        "status": "pending",
+        "rawInput": input,
+    })
+}
+
+/// A `tool_call_update` that settles a call.
+pub(crate) fn tool_done(id: &str, failed: bool, output: Value) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": if failed { "failed" } else { "completed" },
+        "rawOutput": output,
+    })
+}
+
+/// A session update whose large fields are JSON text read from a transcript:
+/// appended without being decoded and encoded again.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "sessionUpdate", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // ACP's names: `tool_call_update`
+pub(crate) enum Update {
+    AgentMessageChunk {
+        content: TextContent,
+    },
+    AgentThoughtChunk {
+        content: TextContent,
+    },
+    ToolCall {
+        #[serde(rename = "toolCallId")]
+        id: String,
+        title: String,
+        kind: &'static str,
+        status: &'static str,
+        #[serde(rename = "rawInput")]
+        input: Box<RawValue>,
+    },
+    ToolCallUpdate {
+        #[serde(rename = "toolCallId")]
+        id: String,
+        status: &'static str,
+        #[serde(rename = "rawOutput")]
+        output: Box<RawValue>,
+    },
+}
+
+/// A text content block whose text is a JSON string token.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct TextContent {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: Box<RawValue>,
+}
+
+impl PartialEq for Update {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_string(self).ok() == serde_json::to_string(other).ok()
+    }
+}
+
+impl Update {
+    /// [`chunk`] of an agent's message; `text` is a JSON string token.
+    pub(crate) fn message(text: &RawValue) -> Update {
+        Update::AgentMessageChunk {
+            content: TextContent {
+                kind: "text",
+                text: text.to_owned(),
+            },
+        }
+    }
+
+    /// [`chunk`] of an agent's thought; `text` is a JSON string token.
+    pub(crate) fn thought(text: &RawValue) -> Update {
+        Update::AgentThoughtChunk {
+            content: TextContent {
+                kind: "text",
+                text: text.to_owned(),
+            },
+        }
+    }
+
+    /// [`tool_call`], with the input as JSON text.
+    pub(crate) fn tool_call(id: &str, name: &str, input: &RawValue) -> Update {
+        Update::ToolCall {
+            id: id.to_string(),
+            title: name.to_string(),
+            kind: tool_kind(name),
+            status: "pending",
+            input: input.to_owned(),
+        }
+    }
+
+    /// [`tool_done`], with the output as JSON text.
+    pub(crate) fn tool_done(id: &str, failed: bool, output: &RawValue) -> Update {
+        Update::ToolCallUpdate {
+            id: id.to_string(),
+            status: if failed { "failed" } else { "completed" },
+            output: output.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_string()).unwrap()
+    }
+
+    #[test]
+    fn updates_from_json_text_equal_those_built_as_values() {
+        let same = |update: Update, value: Value| {
+            let text = serde_json::to_string(&update).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(&text).unwrap(),
+                value,
+                "{text}"
+            );
+        };
+        same(
+            Update::message(&raw(r#""a\tb""#)),
+            chunk("agent_message_chunk", "a\tb"),
+        );
+        same(
+            Update::thought(&raw(r#""hm""#)),
+            chunk("agent_thought_chunk", "hm"),
+        );
+        same(
+            Update::tool_call("t1", "Read", &raw(r#"{"file_path": "x"}"#)),
+            tool_call("t1", "Read", json!({"file_path": "x"})),
+        );
+        same(
+            Update::tool_done("t1", true, &raw(r#"[{"type": "text", "text": "no"}]"#)),
+            tool_done("t1", true, json!([{"type": "text", "text": "no"}])),
+        );
+    }
+}
