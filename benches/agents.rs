@@ -9,6 +9,7 @@
 //! size it.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -186,7 +187,6 @@ fn line(session: &str, n: usize, t: usize) -> Value {
 
 fn import(megabytes: usize) {
     let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
     let dir = home.path().join(".claude/projects/-p");
     std::fs::create_dir_all(&dir).unwrap();
     let target = megabytes * 1024 * 1024;
@@ -204,23 +204,27 @@ fn import(megabytes: usize) {
         }
         file_no += 1;
     }
-    // Plain decoding of the same lines: the floor any reader pays.
-    let started = Instant::now();
-    let mut decoded = 0usize;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for l in text.lines() {
-            let v: Value = serde_json::from_str(l).unwrap();
-            decoded += v.is_object() as usize;
+    // Plain decoding of the same lines: the floor any reader pays. Both sides are
+    // run three times, side by side, and the medians compared (the machine's disk
+    // and neighbours make single runs noisy).
+    let decode_once = || {
+        let started = Instant::now();
+        let mut decoded = 0usize;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for l in text.lines() {
+                let v: Value = serde_json::from_str(l).unwrap();
+                decoded += v.is_object() as usize;
+            }
         }
-    }
-    let decode = started.elapsed();
-    assert_eq!(decoded, lines);
-    let run = || {
+        assert_eq!(decoded, lines);
+        started.elapsed()
+    };
+    let import_once = |ws: &Path| {
         let started = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
             .args(["import", "--from", "claude-code", "--json"])
-            .current_dir(ws.path())
+            .current_dir(ws)
             .env("HOME", home.path())
             .env_remove("CLAUDE_CONFIG_DIR")
             .stderr(Stdio::null())
@@ -230,31 +234,57 @@ fn import(megabytes: usize) {
         let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
         (started.elapsed(), summary)
     };
-    let (first, summary) = run();
-    let (second, again) = run();
+    let median = |mut runs: Vec<Duration>| {
+        runs.sort();
+        runs[runs.len() / 2]
+    };
+    let (mut decodes, mut imports, mut summary) = (Vec::new(), Vec::new(), Value::Null);
+    let mut last_ws = None;
+    for _ in 0..3 {
+        decodes.push(decode_once());
+        let ws = tempfile::tempdir().unwrap();
+        let (took, s) = import_once(ws.path());
+        imports.push(took);
+        summary = s;
+        last_ws = Some(ws);
+    }
+    let ws = last_ws.unwrap();
+    let (decode, first) = (median(decodes), median(imports.clone()));
+    let (second, again) = import_once(ws.path());
     assert_eq!(again["events"], 0, "a second import adds nothing");
     let events = summary["events"].as_u64().unwrap() as f64;
     let mb = written as f64 / 1e6;
+    let lines_per_s = lines as f64 / decode.as_secs_f64();
+    let events_per_s = events / first.as_secs_f64();
     println!();
     println!(
-        "| import of {mb:.0} MB, {lines} lines in {file_no} files | time | lines/s | events/s | MB/s |"
+        "| import of {mb:.0} MB, {lines} lines in {file_no} files, {events} events (median of 3) | time | lines/s | events/s | MB/s |"
     );
     println!("|---|---|---|---|---|");
     println!(
         "| plain serde_json decode | {:.2} s | {:.0} | - | {:.1} |",
         decode.as_secs_f64(),
-        lines as f64 / decode.as_secs_f64(),
+        lines_per_s,
         mb / decode.as_secs_f64()
     );
     println!(
-        "| `cmdlog import --from claude-code` | {:.2} s | {:.0} | {:.0} | {:.1} |",
+        "| `cmdlog import --from claude-code` | {:.2} s (runs: {}) | {:.0} | {:.0} | {:.1} |",
         first.as_secs_f64(),
+        imports
+            .iter()
+            .map(|d| format!("{:.2}", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", "),
         lines as f64 / first.as_secs_f64(),
-        events / first.as_secs_f64(),
+        events_per_s,
         mb / first.as_secs_f64()
     );
     println!(
-        "| import / decode (lines/s) | {:.2}x | | | |",
+        "| import events/s / decode lines/s | {:.2}x | | | |",
+        events_per_s / lines_per_s
+    );
+    println!(
+        "| import lines/s / decode lines/s | {:.2}x | | | |",
         decode.as_secs_f64() / first.as_secs_f64()
     );
     println!(
