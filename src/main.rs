@@ -7,6 +7,8 @@ mod acp;
 mod agents;
 mod cli;
 mod daemon;
+mod hub;
+mod identity;
 mod render;
 mod session_id;
 
@@ -82,6 +84,12 @@ enum Verb {
     Hook(cli::hook::HookArgs),
     /// Add (or remove) cmdlog's hooks in an agent's settings
     Hooks(cli::hooks::HooksArgs),
+    /// Replicate this log to a NATS JetStream hub (docs/hub.md)
+    Push(cli::push::PushArgs),
+    /// Rebuild a log from its copy on a hub
+    Clone(cli::clone::CloneArgs),
+    /// The logs on a hub, and one audit timeline across them
+    Hub(cli::hub::HubVerbArgs),
 }
 
 fn main() -> ExitCode {
@@ -126,5 +134,8 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Hook(_) => unreachable!("handled above"),
         Verb::Hooks(args) => cli::hooks::exec(&paths, args),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
+        Verb::Push(args) => cli::push::exec(&paths, args, json),
+        Verb::Clone(args) => cli::clone::exec(&paths, args, json),
+        Verb::Hub(args) => cli::hub::exec(args, json),
     }
 }

@@ -539,28 +539,28 @@ fn a_full_disk_spills_elsewhere_and_nothing_is_lost() {
     std::fs::create_dir_all(&tmp).unwrap();
     let bin = env!("CARGO_BIN_EXE_cmdlog");
     let payload = |n: u32| {
-        json!({"session_id": "d1", "cwd": w.ws.path(), "hook_event_name": "UserPromptSubmit", "prompt": format!("p{n} {}", "x".repeat(2000))}).to_string()
+        json!({"session_id": "d1", "cwd": w.ws.path(), "hook_event_name": "UserPromptSubmit", "prompt": format!("p{n} {}", "x".repeat(400_000))}).to_string()
     };
+    // Payloads large enough that no block the log already holds can take them.
+    for n in 1..=4 {
+        std::fs::write(w.ws.path().join(format!("p{n}.json")), payload(n)).unwrap();
+    }
     // One mount namespace: a 24 MiB tmpfs holds the log; fill it; hook twice; free
     // it; hook once more; print the log.
     let script = format!(
         "set -e; mount -t tmpfs -o size=24m tmpfs {d}; \
-         echo '{p1}' | {bin} --log {d}/log.redb hook claude-code; \
+         {bin} --log {d}/log.redb hook claude-code < {out}/p1.json; \
          dd if=/dev/zero of={d}/fill bs=1M count=64 2>/dev/null || true; \
-         echo '{p2}' | {bin} --log {d}/log.redb hook claude-code; \
-         echo '{p3}' | {bin} --log {d}/log.redb hook claude-code; \
+         {bin} --log {d}/log.redb hook claude-code < {out}/p2.json; \
+         {bin} --log {d}/log.redb hook claude-code < {out}/p3.json; \
          ls {tmp} > {out}/spilled.txt; \
          rm {d}/fill; \
-         echo '{p4}' | {bin} --log {d}/log.redb hook claude-code; \
+         {bin} --log {d}/log.redb hook claude-code < {out}/p4.json; \
          {bin} --log {d}/log.redb log --json > {out}/log.json; \
          {bin} --log {d}/log.redb verify > {out}/verify.txt",
         d = disk.display(),
         out = w.ws.path().display(),
         tmp = tmp.display(),
-        p1 = payload(1),
-        p2 = payload(2),
-        p3 = payload(3),
-        p4 = payload(4),
     );
     let o = std::process::Command::new("unshare")
         .args(["-m", "sh", "-c", &script])

@@ -72,10 +72,10 @@ pub use engine::{
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
     CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
-    InvocationSource, ModelSwitched, NewEvent, Observed, Origin, Outcome, PermissionRequested,
-    PermissionResolved, ProviderRef, Redacted, Registered, Scope, Seq, SessionCancelled,
-    SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef, UnknownEvent, UnregisterReason,
-    Unregistered, WalDiscarded,
+    IDENTITY_STREAM, InvocationSource, LogIdentity, ModelSwitched, NewEvent, Observed, Origin,
+    Outcome, PermissionRequested, PermissionResolved, ProviderRef, Redacted, Registered, Scope,
+    Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef,
+    UnknownEvent, UnregisterReason, Unregistered, WalDiscarded,
 };
 pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
 pub use handler::{

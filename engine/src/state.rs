@@ -128,6 +128,7 @@ impl LogState {
             | EventData::AcpMessage(_)
             | EventData::AgentEvent(_)
             | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
             | EventData::Unknown(_) => {}
         }
     }

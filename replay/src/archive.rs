@@ -325,6 +325,8 @@ pub enum ImportError {
 #[derive(Deserialize)]
 struct Probe {
     seq: Option<Seq>,
+    #[serde(rename = "type")]
+    type_name: Option<String>,
     session: Option<String>,
     blob: Option<String>,
     export: Option<serde_json::Value>,
@@ -378,8 +380,13 @@ pub fn import(
                 Some(body) => format!("{{{body}"),
                 None => format!("{{{rest}"),
             };
+            // The stream key is the session's, except the log identity's own.
+            let stream = match probe.type_name.as_deref() {
+                Some("log/identity") => Some(cmdlog_engine::IDENTITY_STREAM.to_string()),
+                _ => probe.session,
+            };
             batch.push(NewRecord {
-                stream: probe.session,
+                stream,
                 bytes: record.into_bytes(),
             });
             progress(seq);

@@ -94,13 +94,20 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         if let Some(key) = &record.stream {
             by_stream.entry(key.clone()).or_default().push(seq);
         }
-        // The stream key is outside the hash chain: it must agree with the event.
-        if record.stream != event.session {
+        // The stream key is outside the hash chain: it must agree with the event
+        // (the log's identity has a stream of its own, so it is found at once).
+        let expected_stream = match &event.data {
+            cmdlog_engine::EventData::LogIdentity(_) => {
+                Some(cmdlog_engine::IDENTITY_STREAM.to_string())
+            }
+            _ => event.session.clone(),
+        };
+        if record.stream != expected_stream {
             flag(
                 Some(seq),
                 format!(
-                    "indexed under stream {:?} but the event's session is {:?}: the stored record was altered",
-                    record.stream, event.session
+                    "indexed under stream {:?} but the event belongs under {:?}: the stored record was altered",
+                    record.stream, expected_stream
                 ),
             );
         }

@@ -6,12 +6,14 @@ pub(crate) mod acp;
 pub(crate) mod attach;
 pub(crate) mod audit;
 pub(crate) mod blob;
+pub(crate) mod clone;
 pub(crate) mod commands;
 pub(crate) mod drift;
 pub(crate) mod export;
 pub(crate) mod gc;
 pub(crate) mod hook;
 pub(crate) mod hooks;
+pub(crate) mod hub;
 pub(crate) mod import;
 pub(crate) mod import_agent;
 pub(crate) mod log;
@@ -19,6 +21,7 @@ pub(crate) mod open;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prompt;
+pub(crate) mod push;
 pub(crate) mod recover;
 pub(crate) mod replay;
 pub(crate) mod report;
@@ -76,6 +79,12 @@ pub(crate) const USAGE: u8 = 2;
 pub(crate) const NOT_FOUND: u8 = 3;
 /// The log or the disk failed.
 pub(crate) const STORE: u8 = 4;
+/// The hub could not be reached, or refused something other than a fork.
+pub(crate) const HUB: u8 = 5;
+
+pub(crate) fn hub_failure(e: impl std::fmt::Display) -> Failure {
+    Failure::new(HUB, e.to_string())
+}
 
 pub(crate) fn store_failure(e: impl std::fmt::Display) -> Failure {
     Failure::new(STORE, e.to_string())

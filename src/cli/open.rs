@@ -96,6 +96,10 @@ pub(crate) async fn open_engine(
     discovery: &cmdlog_engine::Discovery,
 ) -> Result<Engine, Failure> {
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+    // A new log's first event is its identity; an older log gets one now.
+    crate::identity::ensure_async(&log)
+        .await
+        .map_err(super::store_failure)?;
     let engine = Engine::open(log, EngineConfig::default())
         .await
         .map_err(store_failure)?;

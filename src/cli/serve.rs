@@ -27,6 +27,19 @@ pub(crate) struct ServeArgs {
     /// would): each session gets an agent session, every message is logged
     #[arg(long, value_name = "COMMAND")]
     agent: Option<String>,
+    /// Also replicate the log to this NATS JetStream hub as it grows (as `cmdlog
+    /// push --follow`; credentials from NATS_USER/NATS_PASSWORD, NATS_TOKEN,
+    /// NATS_CREDS, NATS_CA, NATS_CERT/NATS_KEY)
+    #[arg(long, value_name = "URL")]
+    push: Option<String>,
+    /// The hub's stream (with --push)
+    #[arg(
+        long,
+        env = "CMDLOG_HUB_STREAM",
+        default_value = "CMDLOG",
+        requires = "push"
+    )]
+    push_stream: String,
 }
 
 pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
@@ -68,6 +81,13 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
     });
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
+        if let Some(url) = &args.push {
+            let identity = crate::identity::ensure_async(engine.log())
+                .await
+                .map_err(super::store_failure)?;
+            let hub = crate::hub::HubArgs::from_env(url, &args.push_stream);
+            tokio::spawn(push_for_ever(hub, Arc::clone(engine.log()), identity.id));
+        }
         let config = crate::daemon::ServeConfig {
             addr: args.addr,
             token: args.token,
@@ -83,4 +103,38 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             .map_err(|e| Failure::new(STORE, e))
     })?;
     Ok(0)
+}
+
+/// `serve --push`: replicate the daemon's log as it grows, retrying an absent hub
+/// for ever; a fork or rollback stops the pushing (said on stderr), not the daemon.
+async fn push_for_ever(hub: crate::hub::HubArgs, log: Arc<cmdlog_store::Log>, log_id: String) {
+    use crate::hub::push::{Pusher, push};
+    let say = |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m));
+    let mut wait = std::time::Duration::from_millis(200);
+    let mut pusher = loop {
+        let connected = match hub.connect().await {
+            Ok(h) => Pusher::new(h, &log_id, &crate::identity::host_name()).await,
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok(p) => break p,
+            Err(e) => {
+                say(&format!("{e}; retrying in {} ms", wait.as_millis()));
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(10));
+            }
+        }
+    };
+    if let Err(e) = push(
+        &mut pusher,
+        &log,
+        true,
+        std::time::Duration::MAX,
+        |_| {},
+        say,
+    )
+    .await
+    {
+        say(&format!("stopped: {e}"));
+    }
 }

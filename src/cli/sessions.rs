@@ -44,5 +44,13 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
                 .unwrap_or_default()
         )?;
     }
+    if let Some(identity) = crate::identity::read(log).map_err(store_failure)? {
+        writeln!(
+            out,
+            "log {} (host {})",
+            identity.id,
+            render::clean(&identity.host)
+        )?;
+    }
     Ok(0)
 }

@@ -18,6 +18,48 @@ pub(crate) struct VerifyArgs {
     /// no longer reaches it was rolled back, one with another hash there forked
     #[arg(long, value_name = "SEQ:HASH")]
     expect_head: Option<String>,
+    /// Also compare the log with its copy on this hub (`cmdlog push`): a log
+    /// the hub holds more of was rolled back, one with another hash forked
+    #[arg(long, value_name = "URL")]
+    against: Option<String>,
+    /// The hub's stream (with --against)
+    #[arg(
+        long,
+        env = "CMDLOG_HUB_STREAM",
+        default_value = "CMDLOG",
+        requires = "against"
+    )]
+    stream: String,
+}
+
+/// What the hub holds of this log, as a head to check: `None` when the log has no
+/// identity yet or the hub holds nothing of it (said on stderr).
+fn hub_head(log: &Log, url: &str, stream: &str) -> Result<Option<(u64, String)>, Failure> {
+    let Some(identity) = crate::identity::read(log).map_err(store_failure)? else {
+        eprintln!(
+            "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
+        );
+        return Ok(None);
+    };
+    let args = crate::hub::HubArgs::from_env(url, stream);
+    let rt = crate::hub::runtime().map_err(super::hub_failure)?;
+    let head = rt
+        .block_on(async {
+            let hub = args.connect().await?;
+            let stream = hub.existing_stream().await?;
+            crate::hub::head(&hub, &stream, &identity.id).await
+        })
+        .map_err(super::hub_failure)?;
+    match head {
+        Some(h) => Ok(Some((h.seq, h.hash))),
+        None => {
+            eprintln!(
+                "cmdlog: verify: the hub holds nothing of log {} yet",
+                identity.id
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// `SEQ:HASH` with a 64-hex-character hash.
@@ -52,11 +94,22 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             message,
         });
     }
+    if let Some(url) = &args.against
+        && let Some((seq, hash)) = hub_head(log, url, &args.stream)?
+        && let Some(message) = check_expected_head(log, seq, &hash).map_err(store_failure)?
+    {
+        report.violations.push(Violation {
+            seq: Some(seq),
+            message: format!("against the hub: {message}"),
+        });
+    }
+    let identity = crate::identity::read(log).map_err(store_failure)?;
     // Hook payloads that wait in the spill folder are not in the log yet.
     let spilled = crate::agents::spill::Spill::for_log(log.path()).pending();
     let mut out = render::Human::stdout(json);
     if json {
         let mut value = serde_json::to_value(&report).map_err(store_failure)?;
+        value["log_id"] = serde_json::json!(identity.as_ref().map(|i| &i.id));
         value["spilled"] = serde_json::json!(
             spilled
                 .iter()
@@ -70,6 +123,14 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             "{} events, {} blobs checked",
             report.events, report.blobs
         )?;
+        if let Some(identity) = &identity {
+            writeln!(
+                out,
+                "log {} (host {})",
+                identity.id,
+                render::clean(&identity.host)
+            )?;
+        }
         writeln!(
             out,
             "head seq {} hash {}",

@@ -379,7 +379,11 @@ fn a_bulk_append_goes_to_redb_durably_and_the_chain_continues_after_it() {
     let head = log.head();
     drop(log);
     let log = Log::open(&crashed_path, LogConfig::default()).unwrap();
-    assert_eq!(log.head(), head, "a crash after the bulk append loses nothing");
+    assert_eq!(
+        log.head(),
+        head,
+        "a crash after the bulk append loses nothing"
+    );
     assert_eq!(head.seq, 5 + 768 + 1);
     assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap(), head);
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 pub(crate) mod daemon;
+pub(crate) mod nats;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -74,6 +75,14 @@ impl Workspace {
             .env_remove("QWEN_PROJECT_DIR")
             .env_remove("GEMINI_CLI_HOME")
             .env_remove("QWEN_RUNTIME_DIR")
+            .env_remove("CMDLOG_HUB_STREAM")
+            .env_remove("NATS_USER")
+            .env_remove("NATS_PASSWORD")
+            .env_remove("NATS_TOKEN")
+            .env_remove("NATS_CREDS")
+            .env_remove("NATS_CA")
+            .env_remove("NATS_CERT")
+            .env_remove("NATS_KEY")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd

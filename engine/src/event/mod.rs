@@ -24,9 +24,9 @@ pub use runs::{
     Outcome,
 };
 pub use session::{
-    AcpDirection, AcpMessage, AgentEvent, Delivery, ModelSwitched, PermissionRequested,
-    PermissionResolved, Redacted, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt,
-    WalDiscarded,
+    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, LogIdentity, ModelSwitched,
+    PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
+    SessionEnded, SessionPrompt, WalDiscarded,
 };
 
 /// Where an event that happened outside cmdlog was observed: an agent's hook or
@@ -105,6 +105,8 @@ pub enum EventData {
     AgentEvent(AgentEvent),
     /// `log/redacted`
     Redacted(Redacted),
+    /// `log/identity`
+    LogIdentity(LogIdentity),
     /// A type this version does not know: kept, skipped by every fold.
     Unknown(UnknownEvent),
 }
@@ -143,6 +145,7 @@ impl EventData {
             EventData::AcpMessage(_) => "acp/message",
             EventData::AgentEvent(_) => "agent/event",
             EventData::Redacted(_) => "log/redacted",
+            EventData::LogIdentity(_) => "log/identity",
             EventData::Unknown(u) => &u.type_name,
         }
     }
@@ -169,6 +172,7 @@ impl EventData {
             "acp/message" => EventData::AcpMessage(de(data)?),
             "agent/event" => EventData::AgentEvent(de(data)?),
             "log/redacted" => EventData::Redacted(de(data)?),
+            "log/identity" => EventData::LogIdentity(de(data)?),
             other => EventData::Unknown(UnknownEvent {
                 type_name: other.to_string(),
                 data: de(data)?,

@@ -111,6 +111,23 @@ pub struct WalDiscarded {
     pub dropped_frames: u64,
 }
 
+/// The stream key `log/identity` records are stored under (not a valid session
+/// id, so no session's stream can take it): the log's id is found without a scan.
+pub const IDENTITY_STREAM: &str = "@log/identity";
+
+/// `log/identity`: the log's own id, given once (when the log is created, or on
+/// the first writable open of a log made before ids existed). A hub keys each
+/// log's copy by it; a clone keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogIdentity {
+    /// 32 lowercase hex digits, random.
+    pub id: String,
+    /// The machine's host name when the id was given.
+    pub host: String,
+    /// When the id was given, unix ms.
+    pub created_at: u64,
+}
+
 /// `agent/event`: something an agent reported (a hook event, a transcript line)
 /// that no typed event records, kept as the agent gave it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

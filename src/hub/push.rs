@@ -1,0 +1,425 @@
+//! `cmdlog push`: this log's records, in seq order, to its subject on the hub.
+//!
+//! Each round asks the hub where the log stands (its last message), checks that
+//! record against ours (same seq, same chain hash — else the log forked or was
+//! rolled back), pushes the blobs the hub lacks, then the records after it in
+//! atomic batches of at most [`BATCH_RECORDS`]: the first message of a batch
+//! expects the subject's last stream sequence, the last commits it. A batch
+//! whose acknowledgement was lost is found on the hub by the next round's
+//! question; one that did not land is sent again. Nothing is duplicated, nothing
+//! on the hub is overwritten.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::stream;
+use bytes::Bytes;
+use cmdlog_store::{BlobHash, Log, Record};
+use serde::Deserialize;
+
+use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, bucket, head, subject};
+
+/// Records per atomic batch (the server's limit is 1,000).
+pub(crate) const BATCH_RECORDS: usize = 1000;
+/// Payload bytes per atomic batch, at most (one record may exceed it alone).
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why a push stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PushError {
+    /// The hub holds another record at a seq this log has: a fork.
+    #[error(
+        "log {log} forked: at seq {seq} the hub holds hash {hub_hash}, this log {local_hash}; nothing was pushed over it (is this a copy of another machine's log, or a restored backup?)"
+    )]
+    Fork {
+        log: String,
+        seq: u64,
+        hub_hash: String,
+        local_hash: String,
+    },
+    /// The hub holds seqs this log lacks: a rollback (or a restored old copy).
+    #[error(
+        "log {log} was rolled back: the hub holds seq {hub_seq} (hash {hub_hash}), this log ends at seq {local_seq} (hash {local_hash}); nothing was pushed (restore the newer log, or `cmdlog clone` it from the hub)"
+    )]
+    Rollback {
+        log: String,
+        hub_seq: u64,
+        hub_hash: String,
+        local_seq: u64,
+        local_hash: String,
+    },
+    /// A record too large for the hub's `max_payload`.
+    #[error(
+        "record seq {seq} is {bytes} bytes, over the hub's max_payload of {max} bytes; raise max_payload in nats-server's configuration (up to 64MB)"
+    )]
+    TooLarge { seq: u64, bytes: usize, max: usize },
+    /// The hub could not be reached or refused something else: worth retrying.
+    #[error("{0}")]
+    Hub(#[from] HubError),
+    /// This log could not be read.
+    #[error("{0}")]
+    Local(String),
+}
+
+impl PushError {
+    /// Whether waiting and trying again can help.
+    pub(crate) fn retryable(&self) -> bool {
+        matches!(self, PushError::Hub(_))
+    }
+}
+
+/// What a round pushed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pushed {
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
+    pub(crate) blobs: u64,
+    /// The hub's head for this log afterwards.
+    pub(crate) head: Option<HubHead>,
+}
+
+/// A pusher of one log to one hub; keeps what it learnt between rounds.
+pub(crate) struct Pusher {
+    hub: Hub,
+    stream: stream::Stream,
+    log_id: String,
+    host: String,
+    /// Blobs known to be on the hub.
+    blobs_there: Option<HashSet<String>>,
+    nonce: u64,
+}
+
+/// A JetStream API error in a reply.
+#[derive(Deserialize)]
+struct ApiError {
+    #[serde(default)]
+    err_code: u64,
+    #[serde(default)]
+    description: String,
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    error: Option<ApiError>,
+    #[serde(default)]
+    seq: u64,
+}
+
+impl Pusher {
+    pub(crate) async fn new(hub: Hub, log_id: &str, host: &str) -> Result<Pusher, HubError> {
+        let stream = hub.stream().await?;
+        Ok(Pusher {
+            hub,
+            stream,
+            log_id: log_id.to_string(),
+            host: host.to_string(),
+            blobs_there: None,
+            nonce: 0,
+        })
+    }
+
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// One round: everything up to this log's head now. `progress` gets the
+    /// records pushed so far.
+    pub(crate) async fn round(
+        &mut self,
+        log: &Log,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Pushed, PushError> {
+        let local = log.head();
+        let there = head(&self.hub, &self.stream, &self.log_id).await?;
+        let mut expected = 0;
+        let mut next = 1;
+        if let Some(h) = &there {
+            if h.seq > local.seq {
+                return Err(PushError::Rollback {
+                    log: self.log_id.clone(),
+                    hub_seq: h.seq,
+                    hub_hash: h.hash.clone(),
+                    local_seq: local.seq,
+                    local_hash: BlobHash(local.hash).to_hex(),
+                });
+            }
+            let ours = log
+                .get(h.seq)
+                .map_err(|e| PushError::Local(e.to_string()))?
+                .map(|r| BlobHash(r.hash).to_hex())
+                .unwrap_or_default();
+            if ours != h.hash {
+                return Err(PushError::Fork {
+                    log: self.log_id.clone(),
+                    seq: h.seq,
+                    hub_hash: h.hash.clone(),
+                    local_hash: ours,
+                });
+            }
+            expected = h.stream_seq;
+            next = h.seq + 1;
+        }
+        let mut pushed = Pushed {
+            head: there.clone(),
+            ..Pushed::default()
+        };
+        if next > local.seq {
+            return Ok(pushed);
+        }
+        pushed.blobs = self.push_blobs(log).await?;
+        let max = self.hub.client.server_info().max_payload;
+        while next <= local.seq {
+            let mut batch: Vec<Record> = Vec::new();
+            let mut bytes = 0usize;
+            log.scan(next, local.seq, |record| {
+                bytes += record.bytes.len();
+                batch.push(record);
+                batch.len() < BATCH_RECORDS && bytes < BATCH_BYTES
+            })
+            .map_err(|e| PushError::Local(e.to_string()))?;
+            let Some(last) = batch.last() else { break };
+            let (last_seq, last_hash) = (last.seq, BlobHash(last.hash).to_hex());
+            for r in &batch {
+                if r.bytes.len() + 512 > max {
+                    return Err(PushError::TooLarge {
+                        seq: r.seq,
+                        bytes: r.bytes.len(),
+                        max,
+                    });
+                }
+            }
+            match self.publish_batch(&batch, expected).await {
+                Ok(stream_seq) => expected = stream_seq,
+                Err(Conflict::WrongLast) => {
+                    // Another writer, or our own batch whose answer was lost:
+                    // the hub's head says which.
+                    let now = head(&self.hub, &self.stream, &self.log_id).await?;
+                    match now {
+                        Some(h) if h.seq == last_seq && h.hash == last_hash => {
+                            expected = h.stream_seq
+                        }
+                        Some(h) => {
+                            let ours = log
+                                .get(h.seq)
+                                .map_err(|e| PushError::Local(e.to_string()))?
+                                .map(|r| BlobHash(r.hash).to_hex())
+                                .unwrap_or_default();
+                            return Err(PushError::Fork {
+                                log: self.log_id.clone(),
+                                seq: h.seq,
+                                hub_hash: h.hash,
+                                local_hash: ours,
+                            });
+                        }
+                        None => {
+                            return Err(PushError::Hub(self.hub.error(
+                                "the hub refused a batch as not continuing a log it holds no record of",
+                            )));
+                        }
+                    }
+                }
+                Err(Conflict::Other(e)) => return Err(PushError::Hub(e)),
+            }
+            pushed.records += batch.len() as u64;
+            pushed.bytes += bytes as u64;
+            progress(pushed.records);
+            next = last_seq + 1;
+            pushed.head = Some(HubHead {
+                seq: last_seq,
+                hash: last_hash,
+                stream_seq: expected,
+                host: self.host.clone(),
+                pushed_at: String::new(),
+            });
+        }
+        Ok(pushed)
+    }
+
+    /// One atomic batch; the stream sequence of its last message.
+    async fn publish_batch(&mut self, batch: &[Record], expected: u64) -> Result<u64, Conflict> {
+        self.nonce += 1;
+        let id = format!(
+            "{}-{}-{}",
+            &self.log_id[..self.log_id.len().min(32)],
+            batch[0].seq,
+            self.nonce
+        );
+        let id: String = id.chars().take(64).collect();
+        let subject = subject(&self.log_id);
+        let last = batch.len() - 1;
+        for (i, record) in batch.iter().enumerate() {
+            let mut headers = HeaderMap::new();
+            headers.insert(SEQ, record.seq.to_string().as_str());
+            headers.insert(HASH, BlobHash(record.hash).to_hex().as_str());
+            if let Some(key) = &record.stream {
+                headers.insert(STREAM_KEY, key.as_str());
+            }
+            headers.insert(HOST, self.host.as_str());
+            headers.insert("Nats-Batch-Id", id.as_str());
+            headers.insert("Nats-Batch-Sequence", (i + 1).to_string().as_str());
+            if i == 0 {
+                headers.insert(
+                    "Nats-Expected-Last-Subject-Sequence",
+                    expected.to_string().as_str(),
+                );
+            }
+            let payload = Bytes::copy_from_slice(&record.bytes);
+            if i < last {
+                self.hub
+                    .client
+                    .publish_with_headers(subject.clone(), headers, payload)
+                    .await
+                    .map_err(|e| Conflict::Other(self.hub.error(format!("publish: {e}"))))?;
+                continue;
+            }
+            headers.insert("Nats-Batch-Commit", "1");
+            let reply = self
+                .hub
+                .client
+                .request_with_headers(subject.clone(), headers, payload)
+                .await
+                .map_err(|e| Conflict::Other(self.hub.error(format!("batch commit: {e}"))))?;
+            let reply: Reply = serde_json::from_slice(&reply.payload).map_err(|e| {
+                Conflict::Other(self.hub.error(format!("batch commit answer: {e}")))
+            })?;
+            if let Some(error) = reply.error {
+                // 10071 wrong last sequence; 10164 its constant form.
+                if matches!(error.err_code, 10071 | 10164) {
+                    return Err(Conflict::WrongLast);
+                }
+                return Err(Conflict::Other(self.hub.error(format!(
+                    "batch refused: {} (error {})",
+                    error.description, error.err_code
+                ))));
+            }
+            return Ok(reply.seq);
+        }
+        unreachable!("batches are never empty")
+    }
+
+    /// Every blob of this log the hub lacks, each once.
+    async fn push_blobs(&mut self, log: &Log) -> Result<u64, PushError> {
+        let local = log
+            .list_blobs()
+            .map_err(|e| PushError::Local(e.to_string()))?;
+        if local.is_empty() {
+            return Ok(0);
+        }
+        let store = self.object_store().await?;
+        if self.blobs_there.is_none() {
+            let mut there = HashSet::new();
+            let mut list = store
+                .list()
+                .await
+                .map_err(|e| self.hub.error(format!("listing blobs: {e}")))?;
+            use futures_util::StreamExt;
+            while let Some(info) = list.next().await {
+                let info = info.map_err(|e| self.hub.error(format!("listing blobs: {e}")))?;
+                if !info.deleted {
+                    there.insert(info.name);
+                }
+            }
+            self.blobs_there = Some(there);
+        }
+        let mut sent = 0;
+        for (hash, _, _) in local {
+            let name = hash.to_hex();
+            if self.blobs_there.as_ref().is_some_and(|t| t.contains(&name)) {
+                continue;
+            }
+            let Some(bytes) = log
+                .get_blob(&hash)
+                .map_err(|e| PushError::Local(e.to_string()))?
+            else {
+                continue;
+            };
+            store
+                .put(name.as_str(), &mut bytes.as_slice())
+                .await
+                .map_err(|e| self.hub.error(format!("blob {name}: {e}")))?;
+            self.blobs_there.get_or_insert_default().insert(name);
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
+    async fn object_store(
+        &self,
+    ) -> Result<async_nats::jetstream::object_store::ObjectStore, HubError> {
+        let name = bucket(&self.hub.name);
+        match self.hub.js.get_object_store(&name).await {
+            Ok(store) => Ok(store),
+            Err(_) => self
+                .hub
+                .js
+                .create_object_store(async_nats::jetstream::object_store::Config {
+                    bucket: name.clone(),
+                    description: Some("cmdlog blobs, named by their BLAKE3 hash".into()),
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| self.hub.error(format!("blob bucket {name}: {e}"))),
+        }
+    }
+}
+
+/// Why a batch did not land.
+enum Conflict {
+    /// The subject did not end where the batch expected.
+    WrongLast,
+    Other(HubError),
+}
+
+/// Pushes until this log's head is on the hub; with `follow`, keeps pushing as
+/// the log grows. Errors worth retrying (the hub unreachable, restarting) are
+/// retried with backoff — for ever with `follow`, else for `patience`.
+pub(crate) async fn push(
+    pusher: &mut Pusher,
+    log: &Log,
+    follow: bool,
+    patience: Duration,
+    mut progress: impl FnMut(u64),
+    mut note: impl FnMut(&str),
+) -> Result<Pushed, PushError> {
+    let mut total = Pushed::default();
+    let mut backoff = Duration::from_millis(100);
+    let mut failing_since: Option<std::time::Instant> = None;
+    let mut watch = log.subscribe();
+    loop {
+        let base = total.records;
+        match pusher.round(log, |n| progress(base + n)).await {
+            Ok(round) => {
+                total.records += round.records;
+                total.bytes += round.bytes;
+                total.blobs += round.blobs;
+                total.head = round.head;
+                backoff = Duration::from_millis(100);
+                failing_since = None;
+                if !follow {
+                    if total.head.as_ref().map_or(0, |h| h.seq) >= log.head().seq {
+                        return Ok(total);
+                    }
+                    continue;
+                }
+                if total.head.as_ref().map_or(0, |h| h.seq) >= log.head().seq {
+                    // Wait for the log to grow (or a minute, to notice a hub that
+                    // changed under us).
+                    let _ = tokio::time::timeout(Duration::from_secs(60), watch.changed()).await;
+                }
+            }
+            Err(e) if e.retryable() => {
+                let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                if !follow && since.elapsed() >= patience {
+                    return Err(e);
+                }
+                note(&format!("{e}; retrying in {} ms", backoff.as_millis()));
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
