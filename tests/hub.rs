@@ -360,4 +360,42 @@ fn the_hub_denies_deletes_and_purges() {
         assert!(stream.purge().await.is_err(), "a purge is refused");
         assert_eq!(stream.cached_info().state.messages, 4);
     });
+    // A second stream on the same server (its own subjects) holds its own copy.
+    w.ok(&["push", &url, "--stream", "TEAM2"]);
+    let other = w.json(&["hub", "list", &url, "--stream", "TEAM2", "--json"]);
+    assert_eq!(other.as_array().unwrap().len(), 1, "{other}");
+    assert_eq!(other[0]["head_seq"], 4);
+}
+
+#[test]
+fn a_daemon_pushes_its_log_as_it_grows() {
+    let Some(server) = NatsServer::start("a_daemon_pushes_its_log_as_it_grows") else {
+        return;
+    };
+    let url = server.url();
+    let w = Workspace::new();
+    let d = w.serve(&["--push", &url]);
+    let (status, body) = common::daemon::post(&format!("{}/session", d.url), json!({"sessionId": "pushed-1"}));
+    assert!(status < 300, "{body}");
+    // The session's creation reaches the hub without a push of ours.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let out = w.run(&["hub", "list", &url, "--json"]);
+        let logs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if let Some(log) = logs.as_array().and_then(|l| l.first()) {
+            if log["head_seq"].as_u64().unwrap() >= 3 {
+                break log["id"].as_str().unwrap().to_string();
+            }
+        }
+        assert!(Instant::now() < deadline, "the daemon pushed nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(d);
+    // What it appended while closing goes with the next push; then both agree.
+    w.ok(&["push", &url]);
+    let (local_id, seq, hash) = verified(&w, &w.log_path());
+    assert_eq!(local_id, id);
+    let log = hub_log(&w, &url, &id);
+    assert_eq!((log["head_seq"].as_u64(), log["head_hash"].as_str()), (Some(seq), Some(hash.as_str())));
+    assert_eq!(log["messages"].as_u64(), Some(seq));
 }

@@ -13,7 +13,7 @@ use super::{
     Failure, Paths, SETTLED_ERROR, USAGE, VerbResult, hub_failure, open_failure, store_failure,
 };
 use crate::hub::read::each;
-use crate::hub::{HubArgs, HubError, bucket, runtime, subject};
+use crate::hub::{HubArgs, HubError, bucket, runtime};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -79,7 +79,7 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
             }
             Ok(())
         };
-        let count = each(&hub, &stream, &subject(&args.log_id), |record| {
+        let count = each(&hub, &stream, &hub.subject(&args.log_id), |record| {
             if record.seq != next {
                 problem = Some(format!(
                     "the hub's copy of log {} holds seq {} where seq {next} was due (stream message {}): it was written by two machines with one id",

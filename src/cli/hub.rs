@@ -13,7 +13,7 @@ use super::audit::{audit_line, parse_since};
 use super::output::colour;
 use super::{VerbResult, hub_failure};
 use crate::hub::read::{each, list};
-use crate::hub::{ALL_LOGS, HubArgs, runtime};
+use crate::hub::{HubArgs, runtime};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -121,7 +121,8 @@ fn audit_all(
     rt.block_on(async {
         let hub = args.connect().await?;
         let stream = hub.existing_stream().await?;
-        each(&hub, &stream, ALL_LOGS, |record| {
+        let all = hub.all_logs();
+        each(&hub, &stream, &all, |record| {
             let Ok(event) = Event::decode(record.seq, &record.bytes) else {
                 return Ok(true);
             };

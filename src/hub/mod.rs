@@ -1,7 +1,8 @@
 //! The team hub: logs replicated to a NATS JetStream stream (`docs/hub.md`).
 //!
 //! One stream per hub (`CMDLOG` unless `--stream` says otherwise) holds every
-//! log, one subject each: `cmdlog.log.<log id>`. A record is one message: the
+//! log, one subject each: `cmdlog.log.<log id>` (`cmdlog.<stream>.log.<log id>`
+//! in another stream). A record is one message: the
 //! record's bytes as payload, its seq, chain hash and stream key (the session)
 //! as headers. Records go in atomic batches whose first message carries
 //! `Nats-Expected-Last-Subject-Sequence`: a batch lands whole, and only where it
@@ -92,13 +93,19 @@ pub(crate) fn shown_url(url: &str) -> String {
         .join(",")
 }
 
-/// A log's subject on the hub.
-pub(crate) fn subject(log_id: &str) -> String {
-    format!("cmdlog.log.{log_id}")
+/// The subjects' prefix for a stream: `cmdlog.log` for the default stream,
+/// `cmdlog.<stream>.log` for another (two streams on one server cannot share
+/// subjects).
+pub(crate) fn prefix(stream: &str) -> String {
+    if stream == DEFAULT_STREAM {
+        "cmdlog.log".into()
+    } else {
+        format!("cmdlog.{stream}.log")
+    }
 }
 
-/// Every log's subject.
-pub(crate) const ALL_LOGS: &str = "cmdlog.log.*";
+/// The default stream's name.
+pub(crate) const DEFAULT_STREAM: &str = "CMDLOG";
 
 /// The blobs' bucket for a stream.
 pub(crate) fn bucket(stream: &str) -> String {
@@ -176,13 +183,23 @@ impl HubArgs {
 }
 
 impl Hub {
+    /// A log's subject on the hub.
+    pub(crate) fn subject(&self, log_id: &str) -> String {
+        format!("{}.{log_id}", prefix(&self.name))
+    }
+
+    /// Every log's subject.
+    pub(crate) fn all_logs(&self) -> String {
+        format!("{}.*", prefix(&self.name))
+    }
+
     /// The stream, created if missing: every log's subject, file storage, no
     /// limits, deletes and purges denied, atomic batches and direct reads allowed.
     pub(crate) async fn stream(&self) -> Result<stream::Stream, HubError> {
         let config = stream::Config {
             name: self.name.clone(),
             description: Some("cmdlog logs, one subject per log (docs/hub.md)".into()),
-            subjects: vec![ALL_LOGS.into()],
+            subjects: vec![self.all_logs()],
             storage: stream::StorageType::File,
             deny_delete: true,
             deny_purge: true,
@@ -245,7 +262,7 @@ pub(crate) async fn head(
     log_id: &str,
 ) -> Result<Option<HubHead>, HubError> {
     use async_nats::jetstream::stream::DirectGetErrorKind;
-    match stream.direct_get_last_for_subject(subject(log_id)).await {
+    match stream.direct_get_last_for_subject(hub.subject(log_id)).await {
         Ok(message) => {
             let seq = header(&message.headers, SEQ)
                 .and_then(|s| s.parse().ok())

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use cmdlog_store::{BlobHash, Log, Record};
 use serde::Deserialize;
 
-use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, bucket, head, subject};
+use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, bucket, head};
 
 /// Records per atomic batch (the server's limit is 1,000).
 pub(crate) const BATCH_RECORDS: usize = 1000;
@@ -247,7 +247,7 @@ impl Pusher {
             self.nonce
         );
         let id: String = id.chars().take(64).collect();
-        let subject = subject(&self.log_id);
+        let subject = self.hub.subject(&self.log_id);
         let last = batch.len() - 1;
         for (i, record) in batch.iter().enumerate() {
             let mut headers = HeaderMap::new();

@@ -6,7 +6,7 @@ use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
-use super::{ALL_LOGS, HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, head, header};
+use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, head, header};
 
 /// One record as the hub holds it.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub(crate) struct HubRecord {
     pub(crate) stream_seq: u64,
 }
 
-/// Reads every message on `filter` (a log's subject, or [`ALL_LOGS`]) through an
+/// Reads every message on `filter` (a log's subject, or all logs') through an
 /// ordered consumer, calling `f` with each, until the stream's end as of the
 /// start. `f` returns false to stop.
 pub(crate) async fn each(
@@ -104,7 +104,7 @@ pub(crate) struct LogEntry {
 /// Every log on the hub, by id.
 pub(crate) async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, HubError> {
     let mut subjects = stream
-        .info_with_subjects(ALL_LOGS)
+        .info_with_subjects(hub.all_logs())
         .await
         .map_err(|e| hub.error(format!("listing logs: {e}")))?;
     let mut counts = Vec::new();
