@@ -368,14 +368,19 @@ fn the_hub_denies_deletes_and_purges() {
 }
 
 #[test]
-fn a_daemon_pushes_its_log_as_it_grows() {
-    let Some(server) = NatsServer::start("a_daemon_pushes_its_log_as_it_grows") else {
+fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
+    let Some(server) =
+        NatsServer::start("a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes")
+    else {
         return;
     };
     let url = server.url();
     let w = Workspace::new();
     let d = w.serve(&["--push", &url]);
-    let (status, body) = common::daemon::post(&format!("{}/session", d.url), json!({"sessionId": "pushed-1"}));
+    let (status, body) = common::daemon::post(
+        &format!("{}/session", d.url),
+        json!({"sessionId": "pushed-1"}),
+    );
     assert!(status < 300, "{body}");
     // The session's creation reaches the hub without a push of ours.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -390,12 +395,16 @@ fn a_daemon_pushes_its_log_as_it_grows() {
         assert!(Instant::now() < deadline, "the daemon pushed nothing");
         std::thread::sleep(Duration::from_millis(50));
     };
+    // SIGKILL (the helper's drop): the log is left for crash recovery, which the
+    // next push's open applies; what the hub lacks then goes, and both agree.
     drop(d);
-    // What it appended while closing goes with the next push; then both agree.
     w.ok(&["push", &url]);
     let (local_id, seq, hash) = verified(&w, &w.log_path());
     assert_eq!(local_id, id);
     let log = hub_log(&w, &url, &id);
-    assert_eq!((log["head_seq"].as_u64(), log["head_hash"].as_str()), (Some(seq), Some(hash.as_str())));
+    assert_eq!(
+        (log["head_seq"].as_u64(), log["head_hash"].as_str()),
+        (Some(seq), Some(hash.as_str()))
+    );
     assert_eq!(log["messages"].as_u64(), Some(seq));
 }

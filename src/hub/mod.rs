@@ -262,7 +262,10 @@ pub(crate) async fn head(
     log_id: &str,
 ) -> Result<Option<HubHead>, HubError> {
     use async_nats::jetstream::stream::DirectGetErrorKind;
-    match stream.direct_get_last_for_subject(hub.subject(log_id)).await {
+    match stream
+        .direct_get_last_for_subject(hub.subject(log_id))
+        .await
+    {
         Ok(message) => {
             let seq = header(&message.headers, SEQ)
                 .and_then(|s| s.parse().ok())
