@@ -70,6 +70,15 @@ fn planned(log: &Log) -> Result<Result<LogIdentity, (LogIdentity, NewRecord)>, S
     Ok(Err((identity, record)))
 }
 
+/// `log ID (host HOST)`, the host's text made safe for a terminal.
+pub(crate) fn shown(identity: &LogIdentity) -> String {
+    format!(
+        "log {} (host {})",
+        crate::render::clean(&identity.id),
+        crate::render::clean(&identity.host)
+    )
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

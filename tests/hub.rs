@@ -387,10 +387,10 @@ fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
     let id = loop {
         let out = w.run(&["hub", "list", &url, "--json"]);
         let logs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if let Some(log) = logs.as_array().and_then(|l| l.first()) {
-            if log["head_seq"].as_u64().unwrap() >= 3 {
-                break log["id"].as_str().unwrap().to_string();
-            }
+        if let Some(log) = logs.as_array().and_then(|l| l.first())
+            && log["head_seq"].as_u64().unwrap() >= 3
+        {
+            break log["id"].as_str().unwrap().to_string();
         }
         assert!(Instant::now() < deadline, "the daemon pushed nothing");
         std::thread::sleep(Duration::from_millis(50));

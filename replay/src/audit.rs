@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use cmdlog_engine::{DecodeError, Event, EventData, Mode, Outcome, Seq};
+use cmdlog_engine::{CommandRun, DecodeError, Event, EventData, Mode, Outcome, Seq};
 use cmdlog_store::{BlobHash, Log, ReadError};
 
 /// Reading for the audit failed.
@@ -183,30 +183,37 @@ impl AuditRow {
     }
 }
 
-/// The timeline of runs that pass `filter`, in seq order.
-pub fn audit(
-    log: &Log,
-    filter: &AuditFilter,
-    progress: impl FnMut(Seq),
-) -> Result<Vec<AuditRow>, AuditError> {
-    let mut rows: Vec<AuditRow> = Vec::new();
-    let mut row_of_run: HashMap<Seq, usize> = HashMap::new();
-    let mut attachment_names: HashMap<Seq, String> = HashMap::new();
-    each_event(
-        log,
-        filter.session.as_deref(),
-        |e| match &e.data {
+/// Runs folded into audit rows, one event at a time in seq order: each run with
+/// its attachments' names, settled by its done. One fold per log.
+#[derive(Debug, Default)]
+pub struct AuditFold {
+    rows: Vec<AuditRow>,
+    row_of_run: HashMap<Seq, usize>,
+    attachment_names: HashMap<Seq, String>,
+}
+
+impl AuditFold {
+    /// Folds `e`; a run is kept when `keep` says so (its done then settles it).
+    pub fn add(&mut self, e: &Event, keep: impl FnOnce(&Event, &CommandRun) -> bool) {
+        match &e.data {
             EventData::AttachmentAdmitted(a) => {
-                attachment_names.insert(e.seq, a.name.clone());
+                self.attachment_names.insert(e.seq, a.name.clone());
             }
             EventData::CommandRun(run) => {
-                if filter.since_ms.is_some_and(|since| e.at < since)
-                    || filter.command.as_deref().is_some_and(|c| c != run.name)
-                {
+                if !keep(e, run) {
                     return;
                 }
-                row_of_run.insert(e.seq, rows.len());
-                rows.push(AuditRow {
+                self.row_of_run.insert(e.seq, self.rows.len());
+                let attachments = run
+                    .attachments
+                    .iter()
+                    .map(|s| {
+                        self.attachment_names
+                            .remove(s)
+                            .unwrap_or_else(|| format!("seq {s}"))
+                    })
+                    .collect();
+                self.rows.push(AuditRow {
                     seq: e.seq,
                     at: e.at,
                     session: e.session.clone(),
@@ -215,15 +222,7 @@ pub fn audit(
                     command: run.name.clone(),
                     registration: run.registration,
                     input: run.raw_input.clone(),
-                    attachments: run
-                        .attachments
-                        .iter()
-                        .map(|s| {
-                            attachment_names
-                                .remove(s)
-                                .unwrap_or_else(|| format!("seq {s}"))
-                        })
-                        .collect(),
+                    attachments,
                     outcome: None,
                     done: None,
                     elapsed_us: None,
@@ -231,8 +230,8 @@ pub fn audit(
                 });
             }
             EventData::CommandDone(done) => {
-                if let Some(&i) = row_of_run.get(&done.run) {
-                    let row = &mut rows[i];
+                if let Some(&i) = self.row_of_run.get(&done.run) {
+                    let row = &mut self.rows[i];
                     if row.done.is_none() {
                         row.done = Some(e.seq);
                         row.outcome = Some(done.outcome.clone());
@@ -241,9 +240,34 @@ pub fn audit(
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The rows, in seq order.
+    pub fn rows(self) -> Vec<AuditRow> {
+        self.rows
+    }
+}
+
+/// The timeline of runs that pass `filter`, in seq order.
+pub fn audit(
+    log: &Log,
+    filter: &AuditFilter,
+    progress: impl FnMut(Seq),
+) -> Result<Vec<AuditRow>, AuditError> {
+    let mut fold = AuditFold::default();
+    each_event(
+        log,
+        filter.session.as_deref(),
+        |e| {
+            fold.add(&e, |e, run| {
+                !(filter.since_ms.is_some_and(|since| e.at < since)
+                    || filter.command.as_deref().is_some_and(|c| c != run.name))
+            })
         },
         progress,
     )?;
+    let mut rows = fold.rows();
     if filter.errors_only {
         rows.retain(AuditRow::is_error);
     }

@@ -24,7 +24,8 @@ pub use archive::{
     ExportError, ExportSummary, ImportError, ImportSummary, export, import, import_file,
 };
 pub use audit::{
-    AuditError, AuditFilter, AuditRow, Related, SessionSummary, Shown, audit, sessions, show,
+    AuditError, AuditFilter, AuditFold, AuditRow, Related, SessionSummary, Shown, audit, sessions,
+    show,
 };
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
 pub use gc::{

@@ -1,12 +1,12 @@
 //! `cmdlog hub list URL` and `cmdlog hub audit URL`: the logs a hub holds, and
 //! one timeline of runs across all of them, read straight from the hub.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::{Args, Subcommand};
-use cmdlog_engine::{Event, EventData};
-use cmdlog_replay::AuditRow;
+use cmdlog_engine::Event;
+use cmdlog_replay::{AuditFold, AuditRow};
 use serde_json::json;
 
 use super::audit::{audit_line, parse_since};
@@ -115,69 +115,40 @@ fn audit_all(
     json: bool,
 ) -> VerbResult {
     let rt = runtime().map_err(hub_failure)?;
-    let mut rows: Vec<HubRow> = Vec::new();
-    // Per log: the row of each run seq, to settle it with its done.
-    let mut runs: HashMap<(String, u64), usize> = HashMap::new();
+    // One fold per log (a log's seqs are its own), and its host.
+    let mut folds: BTreeMap<String, (String, AuditFold)> = BTreeMap::new();
     rt.block_on(async {
         let hub = args.connect().await?;
         let stream = hub.existing_stream().await?;
         let all = hub.all_logs();
         each(&hub, &stream, &all, |record| {
-            let Ok(event) = Event::decode(record.seq, &record.bytes) else {
-                return Ok(true);
-            };
-            match &event.data {
-                EventData::CommandRun(run) => {
-                    if since.is_some_and(|s| event.at < s)
+            if let Ok(event) = Event::decode(record.seq, &record.bytes) {
+                let (_, fold) = folds
+                    .entry(record.log_id)
+                    .or_insert_with(|| (record.host, AuditFold::default()));
+                fold.add(&event, |e, run| {
+                    !(since.is_some_and(|s| e.at < s)
                         || command.as_deref().is_some_and(|c| c != run.name)
                         || agent
                             .as_deref()
-                            .is_some_and(|a| event.agent.as_deref() != Some(a))
-                    {
-                        return Ok(true);
-                    }
-                    runs.insert((record.log_id.clone(), event.seq), rows.len());
-                    rows.push(HubRow {
-                        log_id: record.log_id,
-                        host: record.host,
-                        row: AuditRow {
-                            seq: event.seq,
-                            at: event.at,
-                            session: event.session.clone(),
-                            agent: event.agent.clone(),
-                            mode: run.mode,
-                            command: run.name.clone(),
-                            registration: run.registration,
-                            input: run.raw_input.clone(),
-                            attachments: run
-                                .attachments
-                                .iter()
-                                .map(|s| format!("seq {s}"))
-                                .collect(),
-                            outcome: None,
-                            done: None,
-                            elapsed_us: None,
-                            injections: run.injections.clone(),
-                        },
-                    });
-                }
-                EventData::CommandDone(done) => {
-                    if let Some(&i) = runs.get(&(record.log_id.clone(), done.run)) {
-                        let row = &mut rows[i].row;
-                        if row.done.is_none() {
-                            row.done = Some(event.seq);
-                            row.outcome = Some(done.outcome.clone());
-                            row.elapsed_us = Some(done.elapsed_us);
-                        }
-                    }
-                }
-                _ => {}
+                            .is_some_and(|a| e.agent.as_deref() != Some(a)))
+                });
             }
             Ok(true)
         })
         .await
     })
     .map_err(hub_failure)?;
+    let mut rows: Vec<HubRow> = folds
+        .into_iter()
+        .flat_map(|(log_id, (host, fold))| {
+            fold.rows().into_iter().map(move |row| HubRow {
+                log_id: log_id.clone(),
+                host: host.clone(),
+                row,
+            })
+        })
+        .collect();
     // One timeline: by time, then log, then seq.
     rows.sort_by(|a, b| (a.row.at, &a.log_id, a.row.seq).cmp(&(b.row.at, &b.log_id, b.row.seq)));
     let mut out = render::Human::stdout(json);

@@ -45,12 +45,7 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
         )?;
     }
     if let Some(identity) = crate::identity::read(log).map_err(store_failure)? {
-        writeln!(
-            out,
-            "log {} (host {})",
-            identity.id,
-            render::clean(&identity.host)
-        )?;
+        writeln!(out, "{}", crate::identity::shown(&identity))?;
     }
     Ok(0)
 }

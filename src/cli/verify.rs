@@ -124,12 +124,7 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             report.events, report.blobs
         )?;
         if let Some(identity) = &identity {
-            writeln!(
-                out,
-                "log {} (host {})",
-                identity.id,
-                render::clean(&identity.host)
-            )?;
+            writeln!(out, "{}", crate::identity::shown(identity))?;
         }
         writeln!(
             out,
