@@ -408,3 +408,50 @@ fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
     );
     assert_eq!(log["messages"].as_u64(), Some(seq));
 }
+
+#[test]
+fn credentials_reach_the_server_and_never_the_output() {
+    let Some(server) = NatsServer::start_with(
+        "credentials_reach_the_server_and_never_the_output",
+        &["--user", "team", "--pass", "s3cret-pw"],
+    ) else {
+        return;
+    };
+    let w = Workspace::new();
+    fill(&w.log_path(), 3, 10, "x");
+    let port = server.port;
+    // In the URL: works, and the URL is shown without them.
+    let out = w.ok(&["push", &format!("nats://team:s3cret-pw@127.0.0.1:{port}")]);
+    assert!(
+        !out.contains("s3cret-pw") && out.contains(&format!("nats://127.0.0.1:{port}")),
+        "{out}"
+    );
+    // From the environment.
+    let o = w
+        .cmd(&["hub", "list", &server.url(), "--json"])
+        .env("NATS_USER", "team")
+        .env("NATS_PASSWORD", "s3cret-pw")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A wrong password: refused, exit 5, neither password printed.
+    let o = w.run(&[
+        "push",
+        &format!("nats://team:wrong-pw@127.0.0.1:{port}"),
+        "--patience",
+        "1",
+    ]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(5), "{all}");
+    assert!(
+        !all.contains("wrong-pw") && !all.contains("s3cret-pw"),
+        "{all}"
+    );
+    // No credentials at all: refused the same way.
+    let o = w.run(&["hub", "list", &server.url()]);
+    assert_eq!(o.status.code(), Some(5));
+}

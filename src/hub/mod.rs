@@ -112,6 +112,21 @@ pub(crate) fn bucket(stream: &str) -> String {
     format!("{stream}-blobs")
 }
 
+/// Credentials written into the URL (`nats://user:password@host`, or
+/// `nats://token@host`), taken from the first address that has them.
+fn url_credentials(url: &str) -> (Option<String>, Option<String>, Option<String>) {
+    for u in url.split(',') {
+        let rest = u.split_once("://").map_or(u, |(_, r)| r);
+        if let Some((userinfo, _)) = rest.rsplit_once('@') {
+            return match userinfo.split_once(':') {
+                Some((user, pass)) => (Some(user.to_string()), Some(pass.to_string()), None),
+                None => (None, None, Some(userinfo.to_string())),
+            };
+        }
+    }
+    (None, None, None)
+}
+
 impl HubArgs {
     /// A hub at `url` with the credentials of the standard environment variables
     /// (`NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CREDS`, `NATS_CA`,
@@ -135,19 +150,23 @@ impl HubArgs {
     /// Connects (the client reconnects by itself after a drop).
     pub(crate) async fn connect(&self) -> Result<Hub, HubError> {
         let shown = shown_url(&self.url);
+        let (url_user, url_password, url_token) = url_credentials(&self.url);
+        let user = self.user.clone().or(url_user);
+        let password = self.password.clone().or(url_password);
+        let token = self.token.clone().or(url_token);
         let mut options = async_nats::ConnectOptions::new()
             .name("cmdlog")
             .connection_timeout(Duration::from_secs(5))
             .request_timeout(Some(Duration::from_secs(10)))
             .max_reconnects(None);
-        if let (Some(user), Some(password)) = (&self.user, &self.password) {
+        if let (Some(user), Some(password)) = (&user, &password) {
             options = options.user_and_password(user.clone(), password.clone());
-        } else if self.user.is_some() || self.password.is_some() {
+        } else if user.is_some() || password.is_some() {
             return Err(HubError(
                 "give both --user and --password (or NATS_USER and NATS_PASSWORD)".into(),
             ));
         }
-        if let Some(token) = &self.token {
+        if let Some(token) = &token {
             options = options.token(token.clone());
         }
         if let Some(creds) = &self.creds {
@@ -168,8 +187,9 @@ impl HubArgs {
             (None, None) => {}
             _ => return Err(HubError("give both --tls-cert and --tls-key".into())),
         }
+        // The addresses without their credentials (given to the options above).
         let client = options
-            .connect(self.url.as_str())
+            .connect(shown.as_str())
             .await
             .map_err(|e| HubError::at(&shown, format!("cannot connect: {e}")))?;
         let js = jetstream::new(client.clone());
@@ -183,7 +203,6 @@ impl HubArgs {
 }
 
 impl Hub {
-    /// A log's subject on the hub.
     pub(crate) fn subject(&self, log_id: &str) -> String {
         format!("{}.{log_id}", prefix(&self.name))
     }
@@ -316,5 +335,18 @@ mod tests {
             "nats://h1:4222,nats://h2:4222"
         );
         assert_eq!(shown_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_taken_from_it() {
+        assert_eq!(
+            url_credentials("nats://alice:pw@hub:4222"),
+            (Some("alice".into()), Some("pw".into()), None)
+        );
+        assert_eq!(
+            url_credentials("nats://h1:4222,nats://tok@h2:4222"),
+            (None, None, Some("tok".into()))
+        );
+        assert_eq!(url_credentials("nats://hub:4222"), (None, None, None));
     }
 }

@@ -12,6 +12,7 @@ pub(crate) struct NatsServer {
     binary: PathBuf,
     pub(crate) port: u16,
     store: tempfile::TempDir,
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
@@ -45,6 +46,11 @@ impl NatsServer {
     /// A started server, or `None` (said loudly) when there is no binary and
     /// `CMDLOG_REQUIRE_NATS` is not set; with it set, a missing server fails.
     pub(crate) fn start(test: &str) -> Option<NatsServer> {
+        Self::start_with(test, &[])
+    }
+
+    /// [`NatsServer::start`] with more server flags (`--user`, `--pass`, …).
+    pub(crate) fn start_with(test: &str, extra: &[&str]) -> Option<NatsServer> {
         let Some(binary) = binary() else {
             if std::env::var_os("CMDLOG_REQUIRE_NATS").is_some() {
                 panic!(
@@ -60,6 +66,7 @@ impl NatsServer {
             binary,
             port: free_port(),
             store: tempfile::tempdir().unwrap(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
         };
         server.up();
@@ -82,6 +89,7 @@ impl NatsServer {
                 "-sd",
             ])
             .arg(self.store.path())
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
