@@ -127,6 +127,18 @@ fn two_workspaces_push_list_clone_and_audit_together() {
         let audit = a.ok(&["--log", file.to_str().unwrap(), "audit"]);
         assert!(audit.contains("/help"), "{audit}");
     }
+    // An unknown log id is said at once, and leaves no file.
+    let missing = out.path().join("missing.redb");
+    let o = a.run(&[
+        "clone",
+        &url,
+        "0123456789abcdef0123456789abcdef",
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no log"));
+    assert!(!missing.exists());
     // A clone into an existing file is refused.
     let again = a.run(&[
         "clone",

@@ -57,6 +57,12 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     let stream = rt.block_on(hub.existing_stream()).map_err(hub_failure)?;
     let log = Log::open(&args.output, LogConfig::default()).map_err(open_failure)?;
     let result = rt.block_on(async {
+        if crate::hub::head(&hub, &stream, &args.log_id).await?.is_none() {
+            return Err(hub.error(format!(
+                "no log {} on stream {}; `cmdlog hub list` shows the logs",
+                args.log_id, hub.name
+            )));
+        }
         let mut pending: Vec<NewRecord> = Vec::new();
         let mut last: Option<(u64, String)> = None;
         let mut next = 1u64;
