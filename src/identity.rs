@@ -66,7 +66,7 @@ fn planned(log: &Log) -> Result<Result<LogIdentity, (LogIdentity, NewRecord)>, S
         agent: None,
         data: EventData::LogIdentity(identity.clone()),
     };
-    let record = NewRecord::new(event.encode()).stream(IDENTITY_STREAM.to_string());
+    let record = event.to_record();
     Ok(Err((identity, record)))
 }
 

@@ -75,7 +75,7 @@ pub use event::{
     IDENTITY_STREAM, InvocationSource, LogIdentity, ModelSwitched, NewEvent, Observed, Origin,
     Outcome, PermissionRequested, PermissionResolved, ProviderRef, Redacted, Registered, Scope,
     Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef,
-    UnknownEvent, UnregisterReason, Unregistered, WalDiscarded,
+    UnknownEvent, UnregisterReason, Unregistered, WalDiscarded, stream_key,
 };
 pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
 pub use handler::{

@@ -380,11 +380,10 @@ pub fn import(
                 Some(body) => format!("{{{body}"),
                 None => format!("{{{rest}"),
             };
-            // The stream key is the session's, except the log identity's own.
-            let stream = match probe.type_name.as_deref() {
-                Some("log/identity") => Some(cmdlog_engine::IDENTITY_STREAM.to_string()),
-                _ => probe.session,
-            };
+            let stream = cmdlog_engine::stream_key(
+                probe.type_name.as_deref().unwrap_or(""),
+                probe.session.as_deref(),
+            );
             batch.push(NewRecord {
                 stream,
                 bytes: record.into_bytes(),

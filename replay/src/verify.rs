@@ -94,14 +94,9 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         if let Some(key) = &record.stream {
             by_stream.entry(key.clone()).or_default().push(seq);
         }
-        // The stream key is outside the hash chain: it must agree with the event
-        // (the log's identity has a stream of its own, so it is found at once).
-        let expected_stream = match &event.data {
-            cmdlog_engine::EventData::LogIdentity(_) => {
-                Some(cmdlog_engine::IDENTITY_STREAM.to_string())
-            }
-            _ => event.session.clone(),
-        };
+        // The stream key is outside the hash chain: it must agree with the event.
+        let expected_stream =
+            cmdlog_engine::stream_key(event.data.type_name(), event.session.as_deref());
         if record.stream != expected_stream {
             flag(
                 Some(seq),

@@ -27,6 +27,20 @@ pub(crate) struct CloneArgs {
     output: PathBuf,
 }
 
+/// Why a clone failed: the hub's copy does not rebuild (exit 1), the new log
+/// could not be written (exit 4), or the hub failed (exit 5).
+enum Failed {
+    Rebuild(String),
+    Store(String),
+    Hub(HubError),
+}
+
+impl From<HubError> for Failed {
+    fn from(e: HubError) -> Failed {
+        Failed::Hub(e)
+    }
+}
+
 /// Records appended per atomic append.
 const CHUNK: usize = 1000;
 
@@ -58,39 +72,39 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     let log = Log::open(&args.output, LogConfig::default()).map_err(open_failure)?;
     let result = rt.block_on(async {
         if crate::hub::head(&hub, &stream, &args.log_id).await?.is_none() {
-            return Err(hub.error(format!(
+            return Err(Failed::Hub(hub.error(format!(
                 "no log {} on stream {}; `cmdlog hub list` shows the logs",
                 args.log_id, hub.name
-            )));
+            ))));
         }
         let mut pending: Vec<NewRecord> = Vec::new();
         let mut last: Option<(u64, String)> = None;
         let mut next = 1u64;
-        let mut problem: Option<String> = None;
-        let flush = |pending: &mut Vec<NewRecord>, last: &Option<(u64, String)>| -> Result<(), String> {
+        let mut stopped: Option<Failed> = None;
+        let flush = |pending: &mut Vec<NewRecord>, last: &Option<(u64, String)>| -> Result<(), Failed> {
             if pending.is_empty() {
                 return Ok(());
             }
             tokio::task::block_in_place(|| log.append(std::mem::take(pending)))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Failed::Store(e.to_string()))?;
             if let Some((seq, hash)) = last {
                 let head = log.head();
                 if head.seq != *seq || BlobHash(head.hash).to_hex() != *hash {
-                    return Err(format!(
+                    return Err(Failed::Rebuild(format!(
                         "the hub's copy of log {} does not rebuild: at seq {seq} it records hash {hash}, the rebuilt log has {}",
                         args.log_id,
                         BlobHash(head.hash).to_hex()
-                    ));
+                    )));
                 }
             }
             Ok(())
         };
         let count = each(&hub, &stream, &hub.subject(&args.log_id), |record| {
             if record.seq != next {
-                problem = Some(format!(
+                stopped = Some(Failed::Rebuild(format!(
                     "the hub's copy of log {} holds seq {} where seq {next} was due (stream message {}): it was written by two machines with one id",
                     args.log_id, record.seq, record.stream_seq
-                ));
+                )));
                 return Ok(false);
             }
             next += 1;
@@ -100,24 +114,22 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
                 r = r.stream(key);
             }
             pending.push(r);
-            if pending.len() >= CHUNK {
-                flush(&mut pending, &last).map_err(HubError)?;
+            if pending.len() >= CHUNK
+                && let Err(e) = flush(&mut pending, &last)
+            {
+                stopped = Some(e);
+                return Ok(false);
             }
             Ok(true)
         })
         .await?;
-        if let Some(problem) = problem {
-            return Err(HubError(problem));
+        if let Some(failed) = stopped {
+            return Err(failed);
         }
-        flush(&mut pending, &last).map_err(HubError)?;
-        if count == 0 {
-            return Err(hub.error(format!(
-                "no log {} on stream {}; `cmdlog hub list` shows the logs",
-                args.log_id, hub.name
-            )));
-        }
+        flush(&mut pending, &last)?;
         // The blobs its events reference.
-        let wanted = cmdlog_replay::referenced_blobs(&log).map_err(|e| HubError(e.to_string()))?;
+        let wanted =
+            cmdlog_replay::referenced_blobs(&log).map_err(|e| Failed::Store(e.to_string()))?;
         let mut fetched = 0u64;
         if !wanted.is_empty() {
             let store = hub
@@ -135,10 +147,12 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
                     .await
                     .map_err(|e| hub.error(format!("blob {name}: {e}")))?;
                 if BlobHash::of(&bytes) != hash {
-                    return Err(hub.error(format!("blob {name}: its bytes do not hash to its name")));
+                    return Err(Failed::Hub(
+                        hub.error(format!("blob {name}: its bytes do not hash to its name")),
+                    ));
                 }
                 tokio::task::block_in_place(|| log.put_blob(bytes))
-                    .map_err(|e| HubError(e.to_string()))?;
+                    .map_err(|e| Failed::Store(e.to_string()))?;
                 fetched += 1;
             }
         }
@@ -146,18 +160,16 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     });
     let (count, blobs) = match result {
         Ok(r) => r,
-        Err(e) => {
+        Err(failed) => {
+            // A clone that failed leaves no file.
             drop(log);
             let _ = std::fs::remove_file(&args.output);
-            let mut wal = args.output.clone().into_os_string();
-            wal.push("-wal");
-            let _ = std::fs::remove_file(wal);
-            let code = if e.0.contains("does not rebuild") || e.0.contains("two machines") {
-                SETTLED_ERROR
-            } else {
-                super::HUB
-            };
-            return Err(Failure::new(code, e.0));
+            let _ = std::fs::remove_file(cmdlog_store::journal_path(&args.output));
+            return Err(match failed {
+                Failed::Rebuild(m) => Failure::new(SETTLED_ERROR, m),
+                Failed::Store(m) => Failure::new(super::STORE, m),
+                Failed::Hub(e) => hub_failure(e),
+            });
         }
     };
     let head = log.head();

@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use clap::Args;
+use cmdlog_engine::LogIdentity;
 use cmdlog_replay::{Violation, check_expected_head, verify};
 use cmdlog_store::Log;
 
@@ -34,8 +35,12 @@ pub(crate) struct VerifyArgs {
 
 /// What the hub holds of this log, as a head to check: `None` when the log has no
 /// identity yet or the hub holds nothing of it (said on stderr).
-fn hub_head(log: &Log, url: &str, stream: &str) -> Result<Option<(u64, String)>, Failure> {
-    let Some(identity) = crate::identity::read(log).map_err(store_failure)? else {
+fn hub_head(
+    identity: Option<&LogIdentity>,
+    url: &str,
+    stream: &str,
+) -> Result<Option<(u64, String)>, Failure> {
+    let Some(identity) = identity else {
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
         );
@@ -83,6 +88,7 @@ fn parse_head(text: &str) -> Result<(u64, String), Failure> {
 
 pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
     let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
+    let identity = crate::identity::read(log).map_err(store_failure)?;
     let bar = Progress::new(log.head().seq, "verify");
     let mut report = verify(log, bar.tick()).map_err(store_failure)?;
     bar.finish();
@@ -95,7 +101,7 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
         });
     }
     if let Some(url) = &args.against
-        && let Some((seq, hash)) = hub_head(log, url, &args.stream)?
+        && let Some((seq, hash)) = hub_head(identity.as_ref(), url, &args.stream)?
         && let Some(message) = check_expected_head(log, seq, &hash).map_err(store_failure)?
     {
         report.violations.push(Violation {
@@ -103,7 +109,6 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             message: format!("against the hub: {message}"),
         });
     }
-    let identity = crate::identity::read(log).map_err(store_failure)?;
     // Hook payloads that wait in the spill folder are not in the log yet.
     let spilled = crate::agents::spill::Spill::for_log(log.path()).pending();
     let mut out = render::Human::stdout(json);

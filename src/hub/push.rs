@@ -145,11 +145,7 @@ impl Pusher {
                     local_hash: BlobHash(local.hash).to_hex(),
                 });
             }
-            let ours = log
-                .get(h.seq)
-                .map_err(|e| PushError::Local(e.to_string()))?
-                .map(|r| BlobHash(r.hash).to_hex())
-                .unwrap_or_default();
+            let ours = local_hash(log, h.seq)?;
             if ours != h.hash {
                 return Err(PushError::Fork {
                     log: self.log_id.clone(),
@@ -201,16 +197,11 @@ impl Pusher {
                             expected = h.stream_seq
                         }
                         Some(h) => {
-                            let ours = log
-                                .get(h.seq)
-                                .map_err(|e| PushError::Local(e.to_string()))?
-                                .map(|r| BlobHash(r.hash).to_hex())
-                                .unwrap_or_default();
                             return Err(PushError::Fork {
                                 log: self.log_id.clone(),
                                 seq: h.seq,
+                                local_hash: local_hash(log, h.seq)?,
                                 hub_hash: h.hash,
-                                local_hash: ours,
                             });
                         }
                         None => {
@@ -364,6 +355,15 @@ impl Pusher {
                 .map_err(|e| self.hub.error(format!("blob bucket {name}: {e}"))),
         }
     }
+}
+
+/// This log's chain hash at `seq` in hex (empty when it has no such record).
+fn local_hash(log: &Log, seq: u64) -> Result<String, PushError> {
+    Ok(log
+        .get(seq)
+        .map_err(|e| PushError::Local(e.to_string()))?
+        .map(|r| BlobHash(r.hash).to_hex())
+        .unwrap_or_default())
 }
 
 /// Why a batch did not land.

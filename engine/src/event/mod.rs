@@ -248,12 +248,22 @@ impl NewEvent {
         })
     }
 
-    /// The store record: bytes plus the session as stream key.
+    /// The store record: bytes plus its stream key ([`stream_key`]).
     pub fn to_record(&self) -> cmdlog_store::NewRecord {
         cmdlog_store::NewRecord {
-            stream: self.session.clone(),
+            stream: stream_key(self.data.type_name(), self.session.as_deref()),
             bytes: self.encode(),
         }
+    }
+}
+
+/// The stream key an event of `type_name` in `session` is stored under: its
+/// session's, except the log identity's own ([`IDENTITY_STREAM`]), so that it is
+/// found without a scan. Every writer of records and the verifier agree on it.
+pub fn stream_key(type_name: &str, session: Option<&str>) -> Option<String> {
+    match type_name {
+        "log/identity" => Some(IDENTITY_STREAM.to_string()),
+        _ => session.map(str::to_string),
     }
 }
 
@@ -311,7 +321,7 @@ impl<U: Serialize + ?Sized> SessionUpdateRef<'_, U> {
     /// The store record: bytes plus the session as stream key.
     pub fn to_record(&self) -> cmdlog_store::NewRecord {
         cmdlog_store::NewRecord {
-            stream: self.session.map(str::to_string),
+            stream: stream_key("session/update", self.session),
             bytes: self.encode(),
         }
     }
