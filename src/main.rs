@@ -8,9 +8,7 @@ mod agents;
 mod cli;
 mod daemon;
 mod hub;
-mod identity;
 mod render;
-mod session_id;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

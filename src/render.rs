@@ -6,34 +6,11 @@
 //! writer: no escape sequence of theirs is ever interpreted. `--json` output is
 //! exact instead (JSON escapes C0 controls itself).
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 use cmdlog_engine::{Event, EventData, Outcome};
 
-/// Whether `c` must not reach a terminal as itself: C0 controls but newline and
-/// tab, DEL, C1 controls (U+0080–U+009F, which some terminals obey as escapes), and
-/// the Unicode bidirectional overrides and isolates (which reorder what is shown).
-fn hazardous(c: char) -> bool {
-    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `text` with every hazardous character shown visibly as `\u{1b}`; borrowed
-/// unchanged when it has none. Newlines and tabs are kept.
-pub(crate) fn clean(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(hazardous) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if hazardous(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
+pub(crate) use cmdlog_common::terminal::clean;
 
 /// A writer for text meant for people: everything written through it is passed
 /// through [`clean`]; colour, which cmdlog adds itself, goes through [`Human::paint`].
@@ -91,9 +68,15 @@ impl<W: Write> Write for Human<W> {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS.mmm` UTC for unix milliseconds.
-pub(crate) fn utc(ms: u64) -> String {
-    cmdlog_replay::format_utc(ms)
+pub(crate) use cmdlog_common::time::utc;
+
+/// `log ID (host HOST)`, the host's text made safe for a terminal.
+pub(crate) fn identity(identity: &cmdlog_engine::LogIdentity) -> String {
+    format!(
+        "log {} (host {})",
+        clean(&identity.id),
+        clean(&identity.host)
+    )
 }
 
 /// A short, one-line description of what an event says.
@@ -199,10 +182,7 @@ fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-/// `1.2ms`-style durations.
-pub(crate) fn duration(us: u64) -> String {
-    cmdlog_replay::format_duration(us)
-}
+pub(crate) use cmdlog_common::time::micros as duration;
 
 #[cfg(test)]
 mod tests {
@@ -211,12 +191,6 @@ mod tests {
 
     #[test]
     fn escapes_are_shown_not_obeyed() {
-        assert_eq!(clean("plain\ttext\n"), "plain\ttext\n");
-        assert!(matches!(clean("plain"), Cow::Borrowed(_)));
-        assert_eq!(
-            clean("a\x1b]0;title\x07b\x1b[2Jc\u{9b}31md\u{202e}e\r"),
-            "a\\u{1b}]0;title\\u{7}b\\u{1b}[2Jc\\u{9b}31md\\u{202e}e\\u{d}"
-        );
         let mut out = Human::new(Vec::new(), false);
         let hostile = "\x1b]52;c;Zm9v\x07";
         write!(out, "x{hostile}y").unwrap();

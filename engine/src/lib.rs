@@ -38,6 +38,7 @@ mod engine;
 mod event;
 mod expand;
 mod handler;
+mod identity;
 mod parse;
 mod prompt;
 mod registry;
@@ -81,6 +82,9 @@ pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, ex
 pub use handler::{
     CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
     api_provider,
+};
+pub use identity::{
+    IdentityError, ensure_identity, ensure_identity_async, host_name, read_identity,
 };
 pub use parse::{ParsedLine, Resume, parse_command_args, parse_last_event_id, parse_line};
 pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};

@@ -33,7 +33,7 @@ pub use gc::{
     referenced_blobs_with,
 };
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
-pub use report::{escape_html, format_duration, format_utc, render_report};
+pub use report::{escape_html, render_report};
 pub use secrets::{Redaction, redact_text, redact_value, secret_patterns};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};

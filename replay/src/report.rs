@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use cmdlog_common::time::utc;
 use cmdlog_engine::{Mode, Outcome, Seq};
 use cmdlog_store::{BlobHash, Log};
 
@@ -24,38 +25,6 @@ pub fn escape_html(text: &str) -> String {
         }
     }
     out
-}
-
-/// `YYYY-MM-DD HH:MM:SS.mmm` (UTC) for unix milliseconds.
-pub fn format_utc(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// `12µs`, `1.5ms`, `2.00s`.
-pub fn format_duration(us: u64) -> String {
-    match us {
-        0..1_000 => format!("{us}µs"),
-        1_000..1_000_000 => format!("{:.1}ms", us as f64 / 1e3),
-        _ => format!("{:.2}s", us as f64 / 1e6),
-    }
 }
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
@@ -157,8 +126,8 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 escape_html(&s.id),
-                format_utc(s.first_at),
-                format_utc(s.last_at),
+                utc(s.first_at),
+                utc(s.last_at),
                 s.runs,
                 s.errors,
                 escape_html(&agents.join(", "))
@@ -197,7 +166,7 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
         let _ = write!(
             out,
             "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td><code>{}</code>{attachments}</td><td class=\"{class}\"><code>{}</code></td><td><div class=\"bar {class}\" style=\"width:{width:.1}%\"></div>{label}</td></tr>",
-            format_utc(row.at),
+            utc(row.at),
             row.seq,
             escape_html(row.session.as_deref().unwrap_or("-")),
             escape_html(&input),
@@ -229,24 +198,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations() {
-        assert_eq!(format_duration(12), "12µs");
-        assert_eq!(format_duration(1_500), "1.5ms");
-        assert_eq!(format_duration(2_000_000), "2.00s");
-    }
-
-    #[test]
     fn escaping() {
         assert_eq!(
             escape_html("<a href=\"x\">&'</a>"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
         );
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(format_utc(0), "1970-01-01 00:00:00.000");
-        assert_eq!(format_utc(951_782_400_123), "2000-02-29 00:00:00.123");
-        assert_eq!(format_utc(1_796_000_000_000), "2026-11-30 00:53:20.000");
     }
 }

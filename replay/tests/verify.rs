@@ -346,3 +346,18 @@ fn a_stream_index_that_disagrees_with_the_records_is_named() {
         "{found:?}"
     );
 }
+
+#[test]
+fn an_identity_is_given_once_and_found_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = new_log(&dir);
+    assert!(read_identity(&log).unwrap().is_none());
+    let first = ensure_identity(&log).unwrap();
+    assert_eq!(first.id.len(), 32);
+    assert!(first.id.chars().all(|c| c.is_ascii_hexdigit()));
+    let again = ensure_identity(&log).unwrap();
+    assert_eq!(first, again);
+    assert_eq!(log.head().seq, 1);
+    let report = verify(&log, |_| {}).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+}

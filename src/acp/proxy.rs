@@ -443,7 +443,7 @@ impl Proxy {
                 let session = self.session_of(&params);
                 let asked = match (method, &session) {
                     ("session/request_permission", Some(session)) => {
-                        let request_id = crate::session_id::new_id("perm-", 16);
+                        let request_id = cmdlog_common::ids::new_id("perm-", 16);
                         self.recorder.record(
                             Some(session),
                             None,

@@ -84,7 +84,7 @@ pub(crate) fn deliver(paths: &Paths, item: Spilled) {
         return;
     };
     // A log this call creates gets its id first (a failure here is not the hook's).
-    let _ = crate::identity::ensure(&log);
+    let _ = cmdlog_engine::ensure_identity(&log);
     let discovery = || {
         let home = std::env::var_os("HOME").map(PathBuf::from)?;
         discover(&DiscoveryConfig::from_env(&home, &paths.workspace)).ok()

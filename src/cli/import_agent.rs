@@ -63,7 +63,7 @@ pub(crate) fn exec(
         .map(|m| m.len())
         .sum();
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    crate::identity::ensure(&log).map_err(store_failure)?;
+    cmdlog_engine::ensure_identity(&log).map_err(store_failure)?;
     let bar = Progress::new(total, "import");
     let summary = {
         let mut tick = bar.tick();

@@ -10,7 +10,7 @@ use cmdlog_store::{Log, LogConfig, OpenError};
 
 use super::{Failure, NOT_FOUND, Paths, STORE, USAGE, VerbResult, open_failure, store_failure};
 use crate::render;
-use crate::session_id::new_session_id;
+use cmdlog_common::ids::new_session_id;
 
 /// Refuses a missing log: read verbs never create one.
 pub(crate) fn require_log(paths: &Paths) -> Result<(), Failure> {
@@ -97,7 +97,7 @@ pub(crate) async fn open_engine(
 ) -> Result<Engine, Failure> {
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
     // A new log's first event is its identity; an older log gets one now.
-    crate::identity::ensure_async(&log)
+    cmdlog_engine::ensure_identity_async(&log)
         .await
         .map_err(super::store_failure)?;
     let engine = Engine::open(log, EngineConfig::default())

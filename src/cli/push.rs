@@ -28,12 +28,12 @@ pub(crate) struct PushArgs {
 /// The log's identity, given now (by a short writable open) if it has none.
 fn identity(paths: &Paths) -> Result<cmdlog_engine::LogIdentity, Failure> {
     let log = open_existing(paths)?;
-    if let Some(identity) = crate::identity::read(&log).map_err(super::store_failure)? {
+    if let Some(identity) = cmdlog_engine::read_identity(&log).map_err(super::store_failure)? {
         return Ok(identity);
     }
     drop(log);
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    crate::identity::ensure(&log).map_err(super::store_failure)
+    cmdlog_engine::ensure_identity(&log).map_err(super::store_failure)
 }
 
 pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
@@ -41,7 +41,7 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
     let identity = identity(paths)?;
     let rt = runtime().map_err(hub_failure)?;
     let hub = rt.block_on(args.hub.connect()).map_err(hub_failure)?;
-    let host = crate::identity::host_name();
+    let host = cmdlog_engine::host_name();
     let mut pusher = rt
         .block_on(Pusher::new(hub, &identity.id, &host))
         .map_err(hub_failure)?;

@@ -82,7 +82,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
         if let Some(url) = &args.push {
-            let identity = crate::identity::ensure_async(engine.log())
+            let identity = cmdlog_engine::ensure_identity_async(engine.log())
                 .await
                 .map_err(super::store_failure)?;
             let hub = crate::hub::HubArgs::from_env(url, &args.push_stream);
@@ -113,7 +113,7 @@ async fn push_for_ever(hub: crate::hub::HubArgs, log: Arc<cmdlog_store::Log>, lo
     let mut wait = std::time::Duration::from_millis(200);
     let mut pusher = loop {
         let connected = match hub.connect().await {
-            Ok(h) => Pusher::new(h, &log_id, &crate::identity::host_name()).await,
+            Ok(h) => Pusher::new(h, &log_id, &cmdlog_engine::host_name()).await,
             Err(e) => Err(e),
         };
         match connected {

@@ -44,8 +44,8 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
                 .unwrap_or_default()
         )?;
     }
-    if let Some(identity) = crate::identity::read(log).map_err(store_failure)? {
-        writeln!(out, "{}", crate::identity::shown(&identity))?;
+    if let Some(identity) = cmdlog_engine::read_identity(log).map_err(store_failure)? {
+        writeln!(out, "{}", crate::render::identity(&identity))?;
     }
     Ok(0)
 }

@@ -88,7 +88,7 @@ fn parse_head(text: &str) -> Result<(u64, String), Failure> {
 
 pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
     let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
-    let identity = crate::identity::read(log).map_err(store_failure)?;
+    let identity = cmdlog_engine::read_identity(log).map_err(store_failure)?;
     let bar = Progress::new(log.head().seq, "verify");
     let mut report = verify(log, bar.tick()).map_err(store_failure)?;
     bar.finish();
@@ -129,7 +129,7 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             report.events, report.blobs
         )?;
         if let Some(identity) = &identity {
-            writeln!(out, "{}", crate::identity::shown(identity))?;
+            writeln!(out, "{}", crate::render::identity(identity))?;
         }
         writeln!(
             out,

@@ -337,7 +337,7 @@ impl Bridge {
                     peer.respond(id, Err(error));
                     return;
                 };
-                let request_id = crate::session_id::new_id("perm-", 16);
+                let request_id = cmdlog_common::ids::new_id("perm-", 16);
                 let options = params.get("options").cloned().unwrap_or(Value::Null);
                 state.recorder.record(
                     Some(&session),

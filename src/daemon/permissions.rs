@@ -152,7 +152,7 @@ pub(super) async fn update(
             check_permission_options(&options)
                 .map_err(|e| ApiError::bad_request(format!("options: {e}")))?;
             let request_id = match update.get("requestId") {
-                None | Some(Value::Null) => crate::session_id::new_id("perm-", 16),
+                None | Some(Value::Null) => cmdlog_common::ids::new_id("perm-", 16),
                 Some(Value::String(r)) if !r.is_empty() && r.len() <= 128 => r.clone(),
                 Some(_) => {
                     return Err(ApiError::bad_request(

@@ -84,7 +84,7 @@ pub(super) async fn prompt(
             .await
             .map_err(ApiError::internal)?
             .map_err(ApiError::internal)?;
-    let prompt_id = crate::session_id::new_id("p-", 24);
+    let prompt_id = cmdlog_common::ids::new_id("p-", 24);
     state
         .admit(
             &id,

@@ -190,9 +190,9 @@ pub(super) async fn create_session(
                 .clone();
             single
                 .filter(|s| engine.session(s).is_some_and(|s| s.ended.is_none()))
-                .unwrap_or_else(crate::session_id::new_session_id)
+                .unwrap_or_else(cmdlog_common::ids::new_session_id)
         }
-        None => crate::session_id::new_session_id(),
+        None => cmdlog_common::ids::new_session_id(),
     };
     let created = engine
         .ensure_session(&id, &agent, mode)
@@ -201,7 +201,7 @@ pub(super) async fn create_session(
     if scope == "single" {
         *state.single.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
     }
-    let client = client.unwrap_or_else(|| crate::session_id::new_id("c-", 16));
+    let client = client.unwrap_or_else(|| cmdlog_common::ids::new_id("c-", 16));
     let live = state.live(&id);
     live.clients
         .lock()

@@ -512,9 +512,7 @@ pub(crate) fn scan(io: &dyn JournalIo) -> io::Result<Scan> {
 }
 
 fn fresh_generation() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
+    (cmdlog_common::time::now_ns() as u64).max(1)
 }
 
 /// Whether the file holds only zeros (or ends) in the frame header's length at `at`.

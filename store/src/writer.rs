@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
+
+use cmdlog_common::time::now_ms;
 
 use redb::{Durability as RedbDurability, ReadableTable};
 use tokio::sync::oneshot;
@@ -652,9 +654,3 @@ fn write_batch(
     Ok(receipts)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
