@@ -14,7 +14,10 @@ pub struct Backoff {
 impl Backoff {
     /// Waits from `first`, doubling, never over `max`.
     pub fn new(first: Duration, max: Duration) -> Self {
-        assert!(first <= max, "a backoff's first wait is at most its ceiling");
+        assert!(
+            first <= max,
+            "a backoff's first wait is at most its ceiling"
+        );
         Backoff {
             first,
             max,

@@ -28,7 +28,6 @@
 //! store's commit hook applies each committed record in seq order before its
 //! appender is acknowledged.
 
-mod acp;
 mod attachments;
 mod builtins;
 mod clock;
@@ -45,11 +44,6 @@ mod registry;
 mod state;
 mod sync;
 
-pub use acp::{
-    PERMISSION_OPTION_KINDS, PermissionDecision, SESSION_UPDATE_KINDS, STOP_REASONS,
-    check_content_block, check_permission_options, check_session_update, check_tool_call_update,
-    is_session_update_kind, option_ids, permission_decision,
-};
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
     SubmittedAttachment, WorkspaceReceipts, sniff,

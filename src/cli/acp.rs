@@ -1,11 +1,11 @@
 //! `cmdlog acp -- CMD ARGS…`: run an ACP agent behind cmdlog on stdio, for an
-//! editor that speaks ACP (src/acp/proxy.rs does the work).
+//! editor that speaks ACP (`cmdlog_acp::run_proxy` does the work).
 
 use clap::Args;
 
 use super::open::with_engine;
 use super::{Failure, Paths, STORE, USAGE, VerbResult};
-use crate::acp::agent::AgentCommand;
+use cmdlog_acp::AgentCommand;
 
 #[derive(Args, Debug)]
 pub(crate) struct AcpArgs {
@@ -20,11 +20,18 @@ pub(crate) struct AcpArgs {
 }
 
 pub(crate) fn exec(paths: &Paths, args: AcpArgs) -> VerbResult {
-    let command = AgentCommand::from_words(args.command).map_err(|e| Failure::new(USAGE, e))?;
+    let command =
+        AgentCommand::from_words(args.command).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     with_engine(paths, async |opened| {
-        let code = crate::acp::proxy::run(opened.engine.clone(), &command, &paths.workspace)
-            .await
-            .map_err(|e| Failure::new(STORE, e))?;
+        let code = cmdlog_acp::run_proxy(
+            opened.engine.clone(),
+            &command,
+            &paths.workspace,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )
+        .await
+        .map_err(|e| Failure::new(STORE, e.to_string()))?;
         Ok(u8::try_from(code).unwrap_or(1))
     })
 }

@@ -188,9 +188,9 @@ impl Screen {
                 let decision = match p
                     .resolved
                     .as_ref()
-                    .and_then(|(_, d)| cmdlog_engine::permission_decision(d))
+                    .and_then(|(_, d)| cmdlog_acp::permission_decision(d))
                 {
-                    Some(cmdlog_engine::PermissionDecision::Selected(option)) => option,
+                    Some(cmdlog_acp::PermissionDecision::Selected(option)) => option,
                     _ => "cancelled".to_string(),
                 };
                 let _ = writeln!(out, "[permission {} resolved: {decision}]", p.request_id);

@@ -61,9 +61,9 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
     let agent = args
         .agent
         .as_deref()
-        .map(crate::acp::agent::AgentCommand::parse)
+        .map(cmdlog_acp::AgentCommand::parse)
         .transpose()
-        .map_err(|e| Failure::new(USAGE, e))?;
+        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let home = home()?;
     let config = DiscoveryConfig::from_env(&home, &paths.workspace);
     let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;

@@ -18,9 +18,9 @@ use cmdlog_engine::{AcpDirection, EventData, PermissionRequested, SessionEnded};
 use serde_json::{Value, json};
 
 use super::state::{AppState, PendingPermission};
-use crate::acp::agent::{self, AgentCommand, AgentProcess};
-use crate::acp::commands::AgentCommands;
-use crate::acp::rpc::{self, Incoming, Peer, RpcError};
+use cmdlog_acp::AgentCommands;
+use cmdlog_acp::{self, Incoming, Peer, RpcError};
+use cmdlog_acp::{AgentCommand, AgentProcess};
 
 /// How long the agent may take to answer `initialize` or `session/new`.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -124,7 +124,8 @@ impl Bridge {
                 }
             }
         };
-        let AgentProcess { peer, exit, pid } = agent::spawn(&self.command, &self.cwd, handler)?;
+        let AgentProcess { peer, exit, pid } =
+            cmdlog_acp::spawn(&self.command, &self.cwd, handler).map_err(|e| e.to_string())?;
         {
             let mut r = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
             let young = r.started.is_some_and(|at| at.elapsed() < HEALTHY_RUN);
@@ -135,7 +136,7 @@ impl Bridge {
             };
             r.started = Some(Instant::now());
         }
-        let (id, request) = peer.prepare("initialize", agent::initialize_params());
+        let (id, request) = peer.prepare("initialize", cmdlog_acp::initialize_params());
         state
             .recorder
             .message(None, None, AcpDirection::ToAgent, request.clone());
@@ -152,7 +153,7 @@ impl Bridge {
             None,
             None,
             AcpDirection::FromAgent,
-            rpc::response(json!(id), answer.clone()),
+            cmdlog_acp::response(json!(id), answer.clone()),
         );
         let initialize = answer.map_err(|e| {
             format!(
@@ -215,7 +216,7 @@ impl Bridge {
             Some(session),
             None,
             AcpDirection::FromAgent,
-            rpc::response(json!(id), answer.clone()),
+            cmdlog_acp::response(json!(id), answer.clone()),
         );
         let answer = answer.map_err(|e| format!("the agent refused session/new: {e}"))?;
         let agent_session = answer["sessionId"]
@@ -291,7 +292,7 @@ impl Bridge {
                         None,
                         None,
                         AcpDirection::FromAgent,
-                        rpc::notification(&method, params),
+                        cmdlog_acp::notification(&method, params),
                     );
                     return;
                 };
@@ -309,7 +310,7 @@ impl Bridge {
                         Some(&session),
                         None,
                         AcpDirection::FromAgent,
-                        rpc::notification(&method, params),
+                        cmdlog_acp::notification(&method, params),
                     );
                     return;
                 }
@@ -321,7 +322,7 @@ impl Bridge {
             }
             Incoming::Request { id, method, params } if method == "session/request_permission" => {
                 let Some(session) = ours(&params) else {
-                    let error = RpcError::new(rpc::INVALID_PARAMS, "no such session");
+                    let error = RpcError::new(cmdlog_acp::INVALID_PARAMS, "no such session");
                     state.recorder.message(
                         None,
                         None,
@@ -332,7 +333,7 @@ impl Bridge {
                         None,
                         None,
                         AcpDirection::ToAgent,
-                        rpc::response(id.clone(), Err(error.clone())),
+                        cmdlog_acp::response(id.clone(), Err(error.clone())),
                     );
                     peer.respond(id, Err(error));
                     return;
@@ -372,7 +373,7 @@ impl Bridge {
                 // cmdlog offers no file system or terminal (initialize says so).
                 let session = ours(&params);
                 let error = RpcError::new(
-                    rpc::METHOD_NOT_FOUND,
+                    cmdlog_acp::METHOD_NOT_FOUND,
                     format!("cmdlog does not offer {method}"),
                 );
                 state.recorder.message(
@@ -385,7 +386,7 @@ impl Bridge {
                     session.as_deref(),
                     None,
                     AcpDirection::ToAgent,
-                    rpc::response(id.clone(), Err(error.clone())),
+                    cmdlog_acp::response(id.clone(), Err(error.clone())),
                 );
                 peer.respond(id, Err(error));
             }
@@ -395,7 +396,7 @@ impl Bridge {
                     session.as_deref(),
                     None,
                     AcpDirection::FromAgent,
-                    rpc::notification(&method, params),
+                    cmdlog_acp::notification(&method, params),
                 );
             }
         }

@@ -151,7 +151,7 @@ pub(crate) struct ServeConfig {
     pub(crate) home: PathBuf,
     pub(crate) reopen: Reopen,
     /// The ACP agent to run behind the daemon.
-    pub(crate) agent: Option<crate::acp::agent::AgentCommand>,
+    pub(crate) agent: Option<cmdlog_acp::AgentCommand>,
 }
 
 /// `.cmdlog/daemon.json` beside the log: who holds it and where to reach them.

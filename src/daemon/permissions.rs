@@ -7,10 +7,11 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
-use cmdlog_engine::{
-    EventData, PermissionDecision, PermissionRequested, PermissionResolved, STOP_REASONS,
-    check_permission_options, check_session_update, check_tool_call_update, option_ids,
+use cmdlog_acp::{
+    PermissionDecision, STOP_REASONS, check_permission_options, check_session_update,
+    check_tool_call_update, option_ids,
 };
+use cmdlog_engine::{EventData, PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
 use super::state::{ApiError, AppState, PendingPermission, body};

@@ -9,9 +9,10 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use cmdlog_acp::check_content_block;
 use cmdlog_engine::{
     AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitched, Outcome,
-    SubmittedAttachment, check_content_block,
+    SubmittedAttachment,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -166,8 +167,8 @@ pub(super) async fn model(
             "session/set_model",
             json!({"sessionId": bound.agent_session, "modelId": model}),
         ));
-        let mut answer = Err(crate::acp::rpc::RpcError::new(
-            crate::acp::rpc::METHOD_NOT_FOUND,
+        let mut answer = Err(cmdlog_acp::RpcError::new(
+            cmdlog_acp::METHOD_NOT_FOUND,
             "no way to switch the model",
         ));
         for (method, params) in ways {
@@ -180,9 +181,9 @@ pub(super) async fn model(
                 Some(&id),
                 None,
                 AcpDirection::FromAgent,
-                crate::acp::rpc::response(json!(rpc_id), answer.clone()),
+                cmdlog_acp::response(json!(rpc_id), answer.clone()),
             );
-            if !matches!(&answer, Err(e) if e.code == crate::acp::rpc::METHOD_NOT_FOUND) {
+            if !matches!(&answer, Err(e) if e.code == cmdlog_acp::METHOD_NOT_FOUND) {
                 break;
             }
         }

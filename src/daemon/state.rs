@@ -18,7 +18,7 @@ use super::bridge::Bridge;
 use super::sse;
 use super::turns::Live;
 use super::wire::WireIndex;
-use crate::acp::record::Recorder;
+use cmdlog_acp::Recorder;
 
 /// Largest body of a `command` request (base64 attachments), in bytes.
 pub(crate) const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;

@@ -9,17 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use cmdlog_engine::{
-    CancellationToken, EventData, Mode, Outcome, PermissionResolved, PromptOutcome, PromptRequest,
-    StreamingBehavior,
-};
+use cmdlog_acp::{RegistryTurn, TurnPrompt, through_registry};
+use cmdlog_engine::{CancellationToken, EventData, Mode, PermissionResolved};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::bridge::Bound;
 use super::state::AppState;
-use crate::acp::agent;
-use crate::acp::rpc;
 
 /// Prompts admitted and not yet finished, per session, before `prompt_queue_full`.
 pub(crate) const QUEUE_MAX: usize = 64;
@@ -258,43 +254,20 @@ async fn turn(
         return TurnEnd::SessionGone;
     };
     let agent = s.agent.clone().unwrap_or_else(|| "main".into());
-    let mut request =
-        PromptRequest::new(session, &agent, s.mode.unwrap_or(Mode::Acp), &prompt.text);
-    request.cancel = cancel.clone();
-    // A turn an earlier daemon left open does not hold this one back.
-    request.behavior = Some(StreamingBehavior::FollowUp);
-    request.prompt_id = Some(prompt.prompt_id.clone());
-    request.blocks = prompt
-        .blocks
-        .iter()
-        .filter(|b| b["type"] != "text")
-        .cloned()
-        .collect();
-    let text = match engine.prompt(request).await {
+    let turn = TurnPrompt {
+        session,
+        agent: &agent,
+        mode: s.mode.unwrap_or(Mode::Acp),
+        text: &prompt.text,
+        blocks: &prompt.blocks,
+        prompt_id: &prompt.prompt_id,
+        cancel: cancel.clone(),
+    };
+    let blocks = match through_registry(&engine, &state.recorder, turn).await {
         Err(e) => return TurnEnd::Failed(e.to_string(), None),
-        Ok(PromptOutcome::Handled(ex)) => {
-            // A command answered the line itself: its answer is the agent's message.
-            let (text, stop) = match &ex.outcome {
-                Outcome::Success { text, .. } => (text.clone(), "end_turn"),
-                Outcome::Error {
-                    interrupted: true,
-                    text,
-                } => (Some(text.clone()), "cancelled"),
-                Outcome::Error { text, .. } => (Some(text.clone()), "end_turn"),
-            };
-            if let Some(text) = text.filter(|t| !t.is_empty()) {
-                state.recorder.record(
-                    Some(session),
-                    None,
-                    EventData::SessionUpdate(json!({
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": text},
-                    })),
-                );
-            }
-            return TurnEnd::Stop(stop.into());
-        }
-        Ok(PromptOutcome::Delivered { text, .. }) => text,
+        // A command answered the line itself: its answer is the agent's message.
+        Ok(RegistryTurn::Answered { stop_reason, .. }) => return TurnEnd::Stop(stop_reason.into()),
+        Ok(RegistryTurn::Forward { blocks, .. }) => blocks,
     };
     let Some(bridge) = state.bridge.clone() else {
         // An external runtime answers through /update; it ends the turn there.
@@ -306,11 +279,6 @@ async fn turn(
     let (running, bound) = match bridge.bind(state, session).await {
         Ok(b) => b,
         Err(e) => return TurnEnd::Failed(e, Some(json!("agent_unavailable"))),
-    };
-    let blocks = if text == prompt.text {
-        prompt.blocks.clone()
-    } else {
-        crate::acp::with_text(&prompt.blocks, &text)
     };
     let sent = running.peer.request(
         "session/prompt",
@@ -325,14 +293,14 @@ async fn turn(
                 Some(session),
                 None,
                 cmdlog_engine::AcpDirection::ToAgent,
-                rpc::notification("session/cancel", json!({"sessionId": bound.agent_session})),
+                cmdlog_acp::notification("session/cancel", json!({"sessionId": bound.agent_session})),
             );
             sent.await
         }
     };
-    match answer.and_then(|a| agent::stop_reason(&a)) {
+    match answer.and_then(|a| cmdlog_acp::stop_reason(&a)) {
         Ok(reason) => TurnEnd::Stop(reason),
-        Err(e) if e.code == rpc::CONNECTION_CLOSED => TurnEnd::SessionGone,
+        Err(e) if e.code == cmdlog_acp::CONNECTION_CLOSED => TurnEnd::SessionGone,
         Err(e) => TurnEnd::Failed(
             format!("the agent failed the prompt: {}", e.message),
             Some(json!(e.code)),

@@ -9,9 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cmdlog_engine::{
-    Event, EventData, Outcome, PermissionDecision, is_session_update_kind, permission_decision,
-};
+use cmdlog_acp::{PermissionDecision, is_session_update_kind, permission_decision};
+use cmdlog_engine::{Event, EventData, Outcome};
 use cmdlog_store::{Log, ReadError, Seq};
 use serde_json::{Value, json};
 

@@ -653,4 +653,3 @@ fn write_batch(
     txn.commit()?;
     Ok(receipts)
 }
-

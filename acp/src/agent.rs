@@ -10,34 +10,69 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-use super::rpc::{Incoming, Peer, RpcError};
+use crate::rpc::{Incoming, Peer, RpcError};
 
 /// The ACP protocol version cmdlog speaks (`PROTOCOL_VERSION` of schema v1).
-pub(crate) const PROTOCOL_VERSION: u64 = 1;
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// An agent command line that names no program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentCommandError {
+    /// Quotes do not balance.
+    #[error("cannot split the agent command {line:?}: unbalanced quotes")]
+    Unbalanced {
+        /// The command line as given.
+        line: String,
+    },
+    /// No program.
+    #[error("the agent command is empty: give the program that speaks ACP on stdio")]
+    Empty,
+}
+
+/// Why an agent could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The program could not be run.
+    #[error("cannot start the agent `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The process came without a pipe cmdlog asked for.
+    #[error("the agent has no {0}")]
+    NoPipe(&'static str),
+}
 
 /// How to start the agent: a program and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AgentCommand {
-    pub(crate) program: String,
-    pub(crate) args: Vec<String>,
+pub struct AgentCommand {
+    /// The program, looked up on `PATH` as a shell would.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
 }
 
 impl AgentCommand {
     /// Splits a command line as a POSIX shell would (quotes, backslashes), without
     /// running a shell.
-    pub(crate) fn parse(line: &str) -> Result<Self, String> {
-        let words = shlex::split(line)
-            .ok_or_else(|| format!("cannot split the agent command {line:?}: unbalanced quotes"))?;
+    pub fn parse(line: &str) -> Result<Self, AgentCommandError> {
+        let words = shlex::split(line).ok_or_else(|| AgentCommandError::Unbalanced {
+            line: line.to_string(),
+        })?;
         Self::from_words(words)
     }
 
     /// A program and its arguments, already split.
-    pub(crate) fn from_words(words: Vec<String>) -> Result<Self, String> {
+    pub fn from_words(words: Vec<String>) -> Result<Self, AgentCommandError> {
         let mut words = words.into_iter();
         let program = words
             .next()
             .filter(|p| !p.is_empty())
-            .ok_or("the agent command is empty: give the program that speaks ACP on stdio")?;
+            .ok_or(AgentCommandError::Empty)?;
         Ok(AgentCommand {
             program,
             args: words.collect(),
@@ -45,7 +80,7 @@ impl AgentCommand {
     }
 
     /// The command line, for messages.
-    pub(crate) fn display(&self) -> String {
+    pub fn display(&self) -> String {
         std::iter::once(self.program.as_str())
             .chain(self.args.iter().map(String::as_str))
             .map(|w| {
@@ -59,13 +94,13 @@ impl AgentCommand {
 }
 
 /// A running agent.
-pub(crate) struct AgentProcess {
+pub struct AgentProcess {
     /// The JSON-RPC connection over its stdio.
-    pub(crate) peer: Arc<Peer>,
+    pub peer: Arc<Peer>,
     /// Becomes `Some(how it ended)` when the process exits.
-    pub(crate) exit: watch::Receiver<Option<String>>,
+    pub exit: watch::Receiver<Option<String>>,
     /// Its pid, for messages.
-    pub(crate) pid: Option<u32>,
+    pub pid: Option<u32>,
 }
 
 /// Starts `command` in `cwd` with its stdin and stdout piped to us; its stderr
@@ -73,7 +108,7 @@ pub(crate) struct AgentProcess {
 pub(crate) fn start(
     command: &AgentCommand,
     cwd: &Path,
-) -> Result<(Child, ChildStdin, ChildStdout), String> {
+) -> Result<(Child, ChildStdin, ChildStdout), StartError> {
     let mut child = tokio::process::Command::new(&command.program)
         .args(&command.args)
         .current_dir(cwd)
@@ -82,14 +117,17 @@ pub(crate) fn start(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot start the agent `{}`: {e}", command.display()))?;
-    let stdin = child.stdin.take().ok_or("the agent has no stdin")?;
-    let stdout = child.stdout.take().ok_or("the agent has no stdout")?;
+        .map_err(|source| StartError::Spawn {
+            command: command.display(),
+            source,
+        })?;
+    let stdin = child.stdin.take().ok_or(StartError::NoPipe("stdin"))?;
+    let stdout = child.stdout.take().ok_or(StartError::NoPipe("stdout"))?;
     if let Some(stderr) = child.stderr.take() {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("agent: {}", crate::render::clean(&line));
+                eprintln!("agent: {}", cmdlog_common::terminal::clean(&line));
             }
         });
     }
@@ -98,11 +136,11 @@ pub(crate) fn start(
 
 /// Starts `command` in `cwd` as an agent cmdlog speaks to: what it asks of us
 /// goes to `handler` (see [`Peer::start`]).
-pub(crate) fn spawn(
+pub fn spawn(
     command: &AgentCommand,
     cwd: &Path,
     handler: impl FnMut(&Arc<Peer>, Incoming) + Send + 'static,
-) -> Result<AgentProcess, String> {
+) -> Result<AgentProcess, StartError> {
     let (mut child, stdin, stdout) = start(command, cwd)?;
     let pid = child.id();
     let peer = Peer::start(stdout, stdin, handler);
@@ -126,7 +164,7 @@ pub(crate) fn spawn(
 
 /// The `initialize` request cmdlog sends: protocol 1, no file system or terminal
 /// offered (cmdlog has none to lend), its name and version.
-pub(crate) fn initialize_params() -> Value {
+pub fn initialize_params() -> Value {
     json!({
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
@@ -135,14 +173,14 @@ pub(crate) fn initialize_params() -> Value {
 }
 
 /// The text of an agent's answer to `session/prompt`: its stop reason.
-pub(crate) fn stop_reason(result: &Value) -> Result<String, RpcError> {
+pub fn stop_reason(result: &Value) -> Result<String, RpcError> {
     result
         .get("stopReason")
         .and_then(Value::as_str)
         .map(str::to_string)
         .ok_or_else(|| {
             RpcError::new(
-                super::rpc::INTERNAL_ERROR,
+                crate::rpc::INTERNAL_ERROR,
                 "the agent's answer to session/prompt has no stopReason",
             )
         })
@@ -158,10 +196,16 @@ mod tests {
         assert_eq!(c.program, "node");
         assert_eq!(c.args, ["my agent.js", "--flag", "a b"]);
         assert_eq!(c.display(), "node 'my agent.js' --flag 'a b'");
-        assert!(AgentCommand::parse("").unwrap_err().contains("empty"));
+        assert!(
+            AgentCommand::parse("")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
         assert!(
             AgentCommand::parse("node 'x")
                 .unwrap_err()
+                .to_string()
                 .contains("quotes")
         );
     }

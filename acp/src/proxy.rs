@@ -10,18 +10,20 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cmdlog_engine::{
-    AcpDirection, Engine, EventData, Mode, Outcome, PermissionRequested, PermissionResolved,
-    PromptOutcome, PromptRequest, SessionEnded, StreamingBehavior, valid_id,
+    AcpDirection, CancellationToken, Engine, EventData, Mode, PermissionRequested,
+    PermissionResolved, SessionEnded, valid_id,
 };
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec};
 
-use super::agent::AgentCommand;
-use super::commands::{AgentCommands, merge};
-use super::record::Recorder;
-use super::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
+use crate::agent::{AgentCommand, StartError};
+use crate::commands::{AgentCommands, merge};
+use crate::record::Recorder;
+use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
+use crate::turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry};
 
 /// What the editor asked the agent, remembered until the answer.
 enum ClientAsked {
@@ -75,13 +77,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Runs the proxy until the editor closes stdin and the agent exits (or the agent
-/// exits first). Returns the agent's exit code.
-pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> Result<i32, String> {
-    let (mut child, agent_in, agent_out) = super::agent::start(command, cwd)?;
+/// Why the proxy could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The agent could not be started.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The agent's exit could not be waited for.
+    #[error("cannot wait for the agent: {0}")]
+    Wait(#[source] std::io::Error),
+}
+
+/// Runs the proxy between an editor (`editor_in`, `editor_out`: its stdio) and the
+/// agent `command` started in `cwd`, until the editor closes its side and the
+/// agent exits (or the agent exits first). Returns the agent's exit code.
+pub async fn run_proxy<R, W>(
+    engine: Engine,
+    command: &AgentCommand,
+    cwd: &Path,
+    editor_in: R,
+    editor_out: W,
+) -> Result<i32, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut child, agent_in, agent_out) = crate::agent::start(command, cwd)?;
     let (to_client, client_lines) = mpsc::unbounded_channel();
     let (to_agent, agent_lines) = mpsc::unbounded_channel();
-    let client_writer = tokio::spawn(write_lines(tokio::io::stdout(), client_lines));
+    let client_writer = tokio::spawn(write_lines(editor_out, client_lines));
     let agent_writer = tokio::spawn(write_lines(agent_in, agent_lines));
     let recorder = Recorder::start({
         let engine = engine.clone();
@@ -102,10 +127,8 @@ pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> R
     let from_client = {
         let proxy = Arc::clone(&proxy);
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(
-                tokio::io::stdin(),
-                LinesCodec::new_with_max_length(LINE_BYTES_MAX),
-            );
+            let mut lines =
+                FramedRead::new(editor_in, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
             while let Some(Ok(line)) = lines.next().await {
                 proxy.on_client_line(line).await;
             }
@@ -126,10 +149,7 @@ pub(crate) async fn run(engine: Engine, command: &AgentCommand, cwd: &Path) -> R
         }
     }
     // The agent closed its output: it is done, or dying.
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| format!("cannot wait for the agent: {e}"))?;
+    let status = child.wait().await.map_err(ProxyError::Wait)?;
     from_client.abort();
     let how = match (
         status.code(),
@@ -264,44 +284,29 @@ impl Proxy {
         let id = message["id"].clone();
         let params = &message["params"];
         let blocks: Vec<Value> = params["prompt"].as_array().cloned().unwrap_or_default();
-        let text = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = prompt_text(&blocks);
         let prompt_id = format!("rpc-{}", id_key(&id).trim_matches('"'));
-        let mut request = PromptRequest::new(&session, &self.agent_name(), Mode::Acp, &text);
-        request.behavior = Some(StreamingBehavior::FollowUp);
-        request.prompt_id = Some(prompt_id.clone());
-        request.blocks = blocks
-            .iter()
-            .filter(|b| b["type"] != "text")
-            .cloned()
-            .collect();
-        let outcome = self.engine.prompt(request).await;
-        let forward = match outcome {
-            Ok(PromptOutcome::Handled(ex)) => {
+        let agent = self.agent_name();
+        let turn = TurnPrompt {
+            session: &session,
+            agent: &agent,
+            mode: Mode::Acp,
+            text: &text,
+            blocks: &blocks,
+            prompt_id: &prompt_id,
+            cancel: CancellationToken::new(),
+        };
+        let forward = match through_registry(&self.engine, &self.recorder, turn).await {
+            Ok(RegistryTurn::Answered {
+                message,
+                stop_reason,
+            }) => {
                 // Answered by cmdlog: the agent never hears of it.
-                let (shown, stop) = match &ex.outcome {
-                    Outcome::Success { text, .. } => (text.clone(), "end_turn"),
-                    Outcome::Error {
-                        interrupted: true,
-                        text,
-                    } => (Some(text.clone()), "cancelled"),
-                    Outcome::Error { text, .. } => (Some(text.clone()), "end_turn"),
-                };
-                if let Some(shown) = shown.filter(|t| !t.is_empty()) {
-                    let update = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": shown}});
-                    self.recorder.record(
-                        Some(&session),
-                        None,
-                        EventData::SessionUpdate(update.clone()),
-                    );
+                if let Some(text) = message {
                     let _ = self.to_client.send(
                         rpc::notification(
                             "session/update",
-                            json!({"sessionId": params["sessionId"], "update": update}),
+                            json!({"sessionId": params["sessionId"], "update": message_chunk(&text)}),
                         )
                         .to_string(),
                     );
@@ -309,24 +314,27 @@ impl Proxy {
                 self.recorder.record(
                     Some(&session),
                     None,
-                    EventData::SessionUpdate(json!({"sessionUpdate": "turn_complete", "stopReason": stop, "promptId": prompt_id})),
+                    EventData::SessionUpdate(json!({"sessionUpdate": "turn_complete", "stopReason": stop_reason, "promptId": prompt_id})),
                 );
                 self.recorder.flush().await;
                 let _ = self
                     .to_client
-                    .send(rpc::response(id, Ok(json!({"stopReason": stop}))).to_string());
+                    .send(rpc::response(id, Ok(json!({"stopReason": stop_reason}))).to_string());
                 return;
             }
-            Ok(PromptOutcome::Delivered { text: sent, .. }) if sent != text => {
+            Ok(RegistryTurn::Forward {
+                blocks,
+                expanded: true,
+            }) => {
                 let mut changed = message.clone();
-                changed["params"]["prompt"] = Value::Array(super::with_text(&blocks, &sent));
+                changed["params"]["prompt"] = Value::Array(blocks);
                 changed.to_string()
             }
-            Ok(PromptOutcome::Delivered { .. }) => line.to_string(),
+            Ok(RegistryTurn::Forward { .. }) => line.to_string(),
             Err(e) => {
                 eprintln!(
                     "cmdlog: the prompt was passed on unrecorded: {}",
-                    crate::render::clean(&e.to_string())
+                    cmdlog_common::terminal::clean(&e.to_string())
                 );
                 line.to_string()
             }
@@ -489,8 +497,8 @@ impl Proxy {
             Err(e) => {
                 eprintln!(
                     "cmdlog: session {} is not recorded: {}",
-                    crate::render::clean(agent_session),
-                    crate::render::clean(&e.to_string())
+                    cmdlog_common::terminal::clean(agent_session),
+                    cmdlog_common::terminal::clean(&e.to_string())
                 );
                 None
             }

@@ -13,17 +13,17 @@ use cmdlog_engine::{
 use serde_json::Value;
 
 /// The provider's priority: below every command file, above bundled skills.
-pub(crate) const AGENT_PROVIDER_PRIORITY: i32 = 50;
+pub const AGENT_PROVIDER_PRIORITY: i32 = 50;
 
 /// The agent's commands registered, by name.
-pub(crate) struct AgentCommands {
+pub struct AgentCommands {
     label: String,
     registered: tokio::sync::Mutex<HashMap<String, (Value, Disposer)>>,
 }
 
 impl AgentCommands {
     /// `label` names the agent in listings (its command line).
-    pub(crate) fn new(label: &str) -> Self {
+    pub fn new(label: &str) -> Self {
         AgentCommands {
             label: label.to_string(),
             registered: tokio::sync::Mutex::new(HashMap::new()),
@@ -32,7 +32,7 @@ impl AgentCommands {
 
     /// Makes the registered commands the agent's `availableCommands`: new ones
     /// registered, gone or changed ones unregistered.
-    pub(crate) async fn sync(&self, engine: &Engine, list: &Value) {
+    pub async fn sync(&self, engine: &Engine, list: &Value) {
         let mut registered = self.registered.lock().await;
         let wanted: HashMap<String, Value> = list
             .as_array()
@@ -65,7 +65,7 @@ impl AgentCommands {
             let Some(new) = registration(name, command, &self.label, item as u32) else {
                 eprintln!(
                     "cmdlog: the agent's command {:?} is not a valid command name; lines naming it go to the agent as plain prompts",
-                    crate::render::clean(name)
+                    cmdlog_common::terminal::clean(name)
                 );
                 continue;
             };
@@ -75,15 +75,15 @@ impl AgentCommands {
                 }
                 Err(e) => eprintln!(
                     "cmdlog: cannot register the agent's /{}: {}",
-                    crate::render::clean(name),
-                    crate::render::clean(&e.to_string())
+                    cmdlog_common::terminal::clean(name),
+                    cmdlog_common::terminal::clean(&e.to_string())
                 ),
             }
         }
     }
 
     /// Unregisters them all (the agent is gone).
-    pub(crate) async fn clear(&self) {
+    pub async fn clear(&self) {
         for (_, (_, disposer)) in self.registered.lock().await.drain() {
             let _ = disposer.dispose().await;
         }
@@ -127,7 +127,7 @@ fn registration(name: &str, command: &Value, label: &str, item: u32) -> Option<N
 
 /// The list a client sees: the agent's commands and cmdlog's, cmdlog's entry
 /// replacing the agent's where both have a name (cmdlog's runs).
-pub(crate) fn merge(agent: &Value, ours: &Value) -> Value {
+pub fn merge(agent: &Value, ours: &Value) -> Value {
     let ours = ours.as_array().cloned().unwrap_or_default();
     let taken: std::collections::HashSet<&str> =
         ours.iter().filter_map(|c| c["name"].as_str()).collect();

@@ -18,27 +18,31 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 /// Longest line accepted, in bytes (the ACP TypeScript SDK's default limit).
-pub(crate) const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
+pub const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
 
 /// JSON-RPC's "method not found".
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC's "invalid params".
-pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub const INVALID_PARAMS: i64 = -32602;
 /// JSON-RPC's "internal error".
-pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub const INTERNAL_ERROR: i64 = -32603;
 /// The code a request gets when the connection closed before its answer.
-pub(crate) const CONNECTION_CLOSED: i64 = -32099;
+pub const CONNECTION_CLOSED: i64 = -32099;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RpcError {
-    pub(crate) code: i64,
-    pub(crate) message: String,
-    pub(crate) data: Option<Value>,
+pub struct RpcError {
+    /// The error code (JSON-RPC's, or the agent's own).
+    pub code: i64,
+    /// What went wrong, as the sender put it.
+    pub message: String,
+    /// Anything else the sender attached.
+    pub data: Option<Value>,
 }
 
 impl RpcError {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+    /// An error with `code` and `message`, no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
             message: message.into(),
@@ -58,7 +62,8 @@ impl RpcError {
         }
     }
 
-    pub(crate) fn to_value(&self) -> Value {
+    /// The error object as JSON-RPC writes it.
+    pub fn to_value(&self) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(data) = &self.data {
             error["data"] = data.clone();
@@ -75,29 +80,52 @@ impl std::fmt::Display for RpcError {
 
 /// A message the other side sent that is not an answer to ours.
 #[derive(Debug, Clone)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// It asks something; answer with [`Peer::respond`].
     Request {
+        /// Its id, to answer by.
         id: Value,
+        /// What it asks.
         method: String,
+        /// With what.
         params: Value,
     },
     /// It tells something.
-    Notification { method: String, params: Value },
+    Notification {
+        /// What it tells.
+        method: String,
+        /// With what.
+        params: Value,
+    },
 }
 
 /// What a message is, by JSON-RPC's rules.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Kind<'a> {
-    Request { id: &'a Value, method: &'a str },
-    Notification { method: &'a str },
-    Response { id: &'a Value },
+pub enum Kind<'a> {
+    /// A method and an id: it wants an answer.
+    Request {
+        /// Its id.
+        id: &'a Value,
+        /// Its method.
+        method: &'a str,
+    },
+    /// A method without an id.
+    Notification {
+        /// Its method.
+        method: &'a str,
+    },
+    /// An answer: an id with a result or an error.
+    Response {
+        /// The id of the request it answers.
+        id: &'a Value,
+    },
+    /// None of these.
     Invalid,
 }
 
 /// Classifies a message: a method with an id is a request, without one a
 /// notification; an id with a result or an error is a response.
-pub(crate) fn kind(message: &Value) -> Kind<'_> {
+pub fn kind(message: &Value) -> Kind<'_> {
     let id = message.get("id");
     match (message.get("method").and_then(Value::as_str), id) {
         (Some(method), Some(id)) => Kind::Request { id, method },
@@ -112,7 +140,7 @@ pub(crate) fn kind(message: &Value) -> Kind<'_> {
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>;
 
 /// One side of a JSON-RPC connection.
-pub(crate) struct Peer {
+pub struct Peer {
     out: mpsc::UnboundedSender<String>,
     pending: Arc<Pending>,
     next_id: AtomicU64,
@@ -124,7 +152,7 @@ impl Peer {
     /// side's requests and notifications on the reading task, in the order they
     /// came and before any answer that came after them is handed out, so what it
     /// records keeps the connection's order; it must not block (spawn instead).
-    pub(crate) fn start<R, W, H>(reader: R, writer: W, mut handler: H) -> Arc<Peer>
+    pub fn start<R, W, H>(reader: R, writer: W, mut handler: H) -> Arc<Peer>
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -222,7 +250,7 @@ impl Peer {
     }
 
     /// The request message `request` would send, and its id, without sending it.
-    pub(crate) fn prepare(&self, method: &str, params: Value) -> (u64, Value) {
+    pub fn prepare(&self, method: &str, params: Value) -> (u64, Value) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         (
             id,
@@ -231,7 +259,7 @@ impl Peer {
     }
 
     /// Sends a prepared request and waits for its answer.
-    pub(crate) async fn send_prepared(&self, id: u64, message: Value) -> Result<Value, RpcError> {
+    pub async fn send_prepared(&self, id: u64, message: Value) -> Result<Value, RpcError> {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
         if *self.closed.borrow() || self.out.send(message.to_string()).is_err() {
@@ -243,24 +271,24 @@ impl Peer {
     }
 
     /// Sends a request and waits for its answer.
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let (id, message) = self.prepare(method, params);
         self.send_prepared(id, message).await
     }
 
     /// Sends a notification.
-    pub(crate) fn notify(&self, method: &str, params: Value) {
+    pub fn notify(&self, method: &str, params: Value) {
         let _ = self.out.send(notification(method, params).to_string());
     }
 
     /// Answers the other side's request `id`.
-    pub(crate) fn respond(&self, id: Value, answer: Result<Value, RpcError>) {
+    pub fn respond(&self, id: Value, answer: Result<Value, RpcError>) {
         let _ = self.out.send(response(id, answer).to_string());
     }
 
     /// Resolves once the other side closed its output.
     #[cfg(test)]
-    pub(crate) async fn closed(&self) {
+    pub async fn closed(&self) {
         let mut closed = self.closed.clone();
         let _ = closed.wait_for(|c| *c).await;
     }
@@ -268,7 +296,7 @@ impl Peer {
 
 /// Writes lines as they come, each with its newline; the lines already waiting go
 /// out in one write. Ends when the senders are gone or the writer fails.
-pub(crate) async fn write_lines(
+pub async fn write_lines(
     mut out: impl AsyncWrite + Unpin,
     mut lines: mpsc::UnboundedReceiver<String>,
 ) {
@@ -290,12 +318,12 @@ pub(crate) async fn write_lines(
 }
 
 /// A notification message.
-pub(crate) fn notification(method: &str, params: Value) -> Value {
+pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
 }
 
 /// The response message to request `id`.
-pub(crate) fn response(id: Value, answer: Result<Value, RpcError>) -> Value {
+pub fn response(id: Value, answer: Result<Value, RpcError>) -> Value {
     match answer {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}),

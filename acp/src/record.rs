@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Gives the engine to record with: the daemon's engine can be swapped while a
 /// failed store reopens.
-pub(crate) type EngineSource = Arc<dyn Fn() -> Option<Engine> + Send + Sync>;
+pub type EngineSource = Arc<dyn Fn() -> Option<Engine> + Send + Sync>;
 
 enum Item {
     Event {
@@ -27,13 +27,13 @@ const BATCH_MAX: usize = 1024;
 
 /// Appends events in order from a task of its own.
 #[derive(Clone)]
-pub(crate) struct Recorder {
+pub struct Recorder {
     tx: mpsc::UnboundedSender<Item>,
 }
 
 impl Recorder {
     /// Starts the recording task.
-    pub(crate) fn start(engine: EngineSource) -> Recorder {
+    pub fn start(engine: EngineSource) -> Recorder {
         let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
         tokio::spawn(async move {
             let mut batch = Vec::new();
@@ -65,7 +65,7 @@ impl Recorder {
     }
 
     /// Records `data` in `session` (or log-wide).
-    pub(crate) fn record(&self, session: Option<&str>, agent: Option<&str>, data: EventData) {
+    pub fn record(&self, session: Option<&str>, agent: Option<&str>, data: EventData) {
         let _ = self.tx.send(Item::Event {
             session: session.map(str::to_string),
             agent: agent.map(str::to_string),
@@ -74,7 +74,7 @@ impl Recorder {
     }
 
     /// Records a JSON-RPC message no typed event covers.
-    pub(crate) fn message(
+    pub fn message(
         &self,
         session: Option<&str>,
         agent: Option<&str>,
@@ -89,7 +89,7 @@ impl Recorder {
     }
 
     /// Waits until everything recorded so far is appended (or failed).
-    pub(crate) async fn flush(&self) {
+    pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Item::Flush(tx)).is_ok() {
             let _ = rx.await;
@@ -118,7 +118,7 @@ async fn append(engine: &EngineSource, batch: Vec<(Option<String>, Option<String
                     eprintln!(
                         "cmdlog: a {} event was not recorded: {}",
                         data.type_name(),
-                        crate::render::clean(&e.to_string())
+                        cmdlog_common::terminal::clean(&e.to_string())
                     );
                     false
                 }
@@ -132,7 +132,7 @@ async fn append(engine: &EngineSource, batch: Vec<(Option<String>, Option<String
     if let Err(e) = engine.append_events(open).await {
         eprintln!(
             "cmdlog: {count} ACP event(s) not recorded: {}",
-            crate::render::clean(&e.to_string())
+            cmdlog_common::terminal::clean(&e.to_string())
         );
     }
 }

@@ -5,6 +5,24 @@
 
 use serde_json::Value;
 
+/// An ACP payload that lacks a field its schema requires, or has a value the
+/// schema does not allow; the text names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidPayload(String);
+
+impl From<String> for InvalidPayload {
+    fn from(text: String) -> Self {
+        InvalidPayload(text)
+    }
+}
+
+impl From<&str> for InvalidPayload {
+    fn from(text: &str) -> Self {
+        InvalidPayload(text.to_string())
+    }
+}
+
 /// The `sessionUpdate` kinds of ACP's `SessionUpdate` (schema v1, including the
 /// three the npm schema 2.4 adds).
 pub const SESSION_UPDATE_KINDS: [&str; 14] = [
@@ -83,7 +101,7 @@ pub fn permission_decision(value: &Value) -> Option<PermissionDecision> {
 }
 
 /// Checks the required fields of an ACP `ContentBlock` (`$defs/ContentBlock`).
-pub fn check_content_block(block: &Value) -> Result<(), String> {
+pub fn check_content_block(block: &Value) -> Result<(), InvalidPayload> {
     let kind = block
         .get("type")
         .and_then(Value::as_str)
@@ -96,7 +114,7 @@ pub fn check_content_block(block: &Value) -> Result<(), String> {
         other => {
             return Err(format!(
                 "unknown content block type {other:?}: use text, image, audio, resource_link or resource"
-            ));
+            ).into());
         }
     };
     for field in needs {
@@ -105,7 +123,7 @@ pub fn check_content_block(block: &Value) -> Result<(), String> {
             f => block.get(f).is_some_and(Value::is_string),
         };
         if !present {
-            return Err(format!("a {kind} content block needs {field}"));
+            return Err(format!("a {kind} content block needs {field}").into());
         }
     }
     Ok(())
@@ -129,7 +147,7 @@ const TOOL_STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "failed
 
 /// Checks an ACP `ToolCallUpdate` (`toolCall` of a permission request, and the
 /// `tool_call_update` session update): a `toolCallId`, and known kind and status.
-pub fn check_tool_call_update(call: &Value) -> Result<(), String> {
+pub fn check_tool_call_update(call: &Value) -> Result<(), InvalidPayload> {
     if !call.is_object() {
         return Err("a tool call is an object with a toolCallId".into());
     }
@@ -140,14 +158,11 @@ pub fn check_tool_call_update(call: &Value) -> Result<(), String> {
     check_enum(call, "status", &TOOL_STATUSES)
 }
 
-fn check_enum(object: &Value, field: &str, allowed: &[&str]) -> Result<(), String> {
+fn check_enum(object: &Value, field: &str, allowed: &[&str]) -> Result<(), InvalidPayload> {
     match object.get(field) {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(()),
-        Some(other) => Err(format!(
-            "{field} {other} is not one of {}",
-            allowed.join(", ")
-        )),
+        Some(other) => Err(format!("{field} {other} is not one of {}", allowed.join(", ")).into()),
     }
 }
 
@@ -157,7 +172,7 @@ pub const PERMISSION_OPTION_KINDS: [&str; 4] =
 
 /// Checks the options of a permission request: ACP `PermissionOption` objects
 /// `{optionId, name, kind}`, at least one.
-pub fn check_permission_options(options: &Value) -> Result<(), String> {
+pub fn check_permission_options(options: &Value) -> Result<(), InvalidPayload> {
     let list = options
         .as_array()
         .filter(|l| !l.is_empty())
@@ -165,7 +180,7 @@ pub fn check_permission_options(options: &Value) -> Result<(), String> {
     for (i, option) in list.iter().enumerate() {
         for field in ["optionId", "name"] {
             if !option.get(field).is_some_and(Value::is_string) {
-                return Err(format!("option {} needs a {field} string", i + 1));
+                return Err(format!("option {} needs a {field} string", i + 1).into());
             }
         }
         let kind = option.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -174,7 +189,8 @@ pub fn check_permission_options(options: &Value) -> Result<(), String> {
                 "option {} needs a kind: {}",
                 i + 1,
                 PERMISSION_OPTION_KINDS.join(", ")
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -182,7 +198,7 @@ pub fn check_permission_options(options: &Value) -> Result<(), String> {
 
 /// Checks the required fields of an ACP `SessionUpdate` (`$defs/SessionUpdate`),
 /// by its `sessionUpdate` kind.
-pub fn check_session_update(update: &Value) -> Result<(), String> {
+pub fn check_session_update(update: &Value) -> Result<(), InvalidPayload> {
     let kind = update
         .get("sessionUpdate")
         .and_then(Value::as_str)
@@ -192,12 +208,13 @@ pub fn check_session_update(update: &Value) -> Result<(), String> {
         if ok {
             Ok(())
         } else {
-            Err(format!("a {kind} update needs {name}"))
+            Err(format!("a {kind} update needs {name}").into())
         }
     };
     match kind {
         "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk" => {
-            let content = field("content").ok_or(format!("a {kind} update needs content"))?;
+            let content = field("content")
+                .ok_or_else(|| InvalidPayload(format!("a {kind} update needs content")))?;
             check_content_block(content)
         }
         "tool_call" => {
@@ -248,7 +265,8 @@ pub fn check_session_update(update: &Value) -> Result<(), String> {
         other => Err(format!(
             "unknown sessionUpdate {other:?}: use one of {}",
             SESSION_UPDATE_KINDS.join(", ")
-        )),
+        )
+        .into()),
     }
 }
 
@@ -322,7 +340,7 @@ mod tests {
             (json!({"sessionUpdate": "nonsense"}), "unknown"),
         ];
         for (u, says) in bad {
-            let e = check_session_update(&u).unwrap_err();
+            let e = check_session_update(&u).unwrap_err().to_string();
             assert!(e.contains(says), "{u}: {e}");
         }
         assert!(
