@@ -3,7 +3,6 @@
 //! 0 ok; 1 a command settled as error or verify found violations; 2 usage;
 //! 3 not found (unknown command, session, seq); 4 store error.
 
-mod agents;
 mod cli;
 mod daemon;
 mod hub;

@@ -65,6 +65,19 @@ pub fn parse_rfc3339(text: &str) -> Option<u64> {
         .map(|d| d.as_millis() as u64)
 }
 
+/// A time people give for "since": a span back from `now` (`24h`, `7d`), a date
+/// (`2026-11-28`, midnight UTC) or an RFC 3339 UTC time. Unix ms.
+pub fn parse_since(text: &str, now: u64) -> Option<u64> {
+    if let Ok(span) = humantime::parse_duration(text) {
+        return Some(now.saturating_sub(span.as_millis() as u64));
+    }
+    if text.len() == 10 {
+        parse_rfc3339(&format!("{text}T00:00:00Z"))
+    } else {
+        parse_rfc3339(text)
+    }
+}
+
 /// A duration as people write it (`90s`, `1h 30m`, `2days`).
 pub fn parse_duration(text: &str) -> Result<Duration, humantime::DurationError> {
     humantime::parse_duration(text)
@@ -100,6 +113,13 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00.000");
         assert_eq!(utc(951_782_400_123), "2000-02-29 00:00:00.123");
         assert_eq!(utc(1_796_000_000_000), "2026-11-30 00:53:20.000");
+        assert_eq!(parse_since("1h", 7_200_000), Some(3_600_000));
+        assert_eq!(
+            parse_since("2026-12-01", 0),
+            Some(ms - 15 * 3_600_000 - 13 * 60_000 - 51_118)
+        );
+        assert_eq!(parse_since("2026-12-01T15:13:51.118Z", 0), Some(ms));
+        assert_eq!(parse_since("soon", 0), None);
         assert_eq!(micros(12), "12µs");
         assert_eq!(micros(1_500), "1.5ms");
         assert_eq!(micros(2_000_000), "2.00s");

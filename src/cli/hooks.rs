@@ -1,5 +1,5 @@
 //! `cmdlog hooks install|uninstall <agent>`: cmdlog's entries in the agent's own
-//! hook settings (src/agents/install.rs does the edit). It shows the diff, keeps a
+//! hook settings (`cmdlog_agents::install` does the edit). It shows the diff, keeps a
 //! backup of the file it changes, and with `--dry-run` only shows.
 
 use std::io::Write;
@@ -8,9 +8,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::open::home;
 use super::{Failure, Paths, STORE, USAGE, VerbResult};
-use crate::agents::AgentKind;
-use crate::agents::install::{self, Scope};
 use crate::render;
+use cmdlog_agents::{AgentKind, Scope};
 
 #[derive(Args, Debug)]
 pub(crate) struct HooksArgs {
@@ -49,30 +48,27 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         HooksAction::Install(t) => (t, true),
         HooksAction::Uninstall(t) => (t, false),
     };
-    let agent = AgentKind::parse(&target.agent).map_err(|e| Failure::new(USAGE, e))?;
+    let agent = AgentKind::parse(&target.agent).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let scope = match target.scope {
         ScopeArg::Project => Scope::Project,
         ScopeArg::User => Scope::User,
     };
-    let path = install::settings_path(agent, scope, &paths.workspace, &home()?);
-    let before = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(Failure::new(
-                STORE,
-                format!("cannot read {}: {e}", path.display()),
-            ));
-        }
-    };
+    let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home()?);
+    let before =
+        cmdlog_agents::read_settings(&path).map_err(|e| Failure::new(STORE, e.to_string()))?;
     let edit = if installing {
         let exe = std::env::current_exe()
             .map_err(|e| Failure::new(STORE, format!("cannot find cmdlog's own path: {e}")))?;
-        install::install(&path, &before, agent, &install::hook_command(&exe, agent))
+        cmdlog_agents::install(
+            &path,
+            &before,
+            agent,
+            &cmdlog_agents::hook_command(&exe, agent),
+        )
     } else {
-        install::uninstall(&path, &before, agent)
+        cmdlog_agents::uninstall(&path, &before, agent)
     }
-    .map_err(|e| Failure::new(USAGE, e))?;
+    .map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let mut out = render::Human::stdout(false);
     if !edit.changed() {
         writeln!(
@@ -99,7 +95,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
-    write_with_backup(&path, &edit.before, &edit.after)?;
+    cmdlog_agents::write_settings(&path, &edit).map_err(|e| Failure::new(STORE, e.to_string()))?;
     writeln!(
         out,
         "{} {} event(s) in {}: {}",
@@ -115,32 +111,4 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         )?;
     }
     Ok(0)
-}
-
-/// Writes `after` over `path` (aside, then renamed; the file's mode kept), after
-/// copying what was there to `<path>.cmdlog-backup`.
-fn write_with_backup(path: &std::path::Path, before: &str, after: &str) -> Result<(), Failure> {
-    let fail = |what: &str, e: std::io::Error| {
-        Failure::new(STORE, format!("cannot {what} {}: {e}", path.display()))
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
-    }
-    let exists = path.exists();
-    if exists {
-        let backup = path.with_file_name(format!(
-            "{}.cmdlog-backup",
-            path.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        std::fs::write(&backup, before).map_err(|e| fail("back up", e))?;
-    }
-    let tmp = path.with_file_name(format!(
-        ".{}.cmdlog-tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    std::fs::write(&tmp, after).map_err(|e| fail("write", e))?;
-    if exists && let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path).map_err(|e| fail("replace", e))
 }

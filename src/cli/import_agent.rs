@@ -9,21 +9,12 @@ use super::open::home;
 use super::output::print_json;
 use super::progress::Progress;
 use super::{Failure, Paths, USAGE, VerbResult, now_ms, open_failure, store_failure};
-use crate::agents::AgentKind;
-use crate::agents::transcripts::{default_roots, files, importer};
 use crate::render;
+use cmdlog_agents::{AgentKind, default_roots, files};
 
 /// `--since`: a duration back from now (`7d`) or a date (`2026-11-01`), as unix ms.
 fn since(text: &str, now: u64) -> Result<u64, Failure> {
-    if let Ok(d) = humantime::parse_duration(text) {
-        return Ok(now.saturating_sub(d.as_millis() as u64));
-    }
-    let full = if text.len() == 10 {
-        format!("{text}T00:00:00Z")
-    } else {
-        text.to_string()
-    };
-    crate::agents::parse_time(&full).ok_or_else(|| {
+    cmdlog_common::time::parse_since(text, now).ok_or_else(|| {
         Failure::new(
             USAGE,
             format!(
@@ -41,7 +32,7 @@ pub(crate) fn exec(
     redact: bool,
     json: bool,
 ) -> VerbResult {
-    let agent = AgentKind::parse(agent).map_err(|e| Failure::new(USAGE, e))?;
+    let agent = AgentKind::parse(agent).map_err(|e| Failure::new(USAGE, e.to_string()))?;
     let now = now_ms();
     let since = since_text.map(|s| since(s, now)).transpose()?;
     let roots = if given.is_empty() {
@@ -67,7 +58,7 @@ pub(crate) fn exec(
     let bar = Progress::new(total, "import");
     let summary = {
         let mut tick = bar.tick();
-        importer::import(&log, agent, &roots, since, redact, now, &mut tick)
+        cmdlog_agents::import(&log, agent, &roots, since, redact, now, &mut tick)
             .map_err(store_failure)?
     };
     bar.finish();

@@ -93,17 +93,16 @@ pub(crate) fn store_failure(e: impl std::fmt::Display) -> Failure {
 /// An open failure; a lock held by `cmdlog serve` names the daemon and how to reach it.
 pub(crate) fn open_failure(e: cmdlog_store::OpenError) -> Failure {
     if let cmdlog_store::OpenError::Locked { path } = &e
-        && let Ok(text) = std::fs::read_to_string(crate::daemon::daemon_file(path))
-        && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)
+        && let Some(daemon) = cmdlog_agents::DaemonFile::read(path)
     {
         return Failure::new(
             STORE,
             format!(
                 "{} is held by cmdlog serve (pid {}, {}): use its HTTP API (docs/http.md), e.g. curl {}/session/ID/events, or stop it first",
                 path.display(),
-                info["pid"],
-                info["url"].as_str().unwrap_or("?"),
-                info["url"].as_str().unwrap_or("")
+                daemon.pid,
+                crate::render::clean(&daemon.url),
+                crate::render::clean(&daemon.url)
             ),
         );
     }

@@ -110,7 +110,7 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
         });
     }
     // Hook payloads that wait in the spill folder are not in the log yet.
-    let spilled = crate::agents::spill::Spill::for_log(log.path()).pending();
+    let spilled = cmdlog_agents::Spill::for_log(log.path()).pending();
     let mut out = render::Human::stdout(json);
     if json {
         let mut value = serde_json::to_value(&report).map_err(store_failure)?;

@@ -7,16 +7,11 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path as UrlPath, Query, State};
-use cmdlog_engine::{DiscoveryConfig, discover};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::state::{ApiError, AppState};
-use crate::agents::spill::Spill;
-use crate::agents::{AgentKind, append_to, batch_for};
-
-/// Largest payload taken, in bytes.
-pub(crate) const HOOK_BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
+use cmdlog_agents::{AgentKind, Spill, append_to, batch_for, discovery_for, drain};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,25 +26,25 @@ pub(super) async fn hook(
     Query(query): Query<HookQuery>,
     payload: String,
 ) -> Result<Json<Value>, ApiError> {
-    let kind = AgentKind::parse(&agent).map_err(ApiError::bad_request)?;
+    let kind = AgentKind::parse(&agent).map_err(|e| ApiError::bad_request(e.to_string()))?;
     // One payload at a time: a session's first payloads create it once.
     let _one = state.hooks.lock().await;
     let log = Arc::clone(state.engine()?.log());
     let workspace: PathBuf = state.workspace.clone();
-    let at = query.received_at.unwrap_or_else(crate::cli::now_ms);
+    let at = query
+        .received_at
+        .unwrap_or_else(cmdlog_common::time::now_ms);
     let redact = query.redact.unwrap_or(false);
     let receipt = tokio::task::spawn_blocking(move || {
-        let discovery = || {
-            let home = std::env::var_os("HOME").map(PathBuf::from)?;
-            discover(&DiscoveryConfig::from_env(&home, &workspace)).ok()
-        };
-        crate::cli::hook::drain(&log, &Spill::for_log(log.path()), &discovery);
+        let discovery = || discovery_for(&workspace);
+        drain(&log, &Spill::for_log(log.path()), &discovery);
         append_to(&log, batch_for(kind, &payload, redact, discovery), at)
     })
     .await
     .map_err(ApiError::internal)?
     .map_err(|e| {
-        ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, e).code("not_recorded")
+        ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            .code("not_recorded")
     })?;
     Ok(Json(json!({"first": receipt.first, "last": receipt.last})))
 }

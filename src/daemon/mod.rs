@@ -103,7 +103,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/session/{id}/events", get(events::events))
         .route(
             "/hook/{agent}",
-            post(hooks::hook).layer(DefaultBodyLimit::max(hooks::HOOK_BODY_BYTES_MAX)),
+            post(hooks::hook).layer(DefaultBodyLimit::max(cmdlog_agents::PAYLOAD_BYTES_MAX)),
         )
         .layer(middleware::from_fn_with_state(
             Arc::clone(&state),
@@ -152,23 +152,6 @@ pub(crate) struct ServeConfig {
     pub(crate) reopen: Reopen,
     /// The ACP agent to run behind the daemon.
     pub(crate) agent: Option<cmdlog_acp::AgentCommand>,
-}
-
-/// `.cmdlog/daemon.json` beside the log: who holds it and where to reach them.
-pub(crate) fn daemon_file(log: &Path) -> PathBuf {
-    log.parent().unwrap_or(Path::new(".")).join("daemon.json")
-}
-
-fn write_daemon_file(path: &Path, url: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    writeln!(file, "{}", json!({"url": url, "pid": std::process::id()}))
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -299,9 +282,17 @@ pub(crate) async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let url = format!("http://{local}");
-    let daemon_json = daemon_file(log_path);
-    write_daemon_file(&daemon_json, &url)
-        .map_err(|e| format!("cannot write {}: {e}", daemon_json.display()))?;
+    let daemon_json = cmdlog_agents::DaemonFile {
+        url: url.clone(),
+        pid: std::process::id(),
+    }
+    .write(log_path)
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            cmdlog_agents::DaemonFile::path(log_path).display()
+        )
+    })?;
     // A daemon bound to a non-loopback address (with its token) answers to any
     // name; a local one only to loopback names and those allowed.
     let hosts = config.addr.ip().is_loopback().then(|| {

@@ -126,16 +126,13 @@ pub fn journal_path(log: &Path) -> PathBuf {
 }
 
 const MAGIC: &[u8; 16] = b"cmdlog-wal\0\0\0\0\0\x01";
-pub(crate) const HEADER_BYTES: u64 = 4096;
+pub(crate) use crate::limits::WAL_HEADER_BYTES as HEADER_BYTES;
 const FRAME_MAGIC: &[u8; 4] = b"CLWF";
 const FRAME_HEADER: usize = 4 + 8 + 4 + 8 + 16;
-/// A new file is extended to this length (sparse) so frame writes seldom grow it.
-pub(crate) const PREALLOCATED_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Zeros written per call when a reset clears old frames.
-const ZERO_CHUNK_BYTES: usize = 1024 * 1024;
-/// Bytes read per call when looking for frames past an unreadable one.
-const SCAN_CHUNK_BYTES: usize = 1024 * 1024;
+use crate::limits::{
+    WAL_PREALLOCATED_BYTES as PREALLOCATED_BYTES, WAL_SCAN_CHUNK_BYTES as SCAN_CHUNK_BYTES,
+    WAL_ZERO_CHUNK_BYTES as ZERO_CHUNK_BYTES,
+};
 
 const TAG_RECORD: u8 = 1;
 const TAG_BLOB: u8 = 2;

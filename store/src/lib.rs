@@ -25,6 +25,7 @@
 mod error;
 mod fault;
 mod journal;
+mod limits;
 mod log;
 mod record;
 mod schema;
@@ -33,6 +34,7 @@ mod writer;
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
 pub use fault::{FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty};
 pub use journal::{JournalIo, journal_path};
+pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY_BYTES_MAX};
 pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard};
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;

@@ -36,8 +36,7 @@ pub(crate) const BLOBS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new
 pub(crate) const BLOB_CHUNKS: TableDefinition<(&[u8; 32], u32), &[u8]> =
     TableDefinition::new("blob_chunks");
 
-/// The size of a blob chunk: 1 KiB under 256 KiB leaves room for the leaf's header.
-pub(crate) const BLOB_CHUNK_BYTES: usize = 255 * 1024;
+pub(crate) use crate::limits::BLOB_CHUNK_BYTES;
 
 /// Stores a blob's bytes, whole or in chunks.
 pub(crate) fn insert_blob(

@@ -345,20 +345,9 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
     out
 }
 
-/// Pending stream index entries are written to the `streams` table in batches of
-/// about this many (and at every checkpoint).
-const STREAMS_FLUSH_ENTRIES: usize = 16 * 1024;
-
-/// How long the writer spins for a lone appender's next request.
-const LONE_APPENDER_SPIN: std::time::Duration = std::time::Duration::from_micros(30);
-
-/// A batch carrying this many blob bytes skips the write-ahead log.
-const DIRECT_BLOB_BYTES: usize = 1024 * 1024;
-
-/// Records over this many bytes in one group commit (a bulk import) go the same
-/// way: a durable redb commit writes them once, where a frame and its checkpoint
-/// write them twice.
-const DIRECT_RECORD_BYTES: usize = 2 * 1024 * 1024;
+use crate::limits::{
+    DIRECT_BLOB_BYTES, DIRECT_RECORD_BYTES, LONE_APPENDER_SPIN, STREAMS_FLUSH_ENTRIES,
+};
 
 fn journal_error(journal: &Journal, e: &std::io::Error) -> String {
     format!("write-ahead log {}: {e}", journal.path().display())

@@ -63,20 +63,19 @@ impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             durability: Durability::Durable,
-            blob_bytes_max: 32 * 1024 * 1024,
-            record_bytes_max: 16 * 1024 * 1024,
-            batch_records_max: 4096,
-            cache_bytes: 64 * 1024 * 1024,
-            lock_wait: Duration::from_secs(2),
-            checkpoint_bytes: 64 * 1024 * 1024,
-            commit_delay: Duration::from_micros(50),
+            blob_bytes_max: limits::BLOB_BYTES_MAX,
+            record_bytes_max: limits::RECORD_BYTES_MAX,
+            batch_records_max: limits::BATCH_RECORDS_MAX,
+            cache_bytes: limits::CACHE_BYTES,
+            lock_wait: limits::LOCK_WAIT,
+            checkpoint_bytes: limits::CHECKPOINT_BYTES,
+            commit_delay: limits::COMMIT_DELAY,
             discard_wal_damage: false,
         }
     }
 }
 
-/// Longest stream key, in bytes.
-pub(crate) const STREAM_KEY_BYTES_MAX: usize = 256;
+use crate::limits::{self, STREAM_KEY_BYTES_MAX};
 
 /// The log's last committed record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

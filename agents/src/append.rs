@@ -6,22 +6,34 @@
 use cmdlog_engine::{CommandDone, EventData, Mode, NewEvent, Redacted, SessionCreated};
 use cmdlog_store::{AppendError, AppendTicket, Log, NewRecord, ReadError, Receipt, Seq};
 
-use super::{Planned, PlannedData};
+use crate::plan::{Planned, PlannedData};
 
 /// What a payload (or a transcript's items) appends, ready to build.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Batch {
+pub struct Batch {
     /// The agent, as the events name it.
     pub(crate) agent: String,
+    /// The events, in append order.
     pub(crate) events: Vec<Planned>,
 }
 
 impl Batch {
+    /// An empty batch of `agent`'s events.
     pub(crate) fn new(agent: &str) -> Self {
         Batch {
             agent: agent.to_string(),
             events: Vec::new(),
         }
+    }
+
+    /// How many events it appends.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it appends nothing.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
     }
 
     /// Adds events after the ones already there (their `DoneOf` indices are

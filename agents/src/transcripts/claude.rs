@@ -13,8 +13,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, any};
-use super::{JsonLines, Transcript, Update};
-use crate::agents::{AgentKind, parse_time};
+use super::transcript::{JsonLines, Transcript};
+use crate::updates::Update;
+use cmdlog_common::time::parse_rfc3339 as parse_time;
+
+use crate::kind::AgentKind;
 
 /// The text between `<tag>` and `</tag>`.
 fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
@@ -387,9 +390,9 @@ mod tests {
             .iter()
             .map(|i| {
                 let data = match &i.data {
-                    crate::agents::PlannedData::Ready(d) => serde_json::to_value(d).unwrap(),
-                    crate::agents::PlannedData::Update(u) => serde_json::to_value(u).unwrap(),
-                    crate::agents::PlannedData::DoneOf { outcome, .. } => {
+                    crate::plan::PlannedData::Ready(d) => serde_json::to_value(d).unwrap(),
+                    crate::plan::PlannedData::Update(u) => serde_json::to_value(u).unwrap(),
+                    crate::plan::PlannedData::DoneOf { outcome, .. } => {
                         serde_json::to_value(outcome).unwrap()
                     }
                 };

@@ -6,8 +6,8 @@
 
 use cmdlog_engine::{AgentCheck, Dialect, Discovery, ExpandInput, expand};
 
-use super::AgentKind;
-use super::hook::Expansion;
+use crate::hook::Expansion;
+use crate::kind::AgentKind;
 
 /// cmdlog's verdict on `expansion`, when the payload carried the agent's
 /// expansion and one of the agent's command files answers to the name.

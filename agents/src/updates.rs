@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::agents::tool_kind;
+use crate::kind::tool_kind;
 
 /// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
 pub(crate) fn chunk(kind: &str, text: &str) -> Value {

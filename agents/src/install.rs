@@ -10,11 +10,50 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
 
-use super::AgentKind;
+use crate::kind::AgentKind;
+
+/// A settings file cmdlog will not edit, or could not write.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// It is not JSON (with comments).
+    #[error(
+        "{}:{line}:{column}: {message}; fix the file first, cmdlog does not overwrite a settings file it cannot read",
+        .path.display()
+    )]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the parser found.
+        message: String,
+    },
+    /// It is JSON, but a part cmdlog edits has another shape.
+    #[error("{}: {what}; fix the file first", .path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// Reading or writing it failed.
+    #[error("cannot {action} {}: {source}", .path.display())]
+    Io {
+        /// What cmdlog was doing.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
 
 /// Where the entries go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// The workspace's settings (`.claude/settings.json`, …).
     Project,
     /// The user's settings (`~/.claude/settings.json`, …).
@@ -24,7 +63,7 @@ pub(crate) enum Scope {
 /// The hook events cmdlog listens to, per agent, and the timeout it asks for (in
 /// the agent's unit: seconds for Claude Code and Codex, milliseconds for Gemini
 /// CLI and Qwen Code).
-pub(crate) fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
+pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
     match agent {
         AgentKind::ClaudeCode => &[
             ("SessionStart", 10),
@@ -73,12 +112,7 @@ pub(crate) fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
 }
 
 /// The settings file of `agent` in `scope`.
-pub(crate) fn settings_path(
-    agent: AgentKind,
-    scope: Scope,
-    workspace: &Path,
-    home: &Path,
-) -> PathBuf {
+pub fn settings_path(agent: AgentKind, scope: Scope, workspace: &Path, home: &Path) -> PathBuf {
     let env_dir = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -103,7 +137,7 @@ pub(crate) fn settings_path(
 }
 
 /// The command a hook entry runs: this binary, quoted for the agent's shell.
-pub(crate) fn hook_command(exe: &Path, agent: AgentKind) -> String {
+pub fn hook_command(exe: &Path, agent: AgentKind) -> String {
     let exe = exe.to_string_lossy();
     let quoted = shlex::try_quote(&exe)
         .map(|q| q.into_owned())
@@ -120,71 +154,68 @@ fn is_ours(handler: &Value, agent: AgentKind) -> bool {
 
 /// What an edit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Edit {
+pub struct Edit {
     /// The text before (empty for a new file).
-    pub(crate) before: String,
+    pub before: String,
     /// The text after.
-    pub(crate) after: String,
+    pub after: String,
     /// Events added (install) or cleared (uninstall).
-    pub(crate) events: Vec<String>,
+    pub events: Vec<String>,
 }
 
 impl Edit {
-    pub(crate) fn changed(&self) -> bool {
+    /// Whether the text changes.
+    pub fn changed(&self) -> bool {
         self.before != self.after
     }
 }
 
 /// A settings file that is not JSON (with comments): its path, line and column.
-fn parse(path: &Path, text: &str) -> Result<CstRootNode, String> {
+fn parse(path: &Path, text: &str) -> Result<CstRootNode, SettingsError> {
     let source = if text.trim().is_empty() { "{}" } else { text };
     CstRootNode::parse(source, &ParseOptions::default()).map_err(|e| {
         let offset = e.range().start.min(source.len());
         let line = source[..offset].matches('\n').count() + 1;
         let column = offset - source[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
-        format!(
-            "{}:{line}:{column}: {}; fix the file first, cmdlog does not overwrite a settings file it cannot read",
-            path.display(),
-            e.kind()
-        )
+        SettingsError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: e.kind().to_string(),
+        }
     })
 }
 
 /// Adds cmdlog's entry to every event of `agent` that lacks one.
-pub(crate) fn install(
+pub fn install(
     path: &Path,
     text: &str,
     agent: AgentKind,
     command: &str,
-) -> Result<Edit, String> {
+) -> Result<Edit, SettingsError> {
+    let shape = |what: String| SettingsError::Shape {
+        path: path.to_path_buf(),
+        what,
+    };
     let root = parse(path, text)?;
     let object = root
         .object_value()
         .or_else(|| root.value().is_none().then(|| root.object_value_or_set()));
     let Some(object) = object else {
-        return Err(format!(
-            "{}: the settings are not a JSON object; fix the file first",
-            path.display()
-        ));
+        return Err(shape("the settings are not a JSON object".into()));
     };
     let hooks = match object.get("hooks") {
-        Some(prop) => prop.object_value().ok_or_else(|| {
-            format!(
-                "{}: \"hooks\" is not an object; fix the file first",
-                path.display()
-            )
-        })?,
+        Some(prop) => prop
+            .object_value()
+            .ok_or_else(|| shape("\"hooks\" is not an object".into()))?,
         None => object.object_value_or_set("hooks"),
     };
     let mut added = Vec::new();
     for (event, timeout) in events(agent) {
         let list = match hooks.get(event) {
-            Some(prop) => prop.array_value().ok_or_else(|| {
-                format!(
-                    "{}: hooks.{event} is not an array; fix the file first",
-                    path.display()
-                )
-            })?,
+            Some(prop) => prop
+                .array_value()
+                .ok_or_else(|| shape(format!("hooks.{event} is not an array")))?,
             None => hooks.array_value_or_set(event),
         };
         let present = list.elements().iter().any(|group| {
@@ -229,7 +260,7 @@ pub(crate) fn install(
 }
 
 /// Removes cmdlog's entries of `agent`; groups and events left empty go too.
-pub(crate) fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, String> {
+pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, SettingsError> {
     if text.trim().is_empty() {
         return Ok(Edit {
             before: text.into(),
@@ -291,6 +322,51 @@ pub(crate) fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edi
     })
 }
 
+/// The settings file's text, or nothing when there is none yet.
+pub fn read_settings(path: &Path) -> Result<String, SettingsError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(source) => Err(SettingsError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Writes `edit.after` over `path` (aside, then renamed; the file's mode kept),
+/// after copying what was there to `<path>.cmdlog-backup`.
+pub fn write_settings(path: &Path, edit: &Edit) -> Result<(), SettingsError> {
+    let fail = |action: &'static str| {
+        move |source| SettingsError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail("create the folder of"))?;
+    }
+    let exists = path.exists();
+    if exists {
+        let backup = path.with_file_name(format!(
+            "{}.cmdlog-backup",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        std::fs::write(&backup, &edit.before).map_err(fail("back up"))?;
+    }
+    let tmp = path.with_file_name(format!(
+        ".{}.cmdlog-tmp",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::write(&tmp, &edit.after).map_err(fail("write"))?;
+    if exists && let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path).map_err(fail("replace"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,7 +424,8 @@ mod tests {
             AgentKind::Qwen,
             "cmdlog hook qwen",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("/p/settings.json:4:"), "{e}");
         let e = install(
             Path::new("/p/s.json"),
@@ -356,7 +433,8 @@ mod tests {
             AgentKind::Qwen,
             "c",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("\"hooks\" is not an object"), "{e}");
         let fresh = install(
             Path::new("/p/s.json"),

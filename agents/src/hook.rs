@@ -11,31 +11,34 @@ use cmdlog_engine::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{AgentKind, Planned, PlannedData, parse_time, session_key, text, tool_kind};
+use cmdlog_common::time::parse_rfc3339 as parse_time;
+
+use crate::kind::{AgentKind, session_key, text, tool_kind};
+use crate::plan::{Planned, PlannedData};
 
 /// What one payload becomes.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HookPlan {
     /// The session's log key (`None` for a payload without a session id).
-    pub(crate) session: Option<String>,
+    pub session: Option<String>,
     /// The folder the agent worked in.
-    pub(crate) cwd: Option<String>,
+    pub cwd: Option<String>,
     /// The events, in order.
-    pub(crate) events: Vec<Planned>,
+    pub events: Vec<Planned>,
     /// A slash command the agent expanded: what the agreement check compares.
-    pub(crate) expansion: Option<Expansion>,
+    pub expansion: Option<Expansion>,
 }
 
 /// A slash command the agent expanded itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Expansion {
-    pub(crate) name: String,
+    pub name: String,
     /// The text after the name, as typed.
-    pub(crate) raw_input: String,
+    pub raw_input: String,
     /// The agent's expansion, when the payload carries it.
-    pub(crate) prompt: Option<String>,
+    pub prompt: Option<String>,
     /// Where its `command/done` is in the plan.
-    pub(crate) done_index: usize,
+    pub done_index: usize,
 }
 
 /// The fields every payload shares; the rest is the event's own.

@@ -10,8 +10,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{JsonLines, Transcript, chunk, tool_call, tool_done};
-use crate::agents::{AgentKind, parse_time, text};
+use super::transcript::{JsonLines, Transcript};
+use crate::updates::{chunk, tool_call, tool_done};
+use cmdlog_common::time::parse_rfc3339 as parse_time;
+
+use crate::kind::{AgentKind, text};
 
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let mut t = Transcript::default();

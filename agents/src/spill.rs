@@ -16,27 +16,27 @@ use serde::{Deserialize, Serialize};
 
 /// A kept payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Spilled {
+pub struct Spilled {
     /// The agent's name (`claude-code`, …).
-    pub(crate) agent: String,
+    pub agent: String,
     /// Whether the hook was asked to redact secrets.
     #[serde(default)]
-    pub(crate) redact: bool,
+    pub redact: bool,
     /// When cmdlog received it, unix ms.
-    pub(crate) received_at: u64,
+    pub received_at: u64,
     /// The payload as the agent wrote it.
-    pub(crate) payload: String,
+    pub payload: String,
 }
 
 /// Where a log's spilled payloads wait.
 #[derive(Debug, Clone)]
-pub(crate) struct Spill {
+pub struct Spill {
     dirs: [PathBuf; 2],
 }
 
 impl Spill {
     /// The spill folders of the log at `log`.
-    pub(crate) fn for_log(log: &Path) -> Spill {
+    pub fn for_log(log: &Path) -> Spill {
         let beside = log.parent().unwrap_or(Path::new(".")).join("spill");
         let absolute = std::path::absolute(log).unwrap_or_else(|_| log.to_path_buf());
         let mut hex = cmdlog_store::BlobHash::of(absolute.to_string_lossy().as_bytes()).to_hex();
@@ -49,7 +49,7 @@ impl Spill {
 
     /// Keeps `item`, in the first folder that takes it. The file is complete or
     /// absent (written aside, synced, renamed).
-    pub(crate) fn keep(&self, item: &Spilled) -> std::io::Result<PathBuf> {
+    pub fn keep(&self, item: &Spilled) -> std::io::Result<PathBuf> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "{:016}-{:010}-{:06}.json",
@@ -69,7 +69,7 @@ impl Spill {
     }
 
     /// The payloads waiting, oldest first.
-    pub(crate) fn pending(&self) -> Vec<PathBuf> {
+    pub fn pending(&self) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = self
             .dirs
             .iter()
@@ -84,7 +84,7 @@ impl Spill {
     }
 
     /// Reads a kept payload; `Err` with the raw text when it is not one.
-    pub(crate) fn read(path: &Path) -> std::io::Result<Result<Spilled, String>> {
+    pub fn read(path: &Path) -> std::io::Result<Result<Spilled, String>> {
         let text = std::fs::read_to_string(path)?;
         Ok(serde_json::from_str(&text).map_err(|_| text))
     }

@@ -11,8 +11,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Transcript, chunk, tool_call, tool_done};
-use crate::agents::{AgentKind, parse_time, text};
+use super::transcript::Transcript;
+use crate::updates::{chunk, tool_call, tool_done};
+use cmdlog_common::time::parse_rfc3339 as parse_time;
+
+use crate::kind::{AgentKind, text};
 
 /// A message's text: a string, or the `text` of its parts.
 fn message_text(content: &Value) -> String {

@@ -103,7 +103,7 @@ impl<'de, T: Shape<'de>> Visitor<'de> for ByShape<T> {
 
 /// A string field.
 #[derive(Debug, Default)]
-pub(crate) struct Str<'de>(pub(crate) Option<Cow<'de, str>>);
+pub(crate) struct Str<'de>(pub Option<Cow<'de, str>>);
 
 impl<'de> Shape<'de> for Str<'de> {
     fn string(v: Cow<'de, str>) -> Self {
@@ -125,7 +125,7 @@ impl Str<'_> {
 
 /// A boolean field: true only when it is JSON `true`.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Flag(pub(crate) bool);
+pub(crate) struct Flag(pub bool);
 
 impl Shape<'_> for Flag {
     fn boolean(v: bool) -> Self {
@@ -144,7 +144,7 @@ pub(crate) type Raw<'de> = Option<&'de RawValue>;
 
 /// A string field kept as its JSON string token (to be appended as it is).
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct RawStr<'de>(pub(crate) Option<&'de RawValue>);
+pub(crate) struct RawStr<'de>(pub Option<&'de RawValue>);
 
 impl<'de> Deserialize<'de> for RawStr<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

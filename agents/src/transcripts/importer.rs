@@ -7,35 +7,60 @@ use std::path::PathBuf;
 use cmdlog_store::Log;
 use serde::Serialize;
 
-use super::{Transcript, batches, files, imported_keys, read, session_of};
-use crate::agents::{AgentKind, PlannedData};
+use super::batches::{batches, imported_keys, session_of};
+use super::files::{files, read};
+use super::transcript::Transcript;
+use crate::kind::AgentKind;
+use crate::plan::PlannedData;
 
-/// Events per atomic append.
-const CHUNK: usize = 4000;
+use crate::limits::{IMPORT_CHUNK_EVENTS as CHUNK, IMPORT_IN_FLIGHT_MAX as IN_FLIGHT};
+
+/// Why an import stopped. What was appended before stays (each append is
+/// atomic, and keyed, so importing again goes on where it stopped).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The log could not be read.
+    #[error(transparent)]
+    Read(#[from] cmdlog_store::ReadError),
+    /// An append of a file's items failed.
+    #[error("{}: {source}", .file.display())]
+    Append {
+        /// The transcript whose items were appended.
+        file: PathBuf,
+        /// Why.
+        source: cmdlog_store::AppendError,
+    },
+    /// The import's own note could not be appended.
+    #[error(transparent)]
+    Note(cmdlog_store::AppendError),
+}
 
 /// What an import did.
 #[derive(Debug, Clone, Default, Serialize)]
-pub(crate) struct ImportSummary {
-    pub(crate) files: usize,
-    pub(crate) lines: usize,
-    pub(crate) events: u64,
+pub struct ImportSummary {
+    /// Transcript files read.
+    pub files: usize,
+    /// Lines read.
+    pub lines: usize,
+    /// Events appended.
+    pub events: u64,
     /// Items already in the log (or before `--since`).
-    pub(crate) skipped: usize,
+    pub skipped: usize,
     /// Lines that did not parse: `file:line`.
-    pub(crate) malformed: Vec<String>,
+    pub malformed: Vec<String>,
     /// Files that could not be read, with why.
-    pub(crate) unreadable: Vec<String>,
-    pub(crate) sessions: Vec<String>,
-    pub(crate) redacted: u64,
+    pub unreadable: Vec<String>,
+    /// Sessions the import started.
+    pub sessions: Vec<String>,
+    /// Secrets redacted.
+    pub redacted: u64,
 }
-
-/// Appends submitted but not yet acknowledged, at most.
-const IN_FLIGHT: usize = 4;
 
 /// Imports `agent`'s transcripts under `roots` into `log`. `tick` gets the bytes
 /// of each file read. Reading the next file overlaps with the log writing the
 /// last one; the import returns once everything is durable.
-pub(crate) fn import(
+pub fn import(
     log: &Log,
     agent: AgentKind,
     roots: &[PathBuf],
@@ -43,7 +68,7 @@ pub(crate) fn import(
     redact: bool,
     now: u64,
     mut tick: impl FnMut(u64),
-) -> Result<ImportSummary, String> {
+) -> Result<ImportSummary, ImportError> {
     let mut summary = ImportSummary::default();
     let mut created: HashSet<String> = HashSet::new();
     let mut seen_by_session: HashMap<String, HashSet<String>> = HashMap::new();
@@ -52,7 +77,7 @@ pub(crate) fn import(
         ticket
             .wait()
             .map(|_| ())
-            .map_err(|e| format!("{}: {e}", file.display()))
+            .map_err(|source| ImportError::Append { file, source })
     };
     for file in files(agent, roots, since) {
         summary.files += 1;
@@ -76,7 +101,7 @@ pub(crate) fn import(
         // joins it (two files can hold one session: Gemini's .json and .jsonl).
         let session = session_of(agent, &file, &transcript).unwrap_or_default();
         if !seen_by_session.contains_key(&session) {
-            let keys = imported_keys(log, agent, &session).map_err(|e| e.to_string())?;
+            let keys = imported_keys(log, agent, &session)?;
             seen_by_session.insert(session.clone(), keys);
         }
         let seen = seen_by_session.get_mut(&session).expect("inserted above");
@@ -96,9 +121,7 @@ pub(crate) fn import(
             );
         }
         for mut batch in chunks {
-            batch
-                .create_sessions(|s| Ok(!created.contains(s) && !log.has_stream(s)?))
-                .map_err(|e| e.to_string())?;
+            batch.create_sessions(|s| Ok(!created.contains(s) && !log.has_stream(s)?))?;
             for s in batch.events.iter().filter_map(|p| p.session.clone()) {
                 if created.insert(s.clone()) {
                     summary.sessions.push(s);
@@ -107,7 +130,10 @@ pub(crate) fn import(
             summary.events += batch.events.len() as u64;
             let ticket = batch
                 .submit(log, now)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+                .map_err(|source| ImportError::Append {
+                    file: file.clone(),
+                    source,
+                })?;
             in_flight.push_back((file.clone(), ticket));
             if in_flight.len() > IN_FLIGHT
                 && let Some(oldest) = in_flight.pop_front()
@@ -121,13 +147,13 @@ pub(crate) fn import(
         settle(oldest)?;
     }
     if summary.redacted > 0 {
-        let mut note = crate::agents::append::Batch::new(agent.name());
+        let mut note = crate::append::Batch::new(agent.name());
         note.note_redaction(
             &format!("{} transcript", agent.name()),
             summary.redacted,
             vec!["secrets".into()],
         );
-        note.append(log, now).map_err(|e| e.to_string())?;
+        note.append(log, now).map_err(ImportError::Note)?;
         summary.events += 1;
     }
     Ok(summary)

@@ -1,0 +1,50 @@
+//! The agents people already run — Claude Code, Codex, Gemini CLI, Qwen Code — as
+//! cmdlog records them. `docs/agents.md` cites each agent's documentation for
+//! every field read here.
+//!
+//! - Hooks: one payload → its events ([`batch_for`]), appended as one atomic unit
+//!   ([`append_to`]: a `command/done` names its run's seq in the same append,
+//!   sessions are created on first sight); [`deliver`] is what `cmdlog hook` does
+//!   with a payload: through the daemon that holds the log ([`DaemonFile`]), else
+//!   into the log after whatever waits in the [`Spill`] folder, else into it.
+//! - Settings: cmdlog's entries in each agent's hook settings, edited as a syntax
+//!   tree ([`install`], [`uninstall`], [`write_settings`]).
+//! - Transcripts: `import --from` reads each agent's transcript format, keyed so
+//!   that importing again adds nothing ([`import`]).
+//! - The agreement check: cmdlog's expansion of an agent's command file beside the
+//!   agent's own (recorded on the `command/done`).
+//!
+//! ```
+//! use cmdlog_agents::{AgentKind, batch_for};
+//!
+//! let agent = AgentKind::parse("claude").unwrap();
+//! assert_eq!(agent.name(), "claude-code");
+//! let payload = r#"{"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "hi"}"#;
+//! let batch = batch_for(agent, payload, false, || None);
+//! assert!(!batch.is_empty());
+//! ```
+
+mod agreement;
+mod append;
+mod daemon;
+mod deliver;
+mod hook;
+mod install;
+mod kind;
+mod limits;
+mod plan;
+mod spill;
+mod transcripts;
+mod updates;
+
+pub use append::Batch;
+pub use daemon::DaemonFile;
+pub use deliver::{AppendBatchError, append_to, batch_for, deliver, discovery_for, drain};
+pub use install::{
+    Edit, Scope, SettingsError, events, hook_command, install, read_settings, settings_path,
+    uninstall, write_settings,
+};
+pub use kind::{AgentKind, UnknownAgent};
+pub use limits::{DAEMON_TIMEOUT, LOCK_WAIT, PAYLOAD_BYTES_MAX};
+pub use spill::{Spill, Spilled};
+pub use transcripts::{ImportError, ImportSummary, default_roots, files, import};

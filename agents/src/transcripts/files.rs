@@ -1,0 +1,101 @@
+//! Where each agent keeps its transcripts, which files are transcripts, and the
+//! reader of each format.
+
+use std::path::{Path, PathBuf};
+
+use super::transcript::Transcript;
+use super::{claude, codex, gemini, qwen};
+use crate::kind::AgentKind;
+
+/// Reads one transcript file of `agent`.
+pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript> {
+    match agent {
+        AgentKind::ClaudeCode => claude::read(path),
+        AgentKind::Codex => codex::read(path),
+        AgentKind::Gemini => gemini::read(path),
+        AgentKind::Qwen => qwen::read(path),
+    }
+}
+
+/// Where `agent` keeps its transcripts, from its documented defaults.
+pub fn default_roots(agent: AgentKind, home: &Path) -> Vec<PathBuf> {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    match agent {
+        AgentKind::ClaudeCode => vec![
+            env_dir("CLAUDE_CONFIG_DIR")
+                .unwrap_or_else(|| home.join(".claude"))
+                .join("projects"),
+        ],
+        AgentKind::Codex => {
+            let root = env_dir("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+            vec![root.join("sessions"), root.join("archived_sessions")]
+        }
+        AgentKind::Gemini => vec![home.join(".gemini/tmp")],
+        AgentKind::Qwen => vec![
+            env_dir("QWEN_RUNTIME_DIR")
+                .unwrap_or_else(|| home.join(".qwen"))
+                .join("projects"),
+        ],
+    }
+}
+
+/// Whether `path` is one of `agent`'s transcript files.
+pub(crate) fn is_transcript(agent: AgentKind, path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_chats = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "chats");
+    match agent {
+        AgentKind::ClaudeCode => {
+            name.ends_with(".jsonl") && !path.components().any(|c| c.as_os_str() == "subagents")
+        }
+        AgentKind::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+        AgentKind::Gemini => {
+            in_chats
+                && name.starts_with("session-")
+                && (name.ends_with(".jsonl") || name.ends_with(".json"))
+        }
+        AgentKind::Qwen => in_chats && name.ends_with(".jsonl"),
+    }
+}
+
+/// The transcript files under `roots` (files given as they are, folders walked),
+/// sorted, changed at or after `since` (unix ms).
+pub fn files(agent: AgentKind, roots: &[PathBuf], since: Option<u64>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        if root.is_file() {
+            out.push(root.clone());
+            continue;
+        }
+        for entry in ignore::WalkBuilder::new(root)
+            .standard_filters(false)
+            .hidden(false)
+            .follow_links(false)
+            .build()
+            .flatten()
+        {
+            let path = entry.path();
+            if entry.file_type().is_some_and(|t| t.is_file()) && is_transcript(agent, path) {
+                let recent = since.is_none_or(|s| {
+                    std::fs::metadata(path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .is_none_or(|d| d.as_millis() as u64 >= s)
+                });
+                if recent {
+                    out.push(path.to_path_buf());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

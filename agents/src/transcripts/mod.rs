@@ -1,0 +1,19 @@
+//! `cmdlog import --from <agent>`: the transcripts an agent keeps, read as that
+//! agent writes them (one module each; `docs/agents.md` cites the formats), and
+//! appended as sessions with their original times (`observed.at`; the events'
+//! own `at` stays the time of the import). Every item is keyed by its source
+//! (file and line or item id): importing again adds nothing. A line that does not
+//! parse is counted and named, never fatal.
+
+mod batches;
+mod claude;
+mod codex;
+mod files;
+mod gemini;
+mod importer;
+mod lenient;
+mod qwen;
+mod transcript;
+
+pub use files::{default_roots, files};
+pub use importer::{ImportError, ImportSummary, import};

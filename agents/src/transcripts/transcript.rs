@@ -1,0 +1,190 @@
+//! A transcript file as read: its items before they are events, and the
+//! JSON-lines reader the formats share.
+
+use std::path::Path;
+
+use cmdlog_engine::{
+    CommandRun, Delivery, EventData, InvocationSource, Mode, Outcome, SessionPrompt,
+};
+use serde_json::Value;
+
+use crate::kind::AgentKind;
+use crate::plan::PlannedData;
+use crate::updates::Update;
+
+/// One item of a transcript, before it is an event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Item {
+    /// What identifies it in its file (`uuid`, item id, or `line N`).
+    pub key: String,
+    /// When it happened, unix ms.
+    pub at: Option<u64>,
+    pub data: PlannedData,
+}
+
+/// One transcript file, read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Transcript {
+    /// The agent's session id.
+    pub session: Option<String>,
+    pub items: Vec<Item>,
+    /// Lines that did not parse: their 1-based numbers.
+    pub malformed: Vec<usize>,
+    /// Lines read.
+    pub lines: usize,
+}
+
+impl Transcript {
+    /// Adds an item (`run` and its `done` are added with [`Transcript::run`]).
+    pub(crate) fn push(&mut self, key: String, at: Option<u64>, data: EventData) {
+        self.items.push(Item {
+            key,
+            at,
+            data: PlannedData::Ready(data),
+        });
+    }
+
+    /// A prompt.
+    pub(crate) fn prompt(&mut self, key: String, at: Option<u64>, text: String) {
+        self.push(
+            key,
+            at,
+            EventData::SessionPrompt(SessionPrompt {
+                text,
+                delivery: Delivery::Idle,
+                from_run: None,
+                injections: Vec::new(),
+                prompt_id: None,
+                blocks: Vec::new(),
+            }),
+        );
+    }
+
+    /// An ACP session update that is JSON text already.
+    pub(crate) fn update_raw(&mut self, key: String, at: Option<u64>, update: Update) {
+        self.items.push(Item {
+            key,
+            at,
+            data: PlannedData::Update(update),
+        });
+    }
+
+    /// An ACP session update.
+    pub(crate) fn update(&mut self, key: String, at: Option<u64>, update: Value) {
+        self.push(key, at, EventData::SessionUpdate(update));
+    }
+
+    /// A slash command the agent ran, and how it settled (its expansion, or the
+    /// output of a built-in).
+    pub(crate) fn run(
+        &mut self,
+        key: String,
+        at: Option<u64>,
+        line: &str,
+        prompt: Option<String>,
+        text: Option<String>,
+    ) {
+        let line = line.trim();
+        let body = line.strip_prefix('/').unwrap_or(line);
+        let (name, rest) = match body.find(char::is_whitespace) {
+            Some(i) => (&body[..i], &body[i..]),
+            None => (body, ""),
+        };
+        let run_index = self.items.len();
+        self.items.push(Item {
+            key: format!("{key}#run"),
+            at,
+            data: PlannedData::Ready(EventData::CommandRun(CommandRun {
+                registration: 0,
+                name: name.to_lowercase(),
+                mode: Mode::Interactive,
+                source: InvocationSource::Agent,
+                raw_input: Some(rest.to_string()),
+                attachments: Vec::new(),
+                injections: Vec::new(),
+            })),
+        });
+        self.items.push(Item {
+            key: format!("{key}#done"),
+            at,
+            data: PlannedData::DoneOf {
+                run_index,
+                outcome: Outcome::Success {
+                    text,
+                    prompt,
+                    source_event_seq: None,
+                },
+                agent_check: None,
+            },
+        });
+    }
+
+    /// Something with no typed event, kept as it was.
+    pub(crate) fn other(
+        &mut self,
+        agent: AgentKind,
+        key: String,
+        at: Option<u64>,
+        event: &str,
+        data: Value,
+    ) {
+        self.push(
+            key,
+            at,
+            EventData::AgentEvent(cmdlog_engine::AgentEvent {
+                agent: agent.name().into(),
+                event: event.into(),
+                data,
+            }),
+        );
+    }
+}
+
+/// The lines of a JSON-lines transcript that parse, with their 1-based numbers.
+/// Each call to [`JsonLines::next`] counts the lines it passes in the transcript
+/// and names those that do not parse (invalid UTF-8 included); blank lines are
+/// skipped. The file is read whole and each line parsed where it lies.
+pub(crate) struct JsonLines {
+    text: Vec<u8>,
+    at: usize,
+    number: usize,
+}
+
+impl JsonLines {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
+        Ok(JsonLines {
+            text: std::fs::read(path)?,
+            at: 0,
+            number: 0,
+        })
+    }
+
+    /// The next line that parses.
+    pub(crate) fn next(&mut self, t: &mut Transcript) -> Option<std::io::Result<(usize, Value)>> {
+        while let Some((number, line)) = self.next_line(t) {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(v) => return Some(Ok((number, v))),
+                Err(_) => t.malformed.push(number),
+            }
+        }
+        None
+    }
+
+    /// The next line that is not blank, as bytes, with its number; the reader
+    /// parses it (and names it in `t.malformed` when it does not parse).
+    pub(crate) fn next_line(&mut self, t: &mut Transcript) -> Option<(usize, &[u8])> {
+        while self.at < self.text.len() {
+            let rest = &self.text[self.at..];
+            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            let start = self.at;
+            self.at += len + 1;
+            self.number += 1;
+            t.lines += 1;
+            let line = &self.text[start..start + len];
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                return Some((self.number, line));
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,59 @@
+//! Every limit of the store, in one place (units last in the names). The
+//! defaults of [`crate::LogConfig`] come from here; the limits that depend on
+//! each other are tied by `const` assertions below.
+
+use std::time::Duration;
+
+/// Largest single record, by default ([`crate::LogConfig::record_bytes_max`]).
+pub const RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Largest blob, by default ([`crate::LogConfig::blob_bytes_max`]).
+pub const BLOB_BYTES_MAX: u64 = 32 * 1024 * 1024;
+/// Most records one group commit takes, by default
+/// ([`crate::LogConfig::batch_records_max`]).
+pub const BATCH_RECORDS_MAX: usize = 4096;
+/// Longest stream key, in bytes.
+pub const STREAM_KEY_BYTES_MAX: usize = 256;
+/// Frames the write-ahead log holds before a checkpoint, by default
+/// ([`crate::LogConfig::checkpoint_bytes`]).
+pub(crate) const CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
+/// The redb page cache, by default.
+pub(crate) const CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// How long an open waits for another process, by default.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// The group commit's wait for more appenders, by default.
+pub(crate) const COMMIT_DELAY: Duration = Duration::from_micros(50);
+
+/// The write-ahead log's header block.
+pub(crate) const WAL_HEADER_BYTES: u64 = 4096;
+/// A new write-ahead log is extended to this length (sparse) so frame writes
+/// seldom grow it.
+pub(crate) const WAL_PREALLOCATED_BYTES: u64 = 64 * 1024 * 1024;
+/// Zeros written per call when a reset clears old frames.
+pub(crate) const WAL_ZERO_CHUNK_BYTES: usize = 1024 * 1024;
+/// Bytes read per call when looking for frames past an unreadable one.
+pub(crate) const WAL_SCAN_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// The size of a blob chunk: 1 KiB under 256 KiB leaves room for the leaf's header.
+pub(crate) const BLOB_CHUNK_BYTES: usize = 255 * 1024;
+/// A batch carrying this many blob bytes skips the write-ahead log.
+pub(crate) const DIRECT_BLOB_BYTES: usize = 1024 * 1024;
+/// Records over this many bytes in one group commit (a bulk import) go the same
+/// way: a durable redb commit writes them once, where a frame and its checkpoint
+/// write them twice.
+pub(crate) const DIRECT_RECORD_BYTES: usize = 2 * 1024 * 1024;
+/// Pending stream index entries are written to the `streams` table in batches of
+/// about this many (and at every checkpoint).
+pub(crate) const STREAMS_FLUSH_ENTRIES: usize = 16 * 1024;
+/// How long the writer spins for a lone appender's next request.
+pub(crate) const LONE_APPENDER_SPIN: Duration = Duration::from_micros(30);
+
+// A record fits in a frame the default checkpoint can hold.
+const _: () = assert!(RECORD_BYTES_MAX as u64 <= CHECKPOINT_BYTES);
+// The file is pre-sized to hold what one generation holds before its checkpoint.
+const _: () = assert!(WAL_PREALLOCATED_BYTES >= CHECKPOINT_BYTES);
+// Large batches go to redb before the write-ahead log fills.
+const _: () = assert!((DIRECT_RECORD_BYTES as u64) < CHECKPOINT_BYTES);
+const _: () = assert!((DIRECT_BLOB_BYTES as u64) < CHECKPOINT_BYTES);
+// A blob bigger than one chunk is what chunking exists for.
+const _: () = assert!(BLOB_CHUNK_BYTES < DIRECT_BLOB_BYTES);
+const _: () = assert!(WAL_HEADER_BYTES as usize <= WAL_ZERO_CHUNK_BYTES);
