@@ -5,7 +5,6 @@
 
 mod cli;
 mod daemon;
-mod hub;
 mod render;
 
 use std::path::PathBuf;

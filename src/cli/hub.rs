@@ -1,20 +1,76 @@
 //! `cmdlog hub list URL` and `cmdlog hub audit URL`: the logs a hub holds, and
 //! one timeline of runs across all of them, read straight from the hub.
 
-use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use cmdlog_engine::Event;
-use cmdlog_replay::{AuditFold, AuditRow};
 use serde_json::json;
+
+use cmdlog_hub::{HubAuditFilter, HubOptions, hub_audit, list};
 
 use super::audit::{audit_line, parse_since};
 use super::output::colour;
-use super::{VerbResult, hub_failure};
-use crate::hub::read::{each, list};
-use crate::hub::{HubArgs, runtime};
+use super::{Failure, HUB, VerbResult, hub_failure};
 use crate::render;
+
+/// Where a hub is and how to reach it: the standard NATS options.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct HubArgs {
+    /// The hub's NATS URL (`nats://host:4222`, `tls://…`; several, comma-separated)
+    #[arg(value_name = "URL")]
+    pub(crate) url: String,
+    /// The JetStream stream that holds the logs
+    #[arg(long, env = "CMDLOG_HUB_STREAM", default_value = "CMDLOG")]
+    pub(crate) stream: String,
+    /// User name (with --password)
+    #[arg(long, env = "NATS_USER", hide_env_values = true)]
+    pub(crate) user: Option<String>,
+    /// Password (with --user)
+    #[arg(long, env = "NATS_PASSWORD", hide_env_values = true)]
+    pub(crate) password: Option<String>,
+    /// Token
+    #[arg(long, env = "NATS_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A `.creds` file (JWT and NKey seed)
+    #[arg(long, env = "NATS_CREDS")]
+    pub(crate) creds: Option<PathBuf>,
+    /// CA certificate to trust for TLS (PEM)
+    #[arg(long, env = "NATS_CA")]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// Client certificate for TLS (PEM, with --tls-key)
+    #[arg(long, env = "NATS_CERT")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// Client key for TLS (PEM)
+    #[arg(long, env = "NATS_KEY")]
+    pub(crate) tls_key: Option<PathBuf>,
+}
+
+impl HubArgs {
+    /// The options the hub library takes.
+    pub(crate) fn options(&self) -> HubOptions {
+        HubOptions {
+            url: self.url.clone(),
+            stream: self.stream.clone(),
+            user: self.user.clone(),
+            password: self.password.clone(),
+            token: self.token.clone(),
+            creds: self.creds.clone(),
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+        }
+    }
+}
+
+/// A runtime for the hub verbs (multi-threaded: a clone's appends block).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(HUB, format!("cannot start the runtime: {e}")))
+}
 
 #[derive(Args, Debug)]
 pub(crate) struct HubVerbArgs {
@@ -62,10 +118,10 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
 }
 
 fn list_logs(args: HubArgs, json: bool) -> VerbResult {
-    let rt = runtime().map_err(hub_failure)?;
+    let rt = runtime()?;
     let logs = rt
         .block_on(async {
-            let hub = args.connect().await?;
+            let hub = args.options().connect().await?;
             let stream = hub.existing_stream().await?;
             list(&hub, &stream).await
         })
@@ -100,13 +156,6 @@ fn list_logs(args: HubArgs, json: bool) -> VerbResult {
     Ok(0)
 }
 
-/// A run row with the log it came from.
-struct HubRow {
-    log_id: String,
-    host: String,
-    row: AuditRow,
-}
-
 fn audit_all(
     args: HubArgs,
     since: Option<u64>,
@@ -114,43 +163,18 @@ fn audit_all(
     command: Option<String>,
     json: bool,
 ) -> VerbResult {
-    let rt = runtime().map_err(hub_failure)?;
-    // One fold per log (a log's seqs are its own), and its host.
-    let mut folds: BTreeMap<String, (String, AuditFold)> = BTreeMap::new();
-    rt.block_on(async {
-        let hub = args.connect().await?;
-        let stream = hub.existing_stream().await?;
-        let all = hub.all_logs();
-        each(&hub, &stream, &all, |record| {
-            if let Ok(event) = Event::decode(record.seq, &record.bytes) {
-                let (_, fold) = folds
-                    .entry(record.log_id)
-                    .or_insert_with(|| (record.host, AuditFold::default()));
-                fold.add(&event, |e, run| {
-                    !(since.is_some_and(|s| e.at < s)
-                        || command.as_deref().is_some_and(|c| c != run.name)
-                        || agent
-                            .as_deref()
-                            .is_some_and(|a| e.agent.as_deref() != Some(a)))
-                });
-            }
-            Ok(true)
+    let rt = runtime()?;
+    let filter = HubAuditFilter {
+        since,
+        agent,
+        command,
+    };
+    let rows = rt
+        .block_on(async {
+            let hub = args.options().connect().await?;
+            hub_audit(&hub, &filter).await
         })
-        .await
-    })
-    .map_err(hub_failure)?;
-    let mut rows: Vec<HubRow> = folds
-        .into_iter()
-        .flat_map(|(log_id, (host, fold))| {
-            fold.rows().into_iter().map(move |row| HubRow {
-                log_id: log_id.clone(),
-                host: host.clone(),
-                row,
-            })
-        })
-        .collect();
-    // One timeline: by time, then log, then seq.
-    rows.sort_by(|a, b| (a.row.at, &a.log_id, a.row.seq).cmp(&(b.row.at, &b.log_id, b.row.seq)));
+        .map_err(hub_failure)?;
     let mut out = render::Human::stdout(json);
     if json {
         for r in &rows {

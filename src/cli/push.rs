@@ -7,11 +7,11 @@ use clap::Args;
 use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
 
+use super::hub::{HubArgs, runtime};
 use super::open::{open_existing, require_log};
 use super::{Failure, Paths, SETTLED_ERROR, VerbResult, hub_failure, open_failure};
-use crate::hub::push::{PushError, Pusher, push};
-use crate::hub::{HubArgs, runtime};
 use crate::render;
+use cmdlog_hub::{PushError, Pusher, push};
 
 #[derive(Args, Debug)]
 pub(crate) struct PushArgs {
@@ -39,8 +39,10 @@ fn identity(paths: &Paths) -> Result<cmdlog_engine::LogIdentity, Failure> {
 pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
     require_log(paths)?;
     let identity = identity(paths)?;
-    let rt = runtime().map_err(hub_failure)?;
-    let hub = rt.block_on(args.hub.connect()).map_err(hub_failure)?;
+    let rt = runtime()?;
+    let hub = rt
+        .block_on(args.hub.options().connect())
+        .map_err(hub_failure)?;
     let host = cmdlog_engine::host_name();
     let mut pusher = rt
         .block_on(Pusher::new(hub, &identity.id, &host))

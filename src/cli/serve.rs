@@ -85,8 +85,14 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             let identity = cmdlog_engine::ensure_identity_async(engine.log())
                 .await
                 .map_err(super::store_failure)?;
-            let hub = crate::hub::HubArgs::from_env(url, &args.push_stream);
-            tokio::spawn(push_for_ever(hub, Arc::clone(engine.log()), identity.id));
+            let hub = cmdlog_hub::HubOptions::from_env(url, &args.push_stream);
+            tokio::spawn(cmdlog_hub::push_forever(
+                hub,
+                Arc::clone(engine.log()),
+                identity.id,
+                cmdlog_engine::host_name(),
+                |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m)),
+            ));
         }
         let config = crate::daemon::ServeConfig {
             addr: args.addr,
@@ -103,38 +109,4 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             .map_err(|e| Failure::new(STORE, e))
     })?;
     Ok(0)
-}
-
-/// `serve --push`: replicate the daemon's log as it grows, retrying an absent hub
-/// for ever; a fork or rollback stops the pushing (said on stderr), not the daemon.
-async fn push_for_ever(hub: crate::hub::HubArgs, log: Arc<cmdlog_store::Log>, log_id: String) {
-    use crate::hub::push::{Pusher, push};
-    let say = |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m));
-    let mut wait = std::time::Duration::from_millis(200);
-    let mut pusher = loop {
-        let connected = match hub.connect().await {
-            Ok(h) => Pusher::new(h, &log_id, &cmdlog_engine::host_name()).await,
-            Err(e) => Err(e),
-        };
-        match connected {
-            Ok(p) => break p,
-            Err(e) => {
-                say(&format!("{e}; retrying in {} ms", wait.as_millis()));
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(std::time::Duration::from_secs(10));
-            }
-        }
-    };
-    if let Err(e) = push(
-        &mut pusher,
-        &log,
-        true,
-        std::time::Duration::MAX,
-        |_| {},
-        say,
-    )
-    .await
-    {
-        say(&format!("stopped: {e}"));
-    }
 }

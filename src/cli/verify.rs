@@ -46,13 +46,13 @@ fn hub_head(
         );
         return Ok(None);
     };
-    let args = crate::hub::HubArgs::from_env(url, stream);
-    let rt = crate::hub::runtime().map_err(super::hub_failure)?;
+    let options = cmdlog_hub::HubOptions::from_env(url, stream);
+    let rt = super::hub::runtime()?;
     let head = rt
         .block_on(async {
-            let hub = args.connect().await?;
+            let hub = options.connect().await?;
             let stream = hub.existing_stream().await?;
-            crate::hub::head(&hub, &stream, &identity.id).await
+            cmdlog_hub::head(&hub, &stream, &identity.id).await
         })
         .map_err(super::hub_failure)?;
     match head {

@@ -1,86 +1,52 @@
-//! The team hub: logs replicated to a NATS JetStream stream (`docs/hub.md`).
-//!
-//! One stream per hub (`CMDLOG` unless `--stream` says otherwise) holds every
-//! log, one subject each: `cmdlog.log.<log id>` (`cmdlog.<stream>.log.<log id>`
-//! in another stream). A record is one message: the
-//! record's bytes as payload, its seq, chain hash and stream key (the session)
-//! as headers. Records go in atomic batches whose first message carries
-//! `Nats-Expected-Last-Subject-Sequence`: a batch lands whole, and only where it
-//! continues what the hub holds of that log, so a fork or a second writer is
-//! refused at the hub and nothing there is overwritten. Blobs go to the Object
-//! Store bucket `<stream>-blobs`, named by their BLAKE3 hash.
-
-pub(crate) mod push;
-pub(crate) mod read;
+//! Reaching a hub: the NATS options (credentials from flags, the environment or
+//! the URL itself, never shown), the connection, the stream.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
-use clap::Args;
 
-/// The header names (values are ASCII).
-pub(crate) const SEQ: &str = "Cmdlog-Seq";
-pub(crate) const HASH: &str = "Cmdlog-Hash";
-pub(crate) const STREAM_KEY: &str = "Cmdlog-Stream";
-pub(crate) const HOST: &str = "Cmdlog-Host";
+use crate::error::HubError;
+use crate::layout;
+use crate::limits::{CONNECT_WAIT, REQUEST_WAIT};
 
 /// Where a hub is and how to reach it: the standard NATS options.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct HubArgs {
+#[derive(Debug, Clone, Default)]
+pub struct HubOptions {
     /// The hub's NATS URL (`nats://host:4222`, `tls://…`; several, comma-separated)
-    #[arg(value_name = "URL")]
-    pub(crate) url: String,
+    pub url: String,
     /// The JetStream stream that holds the logs
-    #[arg(long, env = "CMDLOG_HUB_STREAM", default_value = "CMDLOG")]
-    pub(crate) stream: String,
+    pub stream: String,
     /// User name (with --password)
-    #[arg(long, env = "NATS_USER", hide_env_values = true)]
-    pub(crate) user: Option<String>,
+    pub user: Option<String>,
     /// Password (with --user)
-    #[arg(long, env = "NATS_PASSWORD", hide_env_values = true)]
-    pub(crate) password: Option<String>,
+    pub password: Option<String>,
     /// Token
-    #[arg(long, env = "NATS_TOKEN", hide_env_values = true)]
-    pub(crate) token: Option<String>,
+    pub token: Option<String>,
     /// A `.creds` file (JWT and NKey seed)
-    #[arg(long, env = "NATS_CREDS")]
-    pub(crate) creds: Option<PathBuf>,
+    pub creds: Option<PathBuf>,
     /// CA certificate to trust for TLS (PEM)
-    #[arg(long, env = "NATS_CA")]
-    pub(crate) tls_ca: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
     /// Client certificate for TLS (PEM, with --tls-key)
-    #[arg(long, env = "NATS_CERT")]
-    pub(crate) tls_cert: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
     /// Client key for TLS (PEM)
-    #[arg(long, env = "NATS_KEY")]
-    pub(crate) tls_key: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 /// A connected hub.
 #[derive(Clone)]
-pub(crate) struct Hub {
-    pub(crate) client: async_nats::Client,
-    pub(crate) js: jetstream::Context,
+pub struct Hub {
+    /// The NATS connection.
+    pub client: async_nats::Client,
+    /// JetStream on it.
+    pub js: jetstream::Context,
     /// The stream's name.
-    pub(crate) name: String,
+    pub name: String,
     /// The URL without credentials, for messages.
-    pub(crate) shown: String,
-}
-
-/// A hub error, with the URL shown without its credentials.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct HubError(pub(crate) String);
-
-impl HubError {
-    pub(crate) fn at(hub: &str, what: impl std::fmt::Display) -> HubError {
-        HubError(format!("hub {hub}: {what}"))
-    }
+    pub shown: String,
 }
 
 /// `url` with any `user:password@` removed.
-pub(crate) fn shown_url(url: &str) -> String {
+pub fn shown_url(url: &str) -> String {
     url.split(',')
         .map(|u| match (u.find("://"), u.rfind('@')) {
             (Some(scheme), Some(at)) if at > scheme => {
@@ -91,25 +57,6 @@ pub(crate) fn shown_url(url: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// The subjects' prefix for a stream: `cmdlog.log` for the default stream,
-/// `cmdlog.<stream>.log` for another (two streams on one server cannot share
-/// subjects).
-pub(crate) fn prefix(stream: &str) -> String {
-    if stream == DEFAULT_STREAM {
-        "cmdlog.log".into()
-    } else {
-        format!("cmdlog.{stream}.log")
-    }
-}
-
-/// The default stream's name.
-pub(crate) const DEFAULT_STREAM: &str = "CMDLOG";
-
-/// The blobs' bucket for a stream.
-pub(crate) fn bucket(stream: &str) -> String {
-    format!("{stream}-blobs")
 }
 
 /// Credentials written into the URL (`nats://user:password@host`, or
@@ -127,14 +74,14 @@ fn url_credentials(url: &str) -> (Option<String>, Option<String>, Option<String>
     (None, None, None)
 }
 
-impl HubArgs {
+impl HubOptions {
     /// A hub at `url` with the credentials of the standard environment variables
     /// (`NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CREDS`, `NATS_CA`,
     /// `NATS_CERT`/`NATS_KEY`).
-    pub(crate) fn from_env(url: &str, stream: &str) -> HubArgs {
+    pub fn from_env(url: &str, stream: &str) -> HubOptions {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let path = |name: &str| var(name).map(PathBuf::from);
-        HubArgs {
+        HubOptions {
             url: url.to_string(),
             stream: stream.to_string(),
             user: var("NATS_USER"),
@@ -148,7 +95,7 @@ impl HubArgs {
     }
 
     /// Connects (the client reconnects by itself after a drop).
-    pub(crate) async fn connect(&self) -> Result<Hub, HubError> {
+    pub async fn connect(&self) -> Result<Hub, HubError> {
         let shown = shown_url(&self.url);
         let (url_user, url_password, url_token) = url_credentials(&self.url);
         let user = self.user.clone().or(url_user);
@@ -156,13 +103,13 @@ impl HubArgs {
         let token = self.token.clone().or(url_token);
         let mut options = async_nats::ConnectOptions::new()
             .name("cmdlog")
-            .connection_timeout(Duration::from_secs(5))
-            .request_timeout(Some(Duration::from_secs(10)))
+            .connection_timeout(CONNECT_WAIT)
+            .request_timeout(Some(REQUEST_WAIT))
             .max_reconnects(None);
         if let (Some(user), Some(password)) = (&user, &password) {
             options = options.user_and_password(user.clone(), password.clone());
         } else if user.is_some() || password.is_some() {
-            return Err(HubError(
+            return Err(HubError::Options(
                 "give both --user and --password (or NATS_USER and NATS_PASSWORD)".into(),
             ));
         }
@@ -170,10 +117,9 @@ impl HubArgs {
             options = options.token(token.clone());
         }
         if let Some(creds) = &self.creds {
-            options = options
-                .credentials_file(creds)
-                .await
-                .map_err(|e| HubError(format!("credentials file {}: {e}", creds.display())))?;
+            options = options.credentials_file(creds).await.map_err(|e| {
+                HubError::Options(format!("credentials file {}: {e}", creds.display()))
+            })?;
         }
         if let Some(ca) = &self.tls_ca {
             options = options.add_root_certificates(ca.clone()).require_tls(true);
@@ -185,7 +131,11 @@ impl HubArgs {
                     .require_tls(true);
             }
             (None, None) => {}
-            _ => return Err(HubError("give both --tls-cert and --tls-key".into())),
+            _ => {
+                return Err(HubError::Options(
+                    "give both --tls-cert and --tls-key".into(),
+                ));
+            }
         }
         // The addresses without their credentials (given to the options above).
         let client = options
@@ -203,18 +153,19 @@ impl HubArgs {
 }
 
 impl Hub {
-    pub(crate) fn subject(&self, log_id: &str) -> String {
-        format!("{}.{log_id}", prefix(&self.name))
+    /// A log's subject on this hub.
+    pub fn subject(&self, log_id: &str) -> String {
+        layout::subject(&self.name, log_id)
     }
 
-    /// Every log's subject.
-    pub(crate) fn all_logs(&self) -> String {
-        format!("{}.*", prefix(&self.name))
+    /// Every log's subject on this hub.
+    pub fn all_logs(&self) -> String {
+        layout::all_logs(&self.name)
     }
 
     /// The stream, created if missing: every log's subject, file storage, no
     /// limits, deletes and purges denied, atomic batches and direct reads allowed.
-    pub(crate) async fn stream(&self) -> Result<stream::Stream, HubError> {
+    pub async fn stream(&self) -> Result<stream::Stream, HubError> {
         let config = stream::Config {
             name: self.name.clone(),
             description: Some("cmdlog logs, one subject per log (docs/hub.md)".into()),
@@ -242,7 +193,7 @@ impl Hub {
     }
 
     /// The stream if it exists.
-    pub(crate) async fn existing_stream(&self) -> Result<stream::Stream, HubError> {
+    pub async fn existing_stream(&self) -> Result<stream::Stream, HubError> {
         self.js.get_stream(&self.name).await.map_err(|e| {
             self.error(format!(
                 "no stream {} ({e}); `cmdlog push {}` creates it",
@@ -251,75 +202,10 @@ impl Hub {
         })
     }
 
-    pub(crate) fn error(&self, what: impl std::fmt::Display) -> HubError {
+    /// An error of this hub.
+    pub fn error(&self, what: impl std::fmt::Display) -> HubError {
         HubError::at(&self.shown, what)
     }
-}
-
-/// What the hub holds of one log: its last record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HubHead {
-    pub(crate) seq: u64,
-    /// Hex chain hash.
-    pub(crate) hash: String,
-    /// The stream sequence of that message.
-    pub(crate) stream_seq: u64,
-    pub(crate) host: String,
-    /// When the hub stored it, RFC 3339.
-    pub(crate) pushed_at: String,
-}
-
-/// A header's value as text.
-pub(crate) fn header<'a>(headers: &'a async_nats::HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).map(|v| v.as_str())
-}
-
-/// The last record the hub holds of `log_id`, if any.
-pub(crate) async fn head(
-    hub: &Hub,
-    stream: &stream::Stream,
-    log_id: &str,
-) -> Result<Option<HubHead>, HubError> {
-    use async_nats::jetstream::stream::DirectGetErrorKind;
-    match stream
-        .direct_get_last_for_subject(hub.subject(log_id))
-        .await
-    {
-        Ok(message) => {
-            let seq = header(&message.headers, SEQ)
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| {
-                    hub.error(format!(
-                        "message {} of log {log_id} has no {SEQ} header: not written by cmdlog",
-                        message.sequence
-                    ))
-                })?;
-            Ok(Some(HubHead {
-                seq,
-                hash: header(&message.headers, HASH).unwrap_or("").to_string(),
-                stream_seq: message.sequence,
-                host: header(&message.headers, HOST).unwrap_or("").to_string(),
-                pushed_at: rfc3339(message.time),
-            }))
-        }
-        Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
-        Err(e) => Err(hub.error(format!("reading the last record of log {log_id}: {e}"))),
-    }
-}
-
-/// A JetStream time as RFC 3339.
-pub(crate) fn rfc3339(time: async_nats::datetime::DateTime) -> String {
-    let ms = (time.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
-}
-
-/// A current-thread runtime for the hub verbs.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, HubError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| HubError(format!("cannot start the runtime: {e}")))
 }
 
 #[cfg(test)]

@@ -18,24 +18,30 @@ use bytes::Bytes;
 use cmdlog_store::{BlobHash, Log, Record};
 use serde::Deserialize;
 
-use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, bucket, head};
-
-/// Records per atomic batch (the server's limit is 1,000).
-pub(crate) const BATCH_RECORDS: usize = 1000;
-/// Payload bytes per atomic batch, at most (one record may exceed it alone).
-const BATCH_BYTES: usize = 8 * 1024 * 1024;
+use crate::connect::{Hub, HubOptions};
+use crate::error::HubError;
+use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, bucket};
+use crate::limits::{
+    BATCH_BYTES, BATCH_RECORDS, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST, RETRY_MAX,
+};
+use crate::read::{HubHead, head};
+use cmdlog_common::Backoff;
 
 /// Why a push stopped.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PushError {
+pub enum PushError {
     /// The hub holds another record at a seq this log has: a fork.
     #[error(
         "log {log} forked: at seq {seq} the hub holds hash {hub_hash}, this log {local_hash}; nothing was pushed over it (is this a copy of another machine's log, or a restored backup?)"
     )]
     Fork {
+        /// The log's id.
         log: String,
+        /// Where the two differ.
         seq: u64,
+        /// The hub's hash there.
         hub_hash: String,
+        /// This log's hash there.
         local_hash: String,
     },
     /// The hub holds seqs this log lacks: a rollback (or a restored old copy).
@@ -43,44 +49,59 @@ pub(crate) enum PushError {
         "log {log} was rolled back: the hub holds seq {hub_seq} (hash {hub_hash}), this log ends at seq {local_seq} (hash {local_hash}); nothing was pushed (restore the newer log, or `cmdlog clone` it from the hub)"
     )]
     Rollback {
+        /// The log's id.
         log: String,
+        /// The hub's head seq.
         hub_seq: u64,
+        /// The hub's head hash.
         hub_hash: String,
+        /// This log's head seq.
         local_seq: u64,
+        /// This log's head hash.
         local_hash: String,
     },
     /// A record too large for the hub's `max_payload`.
     #[error(
         "record seq {seq} is {bytes} bytes, over the hub's max_payload of {max} bytes; raise max_payload in nats-server's configuration (up to 64MB)"
     )]
-    TooLarge { seq: u64, bytes: usize, max: usize },
+    TooLarge {
+        /// The record's seq.
+        seq: u64,
+        /// Its size.
+        bytes: usize,
+        /// The hub's `max_payload`.
+        max: usize,
+    },
     /// The hub could not be reached or refused something else: worth retrying.
     #[error("{0}")]
     Hub(#[from] HubError),
     /// This log could not be read.
-    #[error("{0}")]
-    Local(String),
+    #[error(transparent)]
+    Local(#[from] cmdlog_store::StoreError),
 }
 
 impl PushError {
     /// Whether waiting and trying again can help.
-    pub(crate) fn retryable(&self) -> bool {
+    pub fn retryable(&self) -> bool {
         matches!(self, PushError::Hub(_))
     }
 }
 
 /// What a round pushed.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Pushed {
-    pub(crate) records: u64,
-    pub(crate) bytes: u64,
-    pub(crate) blobs: u64,
+pub struct Pushed {
+    /// Records sent.
+    pub records: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Blobs sent.
+    pub blobs: u64,
     /// The hub's head for this log afterwards.
-    pub(crate) head: Option<HubHead>,
+    pub head: Option<HubHead>,
 }
 
 /// A pusher of one log to one hub; keeps what it learnt between rounds.
-pub(crate) struct Pusher {
+pub struct Pusher {
     hub: Hub,
     stream: stream::Stream,
     log_id: String,
@@ -108,7 +129,9 @@ struct Reply {
 }
 
 impl Pusher {
-    pub(crate) async fn new(hub: Hub, log_id: &str, host: &str) -> Result<Pusher, HubError> {
+    /// A pusher of log `log_id` (pushed from `host`) to `hub`; creates the
+    /// stream when it is missing.
+    pub async fn new(hub: Hub, log_id: &str, host: &str) -> Result<Pusher, HubError> {
         let stream = hub.stream().await?;
         Ok(Pusher {
             hub,
@@ -120,13 +143,14 @@ impl Pusher {
         })
     }
 
-    pub(crate) fn hub(&self) -> &Hub {
+    /// The hub it pushes to.
+    pub fn hub(&self) -> &Hub {
         &self.hub
     }
 
     /// One round: everything up to this log's head now. `progress` gets the
     /// records pushed so far.
-    pub(crate) async fn round(
+    pub async fn round(
         &mut self,
         log: &Log,
         mut progress: impl FnMut(u64),
@@ -174,7 +198,7 @@ impl Pusher {
                 batch.push(record);
                 batch.len() < BATCH_RECORDS && bytes < BATCH_BYTES
             })
-            .map_err(|e| PushError::Local(e.to_string()))?;
+            .map_err(|e| PushError::Local(e.into()))?;
             let Some(last) = batch.last() else { break };
             let (last_seq, last_hash) = (last.seq, BlobHash(last.hash).to_hex());
             for r in &batch {
@@ -292,9 +316,7 @@ impl Pusher {
 
     /// Every blob of this log the hub lacks, each once.
     async fn push_blobs(&mut self, log: &Log) -> Result<u64, PushError> {
-        let local = log
-            .list_blobs()
-            .map_err(|e| PushError::Local(e.to_string()))?;
+        let local = log.list_blobs().map_err(|e| PushError::Local(e.into()))?;
         if local.is_empty() {
             return Ok(0);
         }
@@ -322,7 +344,7 @@ impl Pusher {
             }
             let Some(bytes) = log
                 .get_blob(&hash)
-                .map_err(|e| PushError::Local(e.to_string()))?
+                .map_err(|e| PushError::Local(e.into()))?
             else {
                 continue;
             };
@@ -361,7 +383,7 @@ impl Pusher {
 fn local_hash(log: &Log, seq: u64) -> Result<String, PushError> {
     Ok(log
         .get(seq)
-        .map_err(|e| PushError::Local(e.to_string()))?
+        .map_err(|e| PushError::Local(e.into()))?
         .map(|r| BlobHash(r.hash).to_hex())
         .unwrap_or_default())
 }
@@ -376,7 +398,7 @@ enum Conflict {
 /// Pushes until this log's head is on the hub; with `follow`, keeps pushing as
 /// the log grows. Errors worth retrying (the hub unreachable, restarting) are
 /// retried with backoff — for ever with `follow`, else for `patience`.
-pub(crate) async fn push(
+pub async fn push(
     pusher: &mut Pusher,
     log: &Log,
     follow: bool,
@@ -385,7 +407,7 @@ pub(crate) async fn push(
     mut note: impl FnMut(&str),
 ) -> Result<Pushed, PushError> {
     let mut total = Pushed::default();
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     let mut failing_since: Option<std::time::Instant> = None;
     let mut watch = log.subscribe();
     loop {
@@ -396,7 +418,7 @@ pub(crate) async fn push(
                 total.bytes += round.bytes;
                 total.blobs += round.blobs;
                 total.head = round.head;
-                backoff = Duration::from_millis(100);
+                backoff.reset();
                 failing_since = None;
                 if !follow {
                     if total.head.as_ref().map_or(0, |h| h.seq) >= log.head().seq {
@@ -415,11 +437,41 @@ pub(crate) async fn push(
                 if !follow && since.elapsed() >= patience {
                     return Err(e);
                 }
-                note(&format!("{e}; retrying in {} ms", backoff.as_millis()));
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                let wait = backoff.next_wait();
+                note(&format!("{e}; retrying in {} ms", wait.as_millis()));
+                tokio::time::sleep(wait).await;
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Replicates `log` to the hub of `options` as it grows, for ever: an absent hub
+/// is retried (the connection with backoff, then `push` itself); a fork or a
+/// rollback stops the pushing. `note` hears what happens (`serve --push`).
+pub async fn push_forever(
+    options: HubOptions,
+    log: std::sync::Arc<Log>,
+    log_id: String,
+    host: String,
+    mut note: impl FnMut(&str),
+) {
+    let mut backoff = Backoff::new(RECONNECT_FIRST, RECONNECT_MAX);
+    let mut pusher = loop {
+        let connected = match options.connect().await {
+            Ok(h) => Pusher::new(h, &log_id, &host).await,
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok(p) => break p,
+            Err(e) => {
+                let wait = backoff.next_wait();
+                note(&format!("{e}; retrying in {} ms", wait.as_millis()));
+                tokio::time::sleep(wait).await;
+            }
+        }
+    };
+    if let Err(e) = push(&mut pusher, &log, true, Duration::MAX, |_| {}, &mut note).await {
+        note(&format!("stopped: {e}"));
     }
 }

@@ -6,26 +6,82 @@ use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
-use super::{HASH, HOST, Hub, HubError, HubHead, SEQ, STREAM_KEY, head, header};
+use crate::connect::Hub;
+use crate::error::HubError;
+use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, header, rfc3339};
+use crate::limits::READ_WAIT;
+
+/// What the hub holds of one log: its last record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubHead {
+    /// The seq of the last record.
+    pub seq: u64,
+    /// Hex chain hash.
+    pub hash: String,
+    /// The stream sequence of that message.
+    pub stream_seq: u64,
+    /// The host that pushed it.
+    pub host: String,
+    /// When the hub stored it, RFC 3339.
+    pub pushed_at: String,
+}
+
+/// The last record the hub holds of `log_id`, if any.
+pub async fn head(
+    hub: &Hub,
+    stream: &stream::Stream,
+    log_id: &str,
+) -> Result<Option<HubHead>, HubError> {
+    use async_nats::jetstream::stream::DirectGetErrorKind;
+    match stream
+        .direct_get_last_for_subject(hub.subject(log_id))
+        .await
+    {
+        Ok(message) => {
+            let seq = header(&message.headers, SEQ)
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| {
+                    hub.error(format!(
+                        "message {} of log {log_id} has no {SEQ} header: not written by cmdlog",
+                        message.sequence
+                    ))
+                })?;
+            Ok(Some(HubHead {
+                seq,
+                hash: header(&message.headers, HASH).unwrap_or("").to_string(),
+                stream_seq: message.sequence,
+                host: header(&message.headers, HOST).unwrap_or("").to_string(),
+                pushed_at: rfc3339(message.time),
+            }))
+        }
+        Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
+        Err(e) => Err(hub.error(format!("reading the last record of log {log_id}: {e}"))),
+    }
+}
 
 /// One record as the hub holds it.
 #[derive(Debug, Clone)]
-pub(crate) struct HubRecord {
+pub struct HubRecord {
     /// The log it belongs to (from its subject).
-    pub(crate) log_id: String,
-    pub(crate) seq: u64,
+    pub log_id: String,
+    /// Its seq in its log.
+    pub seq: u64,
     /// Hex chain hash.
-    pub(crate) hash: String,
-    pub(crate) stream: Option<String>,
-    pub(crate) host: String,
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) stream_seq: u64,
+    pub hash: String,
+    /// Its stream key (its session), if it has one.
+    pub stream: Option<String>,
+    /// The host that pushed it.
+    pub host: String,
+    /// The record's bytes.
+    pub bytes: Vec<u8>,
+    /// Its message's sequence in the stream.
+    pub stream_seq: u64,
 }
 
 /// Reads every message on `filter` (a log's subject, or all logs') through an
 /// ordered consumer, calling `f` with each, until the stream's end as of the
 /// start. `f` returns false to stop.
-pub(crate) async fn each(
+pub async fn each(
     hub: &Hub,
     stream: &stream::Stream,
     filter: &str,
@@ -55,9 +111,14 @@ pub(crate) async fn each(
         .map_err(|e| hub.error(format!("reading {filter}: {e}")))?;
     let mut count = 0;
     loop {
-        let next = tokio::time::timeout(std::time::Duration::from_secs(30), messages.next())
+        let next = tokio::time::timeout(READ_WAIT, messages.next())
             .await
-            .map_err(|_| hub.error(format!("reading {filter}: no message for 30 s")))?;
+            .map_err(|_| {
+                hub.error(format!(
+                    "reading {filter}: no message for {} s",
+                    READ_WAIT.as_secs()
+                ))
+            })?;
         let Some(message) = next else { break };
         let message = message.map_err(|e| hub.error(format!("reading {filter}: {e}")))?;
         let (stream_seq, pending) = message
@@ -92,17 +153,23 @@ pub(crate) async fn each(
 
 /// One log on the hub.
 #[derive(Debug, Clone, serde::Serialize)]
-pub(crate) struct LogEntry {
-    pub(crate) id: String,
-    pub(crate) host: String,
-    pub(crate) head_seq: u64,
-    pub(crate) head_hash: String,
-    pub(crate) messages: u64,
-    pub(crate) last_push: String,
+pub struct LogEntry {
+    /// The log's id.
+    pub id: String,
+    /// The host that pushed its last record.
+    pub host: String,
+    /// The seq of its last record on the hub.
+    pub head_seq: u64,
+    /// That record's chain hash (hex).
+    pub head_hash: String,
+    /// How many messages the hub holds of it.
+    pub messages: u64,
+    /// When its last record was stored, RFC 3339.
+    pub last_push: String,
 }
 
 /// Every log on the hub, by id.
-pub(crate) async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, HubError> {
+pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, HubError> {
     let mut subjects = stream
         .info_with_subjects(hub.all_logs())
         .await

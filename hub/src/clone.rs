@@ -1,0 +1,199 @@
+//! Rebuilding a log from its copy on a hub: the same records, byte for byte, so
+//! the same seqs and head hash, and the blobs its events reference.
+
+use std::path::Path;
+
+use cmdlog_store::{BlobHash, Head, Log, LogConfig, NewRecord, OpenError, StoreError};
+
+use crate::connect::Hub;
+use crate::error::HubError;
+use crate::layout::bucket;
+use crate::limits::CLONE_CHUNK_RECORDS;
+use crate::read::{each, head};
+
+/// Why a clone failed. A failed clone leaves no file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloneError {
+    /// The hub's copy holds another seq where the next was due: two machines
+    /// wrote with one log id.
+    #[error(
+        "the hub's copy of log {log} holds seq {seq} where seq {due} was due (stream message {stream_seq}): it was written by two machines with one id"
+    )]
+    OutOfOrder {
+        /// The log's id.
+        log: String,
+        /// The seq found.
+        seq: u64,
+        /// The seq due.
+        due: u64,
+        /// The stream message that holds it.
+        stream_seq: u64,
+    },
+    /// The rebuilt chain differs from the hashes the hub recorded.
+    #[error(
+        "the hub's copy of log {log} does not rebuild: at seq {seq} it records hash {hub_hash}, the rebuilt log has {local_hash}"
+    )]
+    HashDiffers {
+        /// The log's id.
+        log: String,
+        /// Where.
+        seq: u64,
+        /// What the hub recorded.
+        hub_hash: String,
+        /// What the rebuilt log has.
+        local_hash: String,
+    },
+    /// The new log could not be created.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The new log could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The new log's records could not be read back for the blobs they name.
+    #[error(transparent)]
+    References(#[from] cmdlog_replay::GcError),
+    /// The hub failed, or has no such log.
+    #[error(transparent)]
+    Hub(#[from] HubError),
+}
+
+/// What a clone wrote.
+#[derive(Debug, Clone)]
+pub struct Cloned {
+    /// Records appended.
+    pub records: u64,
+    /// Blobs fetched.
+    pub blobs: u64,
+    /// The new log's head.
+    pub head: Head,
+}
+
+/// Clones log `log_id` from `hub` into a new log at `output` (which must not
+/// exist). Runs on a multi-threaded runtime (the log's appends block).
+pub async fn clone_log(hub: &Hub, log_id: &str, output: &Path) -> Result<Cloned, CloneError> {
+    let stream = hub.existing_stream().await?;
+    let log = Log::open(output, LogConfig::default())?;
+    let result = rebuild(hub, &stream, log_id, &log).await;
+    let head = log.head();
+    drop(log);
+    match result {
+        Ok((records, blobs)) => Ok(Cloned {
+            records,
+            blobs,
+            head,
+        }),
+        Err(e) => {
+            // A clone that failed leaves no file.
+            let _ = std::fs::remove_file(output);
+            let _ = std::fs::remove_file(cmdlog_store::journal_path(output));
+            Err(e)
+        }
+    }
+}
+
+async fn rebuild(
+    hub: &Hub,
+    stream: &async_nats::jetstream::stream::Stream,
+    log_id: &str,
+    log: &Log,
+) -> Result<(u64, u64), CloneError> {
+    if head(hub, stream, log_id).await?.is_none() {
+        return Err(hub
+            .error(format!(
+                "no log {log_id} on stream {}; `cmdlog hub list` shows the logs",
+                hub.name
+            ))
+            .into());
+    }
+    let mut pending: Vec<NewRecord> = Vec::new();
+    let mut last: Option<(u64, String)> = None;
+    let mut next = 1u64;
+    let mut stopped: Option<CloneError> = None;
+    let flush =
+        |pending: &mut Vec<NewRecord>, last: &Option<(u64, String)>| -> Result<(), CloneError> {
+            if pending.is_empty() {
+                return Ok(());
+            }
+            tokio::task::block_in_place(|| log.append(std::mem::take(pending)))
+                .map_err(|e| CloneError::Store(e.into()))?;
+            if let Some((seq, hash)) = last {
+                let head = log.head();
+                let local_hash = BlobHash(head.hash).to_hex();
+                if head.seq != *seq || local_hash != *hash {
+                    return Err(CloneError::HashDiffers {
+                        log: log_id.to_string(),
+                        seq: *seq,
+                        hub_hash: hash.clone(),
+                        local_hash,
+                    });
+                }
+            }
+            Ok(())
+        };
+    let count = each(hub, stream, &hub.subject(log_id), |record| {
+        if record.seq != next {
+            stopped = Some(CloneError::OutOfOrder {
+                log: log_id.to_string(),
+                seq: record.seq,
+                due: next,
+                stream_seq: record.stream_seq,
+            });
+            return Ok(false);
+        }
+        next += 1;
+        last = Some((record.seq, record.hash.clone()));
+        let mut r = NewRecord::new(record.bytes);
+        if let Some(key) = record.stream {
+            r = r.stream(key);
+        }
+        pending.push(r);
+        if pending.len() >= CLONE_CHUNK_RECORDS
+            && let Err(e) = flush(&mut pending, &last)
+        {
+            stopped = Some(e);
+            return Ok(false);
+        }
+        Ok(true)
+    })
+    .await?;
+    if let Some(failed) = stopped {
+        return Err(failed);
+    }
+    flush(&mut pending, &last)?;
+    let blobs = fetch_blobs(hub, log).await?;
+    Ok((count, blobs))
+}
+
+/// The blobs the log's events reference, fetched and checked against their names.
+async fn fetch_blobs(hub: &Hub, log: &Log) -> Result<u64, CloneError> {
+    let wanted = cmdlog_replay::referenced_blobs(log)?;
+    let mut fetched = 0u64;
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    let store = hub
+        .js
+        .get_object_store(bucket(&hub.name))
+        .await
+        .map_err(|e| hub.error(format!("blob bucket: {e}")))?;
+    for hash in wanted {
+        let name = hash.to_hex();
+        let Ok(mut object) = store.get(&name).await else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+            .await
+            .map_err(|e| hub.error(format!("blob {name}: {e}")))?;
+        if BlobHash::of(&bytes) != hash {
+            return Err(hub
+                .error(format!("blob {name}: its bytes do not hash to its name"))
+                .into());
+        }
+        tokio::task::block_in_place(|| log.put_blob(bytes))
+            .map_err(|e| CloneError::Store(e.into()))?;
+        fetched += 1;
+    }
+    Ok(fetched)
+}

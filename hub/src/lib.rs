@@ -1,0 +1,44 @@
+//! The team hub: logs replicated to a NATS JetStream stream (`docs/hub.md`).
+//!
+//! One stream per hub (`CMDLOG` unless another is named) holds every
+//! log, one subject each: `cmdlog.log.<log id>` (`cmdlog.<stream>.log.<log id>`
+//! in another stream). A record is one message: the
+//! record's bytes as payload, its seq, chain hash and stream key (the session)
+//! as headers. Records go in atomic batches whose first message carries
+//! `Nats-Expected-Last-Subject-Sequence`: a batch lands whole, and only where it
+//! continues what the hub holds of that log, so a fork or a second writer is
+//! refused at the hub and nothing there is overwritten. Blobs go to the Object
+//! Store bucket `<stream>-blobs`, named by their BLAKE3 hash.
+
+//!
+//! - [`HubOptions::connect`] reaches a hub (credentials from the options, the
+//!   standard `NATS_*` variables or the URL, never shown: [`shown_url`]);
+//! - [`Pusher`] and [`push`] replicate a log, checking the hub's head against
+//!   it first (a fork or a rollback is refused, nothing sent);
+//! - [`clone_log`] rebuilds a log from the hub; [`list`] names the logs;
+//!   [`hub_audit`] gives one timeline of runs across them.
+//!
+//! ```
+//! use cmdlog_hub::{HubOptions, shown_url, subject};
+//!
+//! let options = HubOptions::from_env("nats://alice:secret@hub:4222", "CMDLOG");
+//! assert_eq!(shown_url(&options.url), "nats://hub:4222");
+//! assert_eq!(subject("CMDLOG", "71a5"), "cmdlog.log.71a5");
+//! ```
+
+mod audit;
+mod clone;
+mod connect;
+mod error;
+mod layout;
+mod limits;
+mod push;
+mod read;
+
+pub use audit::{HubAuditFilter, HubRow, hub_audit};
+pub use clone::{CloneError, Cloned, clone_log};
+pub use connect::{Hub, HubOptions, shown_url};
+pub use error::HubError;
+pub use layout::{DEFAULT_STREAM, HASH, HOST, SEQ, STREAM_KEY, all_logs, bucket, prefix, subject};
+pub use push::{PushError, Pushed, Pusher, push, push_forever};
+pub use read::{HubHead, HubRecord, LogEntry, each, head, list};

@@ -1,0 +1,31 @@
+//! Every limit of the hub, in one place (units last in the names).
+
+use std::time::Duration;
+
+/// Records per atomic batch (the server's limit is 1,000).
+pub(crate) const BATCH_RECORDS: usize = 1000;
+/// Payload bytes per atomic batch, at most (one record may exceed it alone).
+pub(crate) const BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// How long a read waits for the next message before it calls the hub gone.
+pub(crate) const READ_WAIT: Duration = Duration::from_secs(30);
+/// How long a connection attempt waits.
+pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// How long a request to the hub waits for its answer.
+pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// Records a clone appends per atomic append.
+pub(crate) const CLONE_CHUNK_RECORDS: usize = 1000;
+/// The first wait before `serve --push` tries to connect again.
+pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(200);
+/// The longest wait between its connection attempts.
+pub(crate) const RECONNECT_MAX: Duration = Duration::from_secs(10);
+/// The first wait before a push retries an unreachable hub.
+pub(crate) const RETRY_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait between retries.
+pub(crate) const RETRY_MAX: Duration = Duration::from_secs(5);
+
+// JetStream refuses an atomic batch of more than 1,000 messages.
+const _: () = assert!(BATCH_RECORDS <= 1000);
+// A clone's append is one group commit of the store.
+const _: () = assert!(CLONE_CHUNK_RECORDS <= cmdlog_store::BATCH_RECORDS_MAX);
+const _: () = assert!(RETRY_FIRST.as_millis() <= RETRY_MAX.as_millis());
+const _: () = assert!(RECONNECT_FIRST.as_millis() <= RECONNECT_MAX.as_millis());
