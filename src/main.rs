@@ -4,7 +4,6 @@
 //! 3 not found (unknown command, session, seq); 4 store error.
 
 mod cli;
-mod daemon;
 mod render;
 
 use std::path::PathBuf;

@@ -43,6 +43,7 @@ mod prompt;
 mod registry;
 mod state;
 mod sync;
+mod workspace;
 
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
@@ -80,9 +81,10 @@ pub use handler::{
 pub use identity::{
     IdentityError, ensure_identity, ensure_identity_async, host_name, read_identity,
 };
-pub use parse::{ParsedLine, Resume, parse_command_args, parse_last_event_id, parse_line};
+pub use parse::{ParsedLine, parse_command_args, parse_line};
 pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
 pub use registry::{Candidate, Registration, Registry, RegistryAnomaly};
 pub use state::{LogState, OpenRun, SessionState};
 pub use sync::{SyncError, SyncReport};
 pub use tokio_util::sync::CancellationToken;
+pub use workspace::{WorkspaceOpenError, open_workspace};

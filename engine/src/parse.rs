@@ -59,39 +59,6 @@ pub fn parse_command_args(input: &str) -> Vec<String> {
     args
 }
 
-/// Where an event stream resumes, from a `Last-Event-ID`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
-    /// No id: only events committed from now on.
-    Live,
-    /// Everything after this seq (`0` = the whole history).
-    After(u64),
-}
-
-/// Longest `Last-Event-ID` accepted, in characters (a u64 has at most 20 digits).
-const LAST_EVENT_ID_CHARS_MAX: usize = 20;
-
-/// Parses `Last-Event-ID` (the header wins over the `lastEventId` query value).
-/// Only a plain decimal seq is accepted; anything else is refused with the reason.
-pub fn parse_last_event_id(header: Option<&str>, query: Option<&str>) -> Result<Resume, String> {
-    let Some(raw) = header.or(query) else {
-        return Ok(Resume::Live);
-    };
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Ok(Resume::Live);
-    }
-    if raw.len() > LAST_EVENT_ID_CHARS_MAX || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "Last-Event-ID {:?} is not an event id: send the decimal seq of the last event you saw (0 for the whole history)",
-            raw.chars().take(40).collect::<String>()
-        ));
-    }
-    raw.parse::<u64>()
-        .map(Resume::After)
-        .map_err(|_| format!("Last-Event-ID {raw} is larger than any seq"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use cmdlog_engine::{
-    Discovery, DiscoveryConfig, Engine, EngineConfig, Mode, SessionError, WorkspaceReceipts,
-    discover, unknown_command_hints, valid_id,
+    Discovery, DiscoveryConfig, Engine, Mode, SessionError, WorkspaceOpenError, discover,
+    unknown_command_hints, valid_id,
 };
 use cmdlog_store::{Log, LogConfig, OpenError};
 
@@ -95,18 +95,12 @@ pub(crate) async fn open_engine(
     paths: &Paths,
     discovery: &cmdlog_engine::Discovery,
 ) -> Result<Engine, Failure> {
-    let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    // A new log's first event is its identity; an older log gets one now.
-    cmdlog_engine::ensure_identity_async(&log)
+    let (engine, report) = cmdlog_engine::open_workspace(&paths.log, &paths.workspace, discovery)
         .await
-        .map_err(super::store_failure)?;
-    let engine = Engine::open(log, EngineConfig::default())
-        .await
-        .map_err(store_failure)?;
-    engine
-        .register_receipt_resolver(WorkspaceReceipts::new(&paths.workspace))
-        .map_err(store_failure)?;
-    let report = engine.sync(discovery).await.map_err(store_failure)?;
+        .map_err(|e| match e {
+            WorkspaceOpenError::Open(e) => open_failure(e),
+            e => store_failure(e),
+        })?;
     for w in &report.warnings {
         eprintln!(
             "cmdlog: warning: {}: {}",

@@ -1,4 +1,4 @@
-//! `cmdlog serve`: the daemon (src/daemon) over this workspace's log.
+//! `cmdlog serve`: the daemon (`cmdlog_server::serve`) over this workspace's log.
 
 use std::sync::Arc;
 
@@ -72,11 +72,13 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
         .build()
         .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
     let reopen_paths = paths.clone();
-    let reopen: crate::daemon::Reopen = Arc::new(move || {
+    let reopen: cmdlog_server::Reopen = Arc::new(move || {
         let (paths, config) = (reopen_paths.clone(), config.clone());
         Box::pin(async move {
-            let discovery = discover(&config).map_err(|e| e.to_string())?;
-            open_engine(&paths, &discovery).await.map_err(|f| f.message)
+            let discovery = discover(&config)?;
+            let (engine, _) =
+                cmdlog_engine::open_workspace(&paths.log, &paths.workspace, &discovery).await?;
+            Ok(engine)
         })
     });
     runtime.block_on(async {
@@ -94,7 +96,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
                 |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m)),
             ));
         }
-        let config = crate::daemon::ServeConfig {
+        let config = cmdlog_server::ServeConfig {
             addr: args.addr,
             token: args.token,
             allow_origins: args.allow_origins,
@@ -104,9 +106,12 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             reopen,
             agent,
         };
-        crate::daemon::serve(engine, config, &paths.log)
+        cmdlog_server::serve(engine, config, &paths.log)
             .await
-            .map_err(|e| Failure::new(STORE, e))
+            .map_err(|e| match e {
+                cmdlog_server::ServeError::NoToken(_) => Failure::new(USAGE, e.to_string()),
+                e => Failure::new(STORE, e.to_string()),
+            })
     })?;
     Ok(0)
 }

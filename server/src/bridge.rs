@@ -8,94 +8,60 @@
 //! prompt starts a new process — at once if the last one ran for a while, after a
 //! backoff (1 s doubling to 30 s) if it keeps exiting young.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use cmdlog_engine::{AcpDirection, EventData, PermissionRequested, SessionEnded};
 use serde_json::{Value, json};
 
-use super::state::{AppState, PendingPermission};
-use cmdlog_acp::AgentCommands;
-use cmdlog_acp::{self, Incoming, Peer, RpcError};
-use cmdlog_acp::{AgentCommand, AgentProcess};
+use crate::agent::{Bridge, Routes, Running};
+use crate::live::Bound;
+use crate::state::{AppState, PendingPermission};
+use cmdlog_acp::{AgentProcess, Incoming, Peer, RpcError};
 
-/// How long the agent may take to answer `initialize` or `session/new`.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
-/// A process that ran at least this long restarts without waiting.
-const HEALTHY_RUN: Duration = Duration::from_secs(10);
-/// The first and the longest wait before restarting an agent that keeps exiting.
-const BACKOFF_FIRST: Duration = Duration::from_secs(1);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
+use crate::limits::{
+    AGENT_BACKOFF_FIRST as BACKOFF_FIRST, AGENT_BACKOFF_MAX as BACKOFF_MAX,
+    AGENT_EARLY_UPDATES_MAX as EARLY_MAX, AGENT_HEALTHY_RUN as HEALTHY_RUN,
+    AGENT_SETUP_TIMEOUT as SETUP_TIMEOUT,
+};
 
-/// The agent behind the daemon.
-pub(crate) struct Bridge {
-    pub(crate) command: AgentCommand,
-    cwd: PathBuf,
-    running: tokio::sync::Mutex<Option<Arc<Running>>>,
-    generation: AtomicU64,
-    restarts: Mutex<Restarts>,
-    /// The agent's commands, registered.
-    commands: AgentCommands,
-}
-
-#[derive(Default)]
-struct Restarts {
-    /// When the last process started and how long the next start waits.
-    started: Option<Instant>,
-    backoff: Duration,
-}
-
-/// One agent process.
-pub(crate) struct Running {
-    pub(crate) generation: u64,
-    pub(crate) peer: Arc<Peer>,
-    /// Agent session id → daemon session id.
-    sessions: Arc<Mutex<Routes>>,
-}
-
-/// Which daemon session each agent session is, and the updates that came for an
-/// agent session before its `session/new` answer was read (an agent may send its
-/// command list right behind the answer).
-#[derive(Default)]
-pub(crate) struct Routes {
-    sessions: HashMap<String, String>,
-    early: HashMap<String, Vec<Value>>,
-    early_count: usize,
-}
-
-/// Most early updates kept for sessions not yet known.
-const EARLY_MAX: usize = 256;
-
-/// A daemon session's agent session.
-#[derive(Clone, Debug)]
-pub(crate) struct Bound {
-    pub(crate) generation: u64,
-    pub(crate) agent_session: String,
-    /// The config option that selects the model, if the agent offers one.
-    pub(crate) model_option: Option<String>,
+/// Why the agent behind the daemon cannot serve a session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// Its process could not be started.
+    #[error(transparent)]
+    Start(#[from] cmdlog_acp::StartError),
+    /// It did not answer in time.
+    #[error("the agent `{command}` did not answer {method} within {}s", SETUP_TIMEOUT.as_secs())]
+    Timeout {
+        /// The agent's command line.
+        command: String,
+        /// What it was asked.
+        method: &'static str,
+    },
+    /// It answered with an error.
+    #[error("the agent `{command}` refused {method}: {error}")]
+    Refused {
+        /// The agent's command line.
+        command: String,
+        /// What it was asked.
+        method: &'static str,
+        /// Its answer.
+        error: RpcError,
+    },
+    /// Its answer to `session/new` has no session id.
+    #[error("the agent's answer to session/new has no sessionId")]
+    NoSessionId,
 }
 
 impl Bridge {
-    pub(crate) fn new(command: AgentCommand, cwd: PathBuf) -> Arc<Bridge> {
-        let command_label = command.display();
-        Arc::new(Bridge {
-            command,
-            cwd,
-            running: tokio::sync::Mutex::new(None),
-            generation: AtomicU64::new(0),
-            restarts: Mutex::new(Restarts::default()),
-            commands: AgentCommands::new(&command_label),
-        })
-    }
-
     /// The running agent, started (or restarted) if there is none.
     pub(crate) async fn running(
         self: &Arc<Self>,
         state: &Arc<AppState>,
-    ) -> Result<Arc<Running>, String> {
+    ) -> Result<Arc<Running>, BridgeError> {
         let mut slot = self.running.lock().await;
         if let Some(running) = slot.as_ref() {
             return Ok(Arc::clone(running));
@@ -125,7 +91,7 @@ impl Bridge {
             }
         };
         let AgentProcess { peer, exit, pid } =
-            cmdlog_acp::spawn(&self.command, &self.cwd, handler).map_err(|e| e.to_string())?;
+            cmdlog_acp::spawn(&self.command, &self.cwd, handler)?;
         {
             let mut r = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
             let young = r.started.is_some_and(|at| at.elapsed() < HEALTHY_RUN);
@@ -142,12 +108,9 @@ impl Bridge {
             .message(None, None, AcpDirection::ToAgent, request.clone());
         let answer = tokio::time::timeout(SETUP_TIMEOUT, peer.send_prepared(id, request))
             .await
-            .map_err(|_| {
-                format!(
-                    "the agent `{}` did not answer initialize within {}s",
-                    self.command.display(),
-                    SETUP_TIMEOUT.as_secs()
-                )
+            .map_err(|_| BridgeError::Timeout {
+                command: self.command.display(),
+                method: "initialize",
             })?;
         state.recorder.message(
             None,
@@ -155,17 +118,16 @@ impl Bridge {
             AcpDirection::FromAgent,
             cmdlog_acp::response(json!(id), answer.clone()),
         );
-        let initialize = answer.map_err(|e| {
-            format!(
-                "the agent `{}` refused initialize: {e}",
-                self.command.display()
-            )
+        let initialize = answer.map_err(|error| BridgeError::Refused {
+            command: self.command.display(),
+            method: "initialize",
+            error,
         })?;
         eprintln!(
             "cmdlog serve: agent `{}` started (pid {}, {})",
-            crate::render::clean(&self.command.display()),
+            cmdlog_common::terminal::clean(&self.command.display()),
             pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
-            crate::render::clean(
+            cmdlog_common::terminal::clean(
                 &initialize["agentInfo"]["name"]
                     .as_str()
                     .map(str::to_string)
@@ -194,7 +156,7 @@ impl Bridge {
         self: &Arc<Self>,
         state: &Arc<AppState>,
         session: &str,
-    ) -> Result<(Arc<Running>, Bound), String> {
+    ) -> Result<(Arc<Running>, Bound), BridgeError> {
         let live = state.live(session);
         let mut bound = live.bound.lock().await;
         let running = self.running(state).await?;
@@ -211,17 +173,24 @@ impl Bridge {
             .message(Some(session), None, AcpDirection::ToAgent, request.clone());
         let answer = tokio::time::timeout(SETUP_TIMEOUT, running.peer.send_prepared(id, request))
             .await
-            .map_err(|_| "the agent did not answer session/new in time".to_string())?;
+            .map_err(|_| BridgeError::Timeout {
+                command: self.command.display(),
+                method: "session/new",
+            })?;
         state.recorder.message(
             Some(session),
             None,
             AcpDirection::FromAgent,
             cmdlog_acp::response(json!(id), answer.clone()),
         );
-        let answer = answer.map_err(|e| format!("the agent refused session/new: {e}"))?;
+        let answer = answer.map_err(|error| BridgeError::Refused {
+            command: self.command.display(),
+            method: "session/new",
+            error,
+        })?;
         let agent_session = answer["sessionId"]
             .as_str()
-            .ok_or("the agent's answer to session/new has no sessionId")?
+            .ok_or(BridgeError::NoSessionId)?
             .to_string();
         let early = {
             let mut routes = running.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -439,7 +408,7 @@ async fn watch_exit(
     bridge.forget(generation).await;
     eprintln!(
         "cmdlog serve: {how} (agent `{}`); it restarts on the next session or prompt",
-        crate::render::clean(&bridge.command.display())
+        cmdlog_common::terminal::clean(&bridge.command.display())
     );
     let Some(state) = state.upgrade() else { return };
     let bound: Vec<String> = sessions

@@ -7,19 +7,21 @@ use std::sync::{Arc, Mutex};
 use cmdlog_engine::{Event, Registration};
 use cmdlog_store::{Log, ReadError, Seq};
 
+use crate::limits::LAST_EVENT_ID_CHARS_MAX;
+
 /// An event as every subscriber needs it: decoded once, its wire frame and its
 /// record serialised once, shared by all subscribers of its session.
 #[derive(Debug)]
 pub(crate) struct SharedFrame {
-    pub(crate) seq: Seq,
-    pub(crate) at: u64,
-    pub(crate) session: Option<String>,
+    pub seq: Seq,
+    pub at: u64,
+    pub session: Option<String>,
     /// The event's log type.
-    pub(crate) type_name: String,
+    pub type_name: String,
     /// The wire frame's type and serialised `data`, for a shown session event.
-    pub(crate) wire: Option<(&'static str, String)>,
+    pub wire: Option<(&'static str, String)>,
     /// The log record as JSON, for cmdlog's own clients.
-    pub(crate) record: String,
+    pub record: String,
 }
 
 /// The most recent frames, shared by every subscriber: under fan-out, the first
@@ -56,7 +58,7 @@ impl SharedFrame {
             wire: e
                 .session
                 .as_deref()
-                .and_then(|s| super::wire::project(e, s))
+                .and_then(|s| crate::wire::project(e, s))
                 .map(|(kind, data)| (kind, data.to_string())),
             record: e.to_json().to_string(),
         }
@@ -127,7 +129,53 @@ impl FrameCache {
     }
 }
 
-pub(crate) use cmdlog_engine::{Resume, parse_last_event_id as resume_from};
+/// Where an event stream resumes, from a `Last-Event-ID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// No id: only events committed from now on.
+    Live,
+    /// Everything after this event id (`0` = the whole history).
+    After(u64),
+}
+
+/// A `Last-Event-ID` that is not an event id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidLastEventId {
+    /// Not a plain decimal number (shown cut to 40 characters).
+    #[error(
+        "Last-Event-ID {0:?} is not an event id: send the decimal seq of the last event you saw (0 for the whole history)"
+    )]
+    NotANumber(String),
+    /// Larger than any id.
+    #[error("Last-Event-ID {0} is larger than any seq")]
+    TooLarge(String),
+}
+
+/// Parses `Last-Event-ID` (the header wins over the `lastEventId` query value).
+/// Only a plain decimal id is accepted; anything else is refused with the reason.
+pub fn parse_last_event_id(
+    header: Option<&str>,
+    query: Option<&str>,
+) -> Result<Resume, InvalidLastEventId> {
+    let Some(raw) = header.or(query) else {
+        return Ok(Resume::Live);
+    };
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(Resume::Live);
+    }
+    if raw.len() > LAST_EVENT_ID_CHARS_MAX || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(InvalidLastEventId::NotANumber(
+            raw.chars().take(40).collect(),
+        ));
+    }
+    raw.parse::<u64>()
+        .map(Resume::After)
+        .map_err(|_| InvalidLastEventId::TooLarge(raw.to_string()))
+}
+
+pub(crate) use parse_last_event_id as resume_from;
 
 /// ACP `AvailableCommand` objects for a listing; `input` is `null` for a command
 /// without an argument hint, as `qwen serve` lists them.

@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::state::{Access, ApiError, AppState};
+use crate::state::{Access, ApiError, AppState};
 
 /// The loopback names a local daemon answers to.
 pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];

@@ -5,17 +5,15 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
 
-use cmdlog_engine::{Engine, EventData, Mode};
+use cmdlog_engine::{EventData, Mode};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::sse;
-use super::state::AppState;
+use crate::sse;
+use crate::state::AppState;
 
-/// How long registry changes settle before sessions hear of them.
-const SETTLE: Duration = Duration::from_millis(100);
+use crate::limits::COMMANDS_SETTLE as SETTLE;
 
 impl AppState {
     /// Records `session`'s command list if it differs from the last one recorded
@@ -45,12 +43,6 @@ impl AppState {
             })),
         );
     }
-}
-
-/// Wakes `changed` after every registry change of `engine`.
-pub(crate) fn observe(engine: &Engine, changed: &Arc<Notify>) {
-    let changed = Arc::clone(changed);
-    engine.on_change(move || changed.notify_one());
 }
 
 /// Announces every live session's list after registry changes settle.

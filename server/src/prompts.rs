@@ -17,9 +17,10 @@ use cmdlog_engine::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::sse::{self};
-use super::state::{ApiError, AppState, body};
-use super::turns::{QUEUE_MAX, Queued};
+use crate::limits::QUEUE_MAX;
+use crate::live::Queued;
+use crate::sse::{self};
+use crate::state::{ApiError, AppState, body};
 
 /// Reads a prompt body: `{"prompt": [ContentBlock…]}` (qwen serve, ACP), or
 /// cmdlog's earlier `{"text": "…"}`. Returns the text of its text blocks and
@@ -149,10 +150,9 @@ pub(super) async fn model(
         })?
         .to_string();
     if let Some(bridge) = state.bridge.clone() {
-        let (running, bound) = bridge
-            .bind(&state, &id)
-            .await
-            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e).code("agent_unavailable"))?;
+        let (running, bound) = bridge.bind(&state, &id).await.map_err(|e| {
+            ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()).code("agent_unavailable")
+        })?;
         // The stable way first (a `category: "model"` config option), then the
         // unstable `session/set_model` older agents answer; the next is tried only
         // when the agent does not know a method.

@@ -12,8 +12,8 @@ use cmdlog_engine::{Mode, SessionState, valid_id};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::state::{ApiError, AppState, body};
-use super::turns::QUEUE_MAX;
+use crate::limits::QUEUE_MAX;
+use crate::state::{ApiError, AppState, body};
 
 /// The features `/capabilities` lists: the `qwen serve` tags for what the daemon
 /// does as `qwen serve` does it, then cmdlog's own.
@@ -113,14 +113,7 @@ fn check_cwd(state: &AppState, cwd: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn iso(ms: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .to_string()
-}
-
-fn now_ms() -> u64 {
-    crate::cli::now_ms()
-}
+use cmdlog_common::time::{now_ms, rfc3339 as iso};
 
 pub(super) async fn create_session(
     State(state): State<Arc<AppState>>,
@@ -213,8 +206,8 @@ pub(super) async fn create_session(
         // The first prompt tries again, and fails its turn if the agent still cannot.
         eprintln!(
             "cmdlog serve: session {}: {}",
-            crate::render::clean(&id),
-            crate::render::clean(&e)
+            cmdlog_common::terminal::clean(&id),
+            cmdlog_common::terminal::clean(&e.to_string())
         );
     }
     state.announce_commands(&id);
@@ -359,8 +352,7 @@ pub(super) async fn detach(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// How long a close waits for the cancelled turn to end.
-const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+use crate::limits::CLOSE_GRACE;
 
 /// `DELETE /session/:id`: the running turn is cancelled, waiting permission
 /// requests answered `cancelled`, and `session/closed` ends every stream. A

@@ -7,53 +7,16 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use cmdlog_acp::{RegistryTurn, TurnPrompt, through_registry};
 use cmdlog_engine::{CancellationToken, EventData, Mode, PermissionResolved};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::bridge::Bound;
-use super::state::AppState;
+use crate::live::{Active, Live, Queued};
+use crate::state::AppState;
 
-/// Prompts admitted and not yet finished, per session, before `prompt_queue_full`.
-pub(crate) const QUEUE_MAX: usize = 64;
-
-/// A session with prompts to run, and who is attached to it.
-pub(crate) struct Live {
-    queue: mpsc::UnboundedSender<Queued>,
-    /// Prompts admitted and not yet finished.
-    pub(crate) queued: AtomicUsize,
-    /// The turn running now.
-    pub(crate) active: Mutex<Option<Active>>,
-    /// Woken when an external runtime ends a turn through `/update`.
-    pub(crate) turn_ended: tokio::sync::Notify,
-    /// Client ids attached, and when each was last seen (unix ms).
-    pub(crate) clients: Mutex<HashMap<String, u64>>,
-    /// Its agent session, with an agent behind the daemon.
-    pub(crate) bound: tokio::sync::Mutex<Option<Bound>>,
-    /// A hash of the command list last recorded for it.
-    pub(crate) commands: Mutex<Option<u64>>,
-}
-
-/// The running turn.
-#[derive(Clone)]
-pub(crate) struct Active {
-    pub(crate) prompt_id: String,
-    pub(crate) cancel: CancellationToken,
-}
-
-/// An admitted prompt.
-pub(crate) struct Queued {
-    pub(crate) prompt_id: String,
-    /// The text of its text blocks, joined: what the registry looks at.
-    pub(crate) text: String,
-    /// Its ACP content blocks, as sent.
-    pub(crate) blocks: Vec<Value>,
-    /// Cancel the turn after this long.
-    pub(crate) deadline: Option<Duration>,
-}
+use crate::limits::QUEUE_MAX;
 
 /// How a turn ended.
 enum TurnEnd {
@@ -278,7 +241,7 @@ async fn turn(
     };
     let (running, bound) = match bridge.bind(state, session).await {
         Ok(b) => b,
-        Err(e) => return TurnEnd::Failed(e, Some(json!("agent_unavailable"))),
+        Err(e) => return TurnEnd::Failed(e.to_string(), Some(json!("agent_unavailable"))),
     };
     let sent = running.peer.request(
         "session/prompt",

@@ -14,7 +14,7 @@ use cmdlog_acp::{
 use cmdlog_engine::{EventData, PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
-use super::state::{ApiError, AppState, PendingPermission, body};
+use crate::state::{ApiError, AppState, PendingPermission, body};
 
 /// Reads a vote: ACP's `RequestPermissionResponse`, `{"outcome": {"outcome":
 /// "selected", "optionId"}}` or `{"outcome": {"outcome": "cancelled"}}`.

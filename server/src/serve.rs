@@ -1,18 +1,5 @@
-//! `cmdlog serve`: sessions over HTTP, events over SSE read from the durable log.
-//! Routes are thin adapters over the engine and replay libraries (docs/http.md).
-
-mod auth;
-mod bridge;
-mod commands;
-mod events;
-mod hooks;
-mod permissions;
-mod prompts;
-mod sessions;
-mod sse;
-mod state;
-mod turns;
-mod wire;
+//! The daemon itself: the router, `/health`, `daemon.json`, the command-folder
+//! watcher, the store supervisor that reopens a failed log, and `serve`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,14 +15,52 @@ use axum::middleware::{self};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use cmdlog_engine::{DiscoveryConfig, Engine, discover, watch_roots};
+use cmdlog_engine::{DiscoveryConfig, Engine, WorkspaceOpenError, discover, watch_roots};
 use serde_json::json;
 
-use state::{Access, AppState, BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX};
+use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
+use crate::state::{Access, AppState};
+use crate::{auth, commands, events, hooks, permissions, prompts, sessions};
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
-pub(crate) type Reopen =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Engine, String>> + Send>> + Send + Sync>;
+pub type Reopen = Arc<
+    dyn Fn() -> Pin<Box<dyn Future<Output = Result<Engine, WorkspaceOpenError>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Why the daemon did not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A non-loopback address without a token.
+    #[error(
+        "refusing to listen on {0} without a token: pass --token or set CMDLOG_TOKEN, or bind a loopback address"
+    )]
+    NoToken(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// `daemon.json` could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    DaemonFile {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The agent behind the daemon could not start.
+    #[error(transparent)]
+    Agent(#[from] crate::bridge::BridgeError),
+    /// The server stopped with an error.
+    #[error("the server stopped: {0}")]
+    Stopped(#[source] std::io::Error),
+}
 
 #[derive(serde::Deserialize)]
 struct HealthQuery {
@@ -142,16 +167,23 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
 }
 
 /// How `cmdlog serve` runs.
-pub(crate) struct ServeConfig {
-    pub(crate) addr: SocketAddr,
-    pub(crate) token: Option<String>,
-    pub(crate) allow_origins: Vec<String>,
-    pub(crate) allow_hosts: Vec<String>,
-    pub(crate) workspace: PathBuf,
-    pub(crate) home: PathBuf,
-    pub(crate) reopen: Reopen,
+pub struct ServeConfig {
+    /// Where to listen (a non-loopback address needs a token).
+    pub addr: SocketAddr,
+    /// The bearer token clients must send.
+    pub token: Option<String>,
+    /// Browser origins allowed (CORS).
+    pub allow_origins: Vec<String>,
+    /// Host names answered besides the loopback ones.
+    pub allow_hosts: Vec<String>,
+    /// The workspace served.
+    pub workspace: PathBuf,
+    /// The user's home folder (for discovery).
+    pub home: PathBuf,
+    /// How to reopen the engine after a storage error.
+    pub reopen: Reopen,
     /// The ACP agent to run behind the daemon.
-    pub(crate) agent: Option<cmdlog_acp::AgentCommand>,
+    pub agent: Option<cmdlog_acp::AgentCommand>,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -193,19 +225,19 @@ fn watch_commands(
                             for w in &report.warnings {
                                 eprintln!(
                                     "cmdlog serve: warning: {}: {}",
-                                    crate::render::clean(&w.path),
-                                    crate::render::clean(&w.message)
+                                    cmdlog_common::terminal::clean(&w.path),
+                                    cmdlog_common::terminal::clean(&w.message)
                                 );
                             }
                         }
                         Err(e) => eprintln!(
                             "cmdlog serve: reload failed: {}",
-                            crate::render::clean(&e.to_string())
+                            cmdlog_common::terminal::clean(&e.to_string())
                         ),
                     },
                     Err(e) => eprintln!(
                         "cmdlog serve: reload skipped: {}",
-                        crate::render::clean(&e.to_string())
+                        cmdlog_common::terminal::clean(&e.to_string())
                     ),
                 }
             }
@@ -228,7 +260,7 @@ async fn supervise(state: Arc<AppState>, reopen: Reopen) {
         };
         eprintln!(
             "cmdlog serve: the log stopped after a storage error ({}); reopening it",
-            crate::render::clean(&cause)
+            cmdlog_common::terminal::clean(&cause)
         );
         state.set_degraded(Some(cause.clone()));
         drop(state.take_engine());
@@ -251,11 +283,6 @@ async fn supervise(state: Arc<AppState>, reopen: Reopen) {
     }
 }
 
-/// How often the supervisor looks at the store.
-const SUPERVISE_EVERY: Duration = Duration::from_millis(250);
-/// The longest wait between two reopening attempts.
-const REOPEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
-
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -266,32 +293,27 @@ async fn shutdown_signal() {
 }
 
 /// Serves until SIGINT or SIGTERM. `engine` holds the log for the daemon's life.
-pub(crate) async fn serve(
-    engine: Engine,
-    config: ServeConfig,
-    log_path: &Path,
-) -> Result<(), String> {
+pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Result<(), ServeError> {
     if !config.addr.ip().is_loopback() && config.token.is_none() {
-        return Err(format!(
-            "refusing to listen on {} without a token: pass --token or set CMDLOG_TOKEN, or bind a loopback address",
-            config.addr
-        ));
+        return Err(ServeError::NoToken(config.addr));
     }
+    let listen = |source| ServeError::Listen {
+        addr: config.addr,
+        source,
+    };
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(listen)?;
+    let local = listener.local_addr().map_err(listen)?;
     let url = format!("http://{local}");
     let daemon_json = cmdlog_agents::DaemonFile {
         url: url.clone(),
         pid: std::process::id(),
     }
     .write(log_path)
-    .map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            cmdlog_agents::DaemonFile::path(log_path).display()
-        )
+    .map_err(|source| ServeError::DaemonFile {
+        path: cmdlog_agents::DaemonFile::path(log_path),
+        source,
     })?;
     // A daemon bound to a non-loopback address (with its token) answers to any
     // name; a local one only to loopback names and those allowed.
@@ -315,12 +337,8 @@ pub(crate) async fn serve(
     let workspace = std::fs::canonicalize(&config.workspace).unwrap_or(config.workspace.clone());
     let bridge = config
         .agent
-        .map(|command| bridge::Bridge::new(command, workspace.clone()));
+        .map(|command| crate::agent::Bridge::new(command, workspace.clone()));
     let state = AppState::new(engine, access, workspace, bridge.clone());
-    commands::observe(
-        &state.engine().map_err(|e| format!("{e:?}"))?,
-        &state.commands_changed,
-    );
     tokio::spawn(commands::announce_changes(
         Arc::downgrade(&state),
         Arc::clone(&state.commands_changed),
@@ -349,5 +367,5 @@ pub(crate) async fn serve(
         })
         .await;
     let _ = std::fs::remove_file(&daemon_json);
-    served.map_err(|e| format!("the server stopped: {e}"))
+    served.map_err(ServeError::Stopped)
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cmdlog_acp::{PermissionDecision, is_session_update_kind, permission_decision};
+use cmdlog_common::time::now_ms;
 use cmdlog_engine::{Event, EventData, Outcome};
 use cmdlog_store::{Log, ReadError, Seq};
 use serde_json::{Value, json};
@@ -209,13 +210,6 @@ pub(crate) fn envelope(
     }
     out.push_str("}}");
     out
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Per session, the seqs of its shown events in order: event id `n` is the `n`th.

@@ -14,81 +14,72 @@ use cmdlog_engine::{
 use cmdlog_store::AppendError;
 use serde_json::json;
 
-use super::bridge::Bridge;
-use super::sse;
-use super::turns::Live;
-use super::wire::WireIndex;
+use crate::agent::Bridge;
+use crate::live::Live;
+use crate::sse;
+use crate::wire::WireIndex;
 use cmdlog_acp::Recorder;
 
-/// Largest body of a `command` request (base64 attachments), in bytes.
-pub(crate) const COMMAND_BODY_BYTES_MAX: usize = 96 * 1024 * 1024;
-/// Largest body of any other request, in bytes.
-pub(crate) const BODY_BYTES_MAX: usize = 1024 * 1024;
-/// Frames kept for sharing between subscribers.
-pub(crate) const SSE_CACHE_FRAMES: usize = 8192;
-/// Longest prompt text or command line, in bytes.
-pub(crate) const LINE_BYTES_MAX: usize = 1024 * 1024;
-/// Bytes of frames kept for sharing between subscribers.
-pub(crate) const SSE_CACHE_BYTES: usize = 32 * 1024 * 1024;
+use crate::limits::{LINE_BYTES_MAX, SSE_CACHE_BYTES, SSE_CACHE_FRAMES};
 
 /// Who may reach the daemon, beyond the bearer token.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Access {
     /// The bearer token clients must send.
-    pub(crate) token: Option<String>,
+    pub token: Option<String>,
     /// The `Host` names accepted (lowercase, without port); `None` accepts any (a
     /// daemon bound to a non-loopback address, which needs a token).
-    pub(crate) hosts: Option<Vec<String>>,
+    pub hosts: Option<Vec<String>>,
     /// The port the daemon listens on: a `Host` with another port is refused.
-    pub(crate) port: u16,
+    pub port: u16,
     /// Browser origins allowed (CORS); on a daemon without a token every other
     /// `Origin` is refused.
-    pub(crate) origins: Vec<String>,
+    pub origins: Vec<String>,
 }
 
 /// A permission request waiting for its first vote.
 pub(crate) struct PendingPermission {
     /// The session it belongs to.
-    pub(crate) session: String,
+    pub session: String,
     /// The options offered.
-    pub(crate) options: serde_json::Value,
+    pub options: serde_json::Value,
     /// Where the outcome goes: the agent's request, when an agent behind the
     /// daemon asked; `None` for an external runtime's request (it reads the log).
-    pub(crate) answer: Option<tokio::sync::oneshot::Sender<serde_json::Value>>,
+    pub answer: Option<tokio::sync::oneshot::Sender<serde_json::Value>>,
 }
 
 /// Shared by every route.
 pub(crate) struct AppState {
     /// The workspace the daemon serves, canonical (`workspaceCwd`).
-    pub(crate) workspace: PathBuf,
+    pub workspace: PathBuf,
     /// Per session: where each wire event id points in the log.
-    pub(crate) wire: WireIndex,
+    pub wire: WireIndex,
     /// The sessions with prompts queued or running, their clients, their agent session.
-    pub(crate) live: Mutex<HashMap<String, Arc<Live>>>,
+    pub live: Mutex<HashMap<String, Arc<Live>>>,
     /// The session `sessionScope: "single"` creates reuse.
-    pub(crate) single: Mutex<Option<String>>,
+    pub single: Mutex<Option<String>>,
     /// Permission requests waiting for a vote, by request id.
-    pub(crate) permissions: Mutex<HashMap<String, PendingPermission>>,
+    pub permissions: Mutex<HashMap<String, PendingPermission>>,
     /// The ACP agent behind the daemon (`serve --agent`).
-    pub(crate) bridge: Option<Arc<Bridge>>,
+    pub bridge: Option<Arc<Bridge>>,
     /// Records what turns and the agent produce, in order.
-    pub(crate) recorder: Recorder,
+    pub recorder: Recorder,
     /// Serializes hook deliveries (`POST /hook/{agent}`).
-    pub(crate) hooks: tokio::sync::Mutex<()>,
+    pub hooks: tokio::sync::Mutex<()>,
     /// Cancelled when the daemon stops: event streams end.
-    pub(crate) shutdown: CancellationToken,
+    pub shutdown: CancellationToken,
     /// Woken by every registry change.
-    pub(crate) commands_changed: Arc<tokio::sync::Notify>,
+    pub commands_changed: Arc<tokio::sync::Notify>,
     /// The engine, or `None` while a failed store is being reopened.
     engine: RwLock<Option<Engine>>,
     /// Why the store is degraded, while it is.
     degraded: Mutex<Option<String>>,
-    pub(crate) access: Access,
+    pub access: Access,
     /// In-flight executions per session, by id, for `cancel`.
-    pub(crate) running: Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>,
+    pub running: Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>,
     next_execution: std::sync::atomic::AtomicU64,
     /// Recent frames shared by SSE subscribers.
-    pub(crate) frames: Arc<sse::FrameCache>,
+    pub frames: Arc<sse::FrameCache>,
 }
 
 /// An execution's entry in [`AppState::running`], removed when it is dropped: once
@@ -97,7 +88,7 @@ pub(crate) struct Tracked {
     state: Arc<AppState>,
     session: String,
     id: u64,
-    pub(crate) token: CancellationToken,
+    pub token: CancellationToken,
 }
 
 impl Drop for Tracked {
@@ -112,6 +103,12 @@ impl Drop for Tracked {
     }
 }
 
+/// Wakes `changed` after every registry change of `engine`.
+fn observe(engine: &Engine, changed: &Arc<tokio::sync::Notify>) {
+    let changed = Arc::clone(changed);
+    engine.on_change(move || changed.notify_one());
+}
+
 impl AppState {
     pub(crate) fn new(
         engine: Engine,
@@ -119,12 +116,14 @@ impl AppState {
         workspace: PathBuf,
         bridge: Option<Arc<Bridge>>,
     ) -> Arc<Self> {
+        let commands_changed = Arc::new(tokio::sync::Notify::new());
+        observe(&engine, &commands_changed);
         Arc::new_cyclic(|weak: &std::sync::Weak<AppState>| AppState {
             recorder: {
                 let weak = weak.clone();
                 Recorder::start(Arc::new(move || weak.upgrade()?.engine().ok()))
             },
-            commands_changed: Arc::new(tokio::sync::Notify::new()),
+            commands_changed,
             shutdown: CancellationToken::new(),
             hooks: tokio::sync::Mutex::new(()),
             workspace,
@@ -184,7 +183,7 @@ impl AppState {
     /// Puts a reopened engine in place.
     pub(crate) fn put_engine(&self, engine: Engine) {
         self.wire.clear();
-        super::commands::observe(&engine, &self.commands_changed);
+        observe(&engine, &self.commands_changed);
         *self.engine.write().unwrap_or_else(|p| p.into_inner()) = Some(engine);
     }
 
@@ -250,7 +249,7 @@ impl AppState {
 /// An error response, in `qwen serve`'s shape: `{"error": message, "code"?, ...}`.
 #[derive(Debug)]
 pub(crate) struct ApiError {
-    pub(crate) status: StatusCode,
+    pub status: StatusCode,
     message: String,
     code: Option<&'static str>,
     extra: serde_json::Map<String, serde_json::Value>,

@@ -18,19 +18,11 @@ use cmdlog_store::{Log, Seq};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::sse::{Resume, SharedFrame, resume_from};
-use super::state::{ApiError, AppState};
-use super::wire::{self, envelope};
+use crate::sse::{Resume, SharedFrame, resume_from};
+use crate::state::{ApiError, AppState};
+use crate::wire::{self, envelope};
 
-/// Bytes of frames one SSE read takes from the log before sending them (at least
-/// one frame): a subscriber that does not read holds no more than this.
-const SSE_BATCH_BYTES_MAX: usize = 256 * 1024;
-/// Most events one SSE read takes from the log before sending them.
-const SSE_BATCH_EVENTS_MAX: u64 = 1000;
-/// How long a woken subscriber waits for more commits before reading, under load.
-const SSE_COALESCE: Duration = Duration::from_millis(10);
-/// A read of at least this many events means load: the next one waits to coalesce.
-const SSE_BUSY_EVENTS: u64 = 32;
+use crate::limits::{SSE_BATCH_BYTES_MAX, SSE_BATCH_EVENTS_MAX, SSE_BUSY_EVENTS, SSE_COALESCE};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -78,8 +70,8 @@ pub(super) async fn events(
             )
         })?),
     };
-    let resume =
-        resume_from(header, query.last_event_id.as_deref()).map_err(ApiError::bad_request)?;
+    let resume = resume_from(header, query.last_event_id.as_deref())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     if session.ended.is_some() && resume == Resume::Live {
         return Err(ApiError::session_not_found(&id).because(format!(
             "session {id:?} has ended; send Last-Event-ID to read its events"

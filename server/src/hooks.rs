@@ -10,7 +10,7 @@ use axum::extract::{Path as UrlPath, Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::state::{ApiError, AppState};
+use crate::state::{ApiError, AppState};
 use cmdlog_agents::{AgentKind, Spill, append_to, batch_for, discovery_for, drain};
 
 #[derive(Deserialize)]

@@ -1,0 +1,56 @@
+//! What the daemon keeps of a live session: its prompt queue and the turn
+//! running now, the clients attached, its agent session, its last command list.
+//! The turns themselves run in `turns.rs`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use cmdlog_engine::CancellationToken;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// A session with prompts to run, and who is attached to it.
+pub(crate) struct Live {
+    pub(crate) queue: mpsc::UnboundedSender<Queued>,
+    /// Prompts admitted and not yet finished.
+    pub queued: AtomicUsize,
+    /// The turn running now.
+    pub active: Mutex<Option<Active>>,
+    /// Woken when an external runtime ends a turn through `/update`.
+    pub turn_ended: tokio::sync::Notify,
+    /// Client ids attached, and when each was last seen (unix ms).
+    pub clients: Mutex<HashMap<String, u64>>,
+    /// Its agent session, with an agent behind the daemon.
+    pub bound: tokio::sync::Mutex<Option<Bound>>,
+    /// A hash of the command list last recorded for it.
+    pub commands: Mutex<Option<u64>>,
+}
+
+/// The running turn.
+#[derive(Clone)]
+pub(crate) struct Active {
+    pub prompt_id: String,
+    pub cancel: CancellationToken,
+}
+
+/// An admitted prompt.
+pub(crate) struct Queued {
+    pub prompt_id: String,
+    /// The text of its text blocks, joined: what the registry looks at.
+    pub text: String,
+    /// Its ACP content blocks, as sent.
+    pub blocks: Vec<Value>,
+    /// Cancel the turn after this long.
+    pub deadline: Option<Duration>,
+}
+
+/// A daemon session's agent session.
+#[derive(Clone, Debug)]
+pub(crate) struct Bound {
+    pub(crate) generation: u64,
+    pub(crate) agent_session: String,
+    /// The config option that selects the model, if the agent offers one.
+    pub(crate) model_option: Option<String>,
+}
