@@ -23,7 +23,7 @@ pub enum AgentKind {
 
 impl AgentKind {
     #[cfg(test)]
-    pub const ALL: [AgentKind; 4] = [
+    pub(crate) const ALL: [AgentKind; 4] = [
         AgentKind::ClaudeCode,
         AgentKind::Codex,
         AgentKind::Gemini,

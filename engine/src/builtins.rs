@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::command::{CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Mode};
+use crate::engine::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
 use crate::event::{EventData, ModelSwitched};
 use crate::event::{ProviderRef, Scope};
-use crate::handler::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
 use crate::registry::Registration;
 
 pub(crate) struct Builtin {

@@ -36,7 +36,6 @@ mod discovery;
 mod engine;
 mod event;
 mod expand;
-mod handler;
 mod identity;
 mod parse;
 mod prompt;
@@ -61,9 +60,10 @@ pub use discovery::{
     watch_roots,
 };
 pub use engine::{
-    Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError, ExecuteRequest, Execution,
-    OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle, SessionError, command_name,
-    fold_log, fold_log_with, load_snapshot, valid_id,
+    CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
+    ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
+    OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle, SessionError, api_provider,
+    command_name, fold_log, fold_log_with, load_snapshot, valid_id,
 };
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
@@ -74,10 +74,7 @@ pub use event::{
     UnknownEvent, UnregisterReason, Unregistered, WalDiscarded, stream_key,
 };
 pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
-pub use handler::{
-    CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
-    api_provider,
-};
+
 pub use identity::{
     IdentityError, ensure_identity, ensure_identity_async, host_name, read_identity,
 };

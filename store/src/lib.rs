@@ -22,6 +22,7 @@
 //! one write transaction (group commit); an append is acknowledged only after
 //! the transaction holding it committed with the configured [`Durability`].
 
+mod config;
 mod error;
 mod fault;
 mod journal;
@@ -29,6 +30,7 @@ mod limits;
 mod log;
 mod record;
 mod schema;
+mod shared;
 mod writer;
 
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};

@@ -108,3 +108,16 @@ impl fmt::Debug for BlobHash {
         write!(f, "BlobHash({})", self.to_hex())
     }
 }
+
+/// Called on the writer thread with each committed batch, in seq order, before any
+/// appender of the batch is acknowledged. Keep it short: it delays every appender.
+pub type CommitHook = Box<dyn Fn(&[CommittedRecord<'_>]) + Send + Sync>;
+
+/// The log's last committed record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Its seq; 0 for an empty log.
+    pub seq: Seq,
+    /// Its chain hash; 32 zero bytes for an empty log.
+    pub hash: [u8; 32],
+}

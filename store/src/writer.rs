@@ -28,9 +28,10 @@ use tokio::sync::oneshot;
 
 use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
-use crate::log::{Head, PendingStreams, Shared};
+use crate::record::Head;
 use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
 use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, SNAPSHOTS, STREAMS};
+use crate::shared::{PendingStreams, Shared, check_records};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
 pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
@@ -327,7 +328,7 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
         let request = match request {
             Request::AppendBuilt { build, reply } => {
                 let records = build(next);
-                match crate::log::check_records(&shared.config, &records) {
+                match check_records(&shared.config, &records) {
                     Ok(()) => Request::Append { records, reply },
                     Err(e) => {
                         let _ = reply.send(Err(e));

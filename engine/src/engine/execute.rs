@@ -6,6 +6,7 @@ use std::time::Instant;
 use cmdlog_store::{AppendError, BlobError, BlobHash};
 use tokio_util::sync::CancellationToken;
 
+use super::handler::{CommandResult, HandlerError, Invocation};
 use super::sessions::SessionError;
 use super::{Engine, lock};
 use crate::attachments::SubmittedAttachment;
@@ -16,7 +17,6 @@ use crate::event::{
     Seq,
 };
 use crate::expand::{ExpandError, ExpandInput, expand, injections};
-use crate::handler::{CommandResult, HandlerError, Invocation};
 use crate::parse::parse_line;
 use crate::registry::Registration;
 

@@ -1,6 +1,7 @@
 //! The live engine: registration, resolution, execution and sessions over one log.
 
 mod execute;
+mod handler;
 mod open;
 mod registration;
 mod sessions;
@@ -16,11 +17,15 @@ use crate::attachments::{AttachmentLimits, FileReceiptResolver};
 use crate::clock::{Clock, SystemClock};
 use crate::command::Mode;
 use crate::event::{NewEvent, Seq};
-use crate::handler::CommandHandler;
+
 use crate::registry::Registration;
 use crate::state::LogState;
 
 pub use execute::{ExecuteError, ExecuteRequest, Execution, OUTCOME_BYTES_MAX};
+pub use handler::{
+    CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
+    api_provider,
+};
 pub use open::{EngineOpenError, fold_log, fold_log_with, load_snapshot};
 pub use registration::{Disposer, RegisterError, ResolverHandle, command_name};
 pub use sessions::{SessionError, valid_id};

@@ -5,12 +5,12 @@ use std::sync::{Arc, Weak};
 
 use cmdlog_store::{AppendError, BlobError};
 
+use super::handler::NewRegistration;
 use super::{Engine, Inner, lock};
 use crate::attachments::FileReceiptResolver;
 use crate::command::{CommandName, CommandSpec, InvalidName};
 use crate::event::Scope;
 use crate::event::{EventData, NewEvent, Registered, Seq, UnregisterReason, Unregistered};
-use crate::handler::NewRegistration;
 use crate::registry::Registration;
 
 /// `register` failed; nothing was written.

@@ -9,82 +9,20 @@ pub use recovery::WalDiscard;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use redb::{Database, ReadableDatabase, ReadableTable};
-use tokio::sync::{oneshot, watch};
+use redb::ReadableTable;
+use tokio::sync::oneshot;
 
 use crate::error::{AppendError, ReadError, read_err};
-use crate::record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Seq};
+use crate::record::{BlobHash, NewRecord, Receipt, Seq};
 use crate::schema::SNAPSHOTS;
 use crate::writer::Request;
 
-/// Called on the writer thread with each committed batch, in seq order, before any
-/// appender of the batch is acknowledged. Keep it short: it delays every appender.
-pub type CommitHook = Box<dyn Fn(&[CommittedRecord<'_>]) + Send + Sync>;
-
-/// How a log is opened.
-#[derive(Debug, Clone)]
-pub struct LogConfig {
-    /// Commit durability. Default [`Durability::Durable`].
-    pub durability: Durability,
-    /// Largest blob accepted by [`Log::put_blob`]. Default 32 MiB.
-    pub blob_bytes_max: u64,
-    /// Largest single record. Default 16 MiB.
-    pub record_bytes_max: usize,
-    /// Most records one group commit takes before it commits. Default 4096.
-    pub batch_records_max: usize,
-    /// redb page cache. Default 64 MiB.
-    pub cache_bytes: usize,
-    /// How long an open waits for another process to release the file before it
-    /// reports [`OpenError::Locked`]. Default 2 s: CLI runs hold the file briefly.
-    pub lock_wait: Duration,
-    /// A checkpoint (one durable redb commit, after which the write-ahead log starts
-    /// over) is made once the write-ahead log holds this many bytes of frames, and
-    /// at close. Default 64 MiB: it bounds the file and the replay after a crash.
-    pub checkpoint_bytes: u64,
-    /// When the last group commit carried several requests, how long the writer
-    /// waits for as many to queue before it commits the next (as PostgreSQL's
-    /// `commit_delay`). A lone appender never waits. Default 50 µs; zero turns it
-    /// off. Measured: 64 concurrent appenders went from ~75,000 to ~116,000
-    /// events/s on a 2-core VM.
-    pub commit_delay: Duration,
-    /// A writable open of a log whose write-ahead log is missing, cut, damaged or
-    /// does not continue the log normally refuses with [`OpenError::WalDamaged`].
-    /// With this set it applies the frames before the damage, drops the rest and
-    /// reports it ([`Log::wal_discard`]). Default false: only `cmdlog recover
-    /// --discard-damaged-wal` sets it.
-    pub discard_wal_damage: bool,
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        LogConfig {
-            durability: Durability::Durable,
-            blob_bytes_max: limits::BLOB_BYTES_MAX,
-            record_bytes_max: limits::RECORD_BYTES_MAX,
-            batch_records_max: limits::BATCH_RECORDS_MAX,
-            cache_bytes: limits::CACHE_BYTES,
-            lock_wait: limits::LOCK_WAIT,
-            checkpoint_bytes: limits::CHECKPOINT_BYTES,
-            commit_delay: limits::COMMIT_DELAY,
-            discard_wal_damage: false,
-        }
-    }
-}
-
-use crate::limits::{self, STREAM_KEY_BYTES_MAX};
-
-/// The log's last committed record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Head {
-    /// Its seq; 0 for an empty log.
-    pub seq: Seq,
-    /// Its chain hash; 32 zero bytes for an empty log.
-    pub hash: [u8; 32],
-}
+pub use crate::config::LogConfig;
+pub use crate::record::{CommitHook, Head};
+pub(crate) use crate::shared::{Db, PendingStreams, Shared, check_records};
 
 /// Where [`Log::verify_chain`] found the chain broken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,68 +47,6 @@ pub enum ChainBreak {
         /// Its seq.
         seq: Seq,
     },
-}
-
-/// The redb handle: writable (with a writer thread) or read-only (a snapshot reader
-/// that never blocks writers for long).
-pub(crate) enum Db {
-    Writable(Database),
-    ReadOnly(redb::ReadOnlyDatabase),
-}
-
-impl Db {
-    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
-        match self {
-            Db::Writable(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
-        }
-    }
-
-    pub(crate) fn writable(&self) -> &Database {
-        match self {
-            Db::Writable(db) => db,
-            Db::ReadOnly(_) => unreachable!("only a writable log has a writer thread"),
-        }
-    }
-}
-
-pub(crate) struct Shared {
-    pub(crate) db: Db,
-    pub(crate) config: LogConfig,
-    pub(crate) head: Mutex<Head>,
-    pub(crate) committed: Condvar,
-    pub(crate) watch: watch::Sender<Seq>,
-    pub(crate) poisoned: Mutex<Option<String>>,
-    pub(crate) hook: RwLock<Option<CommitHook>>,
-    /// Stream index entries not yet in the `streams` table.
-    pub(crate) pending: Mutex<PendingStreams>,
-    /// Whether `META["wal"]` says open: the writer marks it durably before its
-    /// first frame, and a clean close marks it clean.
-    pub(crate) wal_open: std::sync::atomic::AtomicBool,
-}
-
-/// The stream index entries of records after `META["streams_through"]`, kept in
-/// memory and written to the `streams` table in sorted batches: one entry per
-/// record inserted per commit touched a B-tree leaf per session and cost more than
-/// the rest of the commit. Rebuilt from the records at every open.
-#[derive(Debug, Default)]
-pub(crate) struct PendingStreams {
-    /// Stream key -> its seqs, ascending.
-    pub(crate) seqs: std::collections::BTreeMap<String, Vec<Seq>>,
-    /// How many seqs in all.
-    pub(crate) count: usize,
-}
-
-impl PendingStreams {
-    pub(crate) fn push(&mut self, key: &str, seq: Seq) {
-        match self.seqs.get_mut(key) {
-            Some(seqs) => seqs.push(seq),
-            None => {
-                self.seqs.insert(key.to_string(), vec![seq]);
-            }
-        }
-        self.count += 1;
-    }
 }
 
 /// An open log. Cheap to share behind an `Arc`; all methods take `&self`.
@@ -329,33 +205,6 @@ impl Drop for Log {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Checks an append against the limits before it reaches a transaction.
-pub(crate) fn check_records(config: &LogConfig, records: &[NewRecord]) -> Result<(), AppendError> {
-    if records.is_empty() {
-        return Err(AppendError::Empty);
-    }
-    let max = config.record_bytes_max;
-    for (index, record) in records.iter().enumerate() {
-        if record.bytes.len() > max {
-            return Err(AppendError::RecordTooLarge {
-                index,
-                size: record.bytes.len(),
-                max,
-            });
-        }
-        if let Some(key) = &record.stream
-            && (key.is_empty() || key.len() > STREAM_KEY_BYTES_MAX)
-        {
-            return Err(AppendError::BadStreamKey {
-                index,
-                len: key.len(),
-                max: STREAM_KEY_BYTES_MAX,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// A pending append.

@@ -1,0 +1,102 @@
+//! What the log's handle and its writer thread share: the database, the head,
+//! the commit hook, the stream index entries not yet written, the poison flag;
+//! and the check of an append against the limits, made on both sides.
+
+use std::sync::{Condvar, Mutex, RwLock};
+
+use redb::{Database, ReadableDatabase};
+use tokio::sync::watch;
+
+use crate::config::LogConfig;
+use crate::error::AppendError;
+use crate::limits::STREAM_KEY_BYTES_MAX;
+use crate::record::{CommitHook, Head, NewRecord, Seq};
+
+/// The redb handle: writable (with a writer thread) or read-only (a snapshot reader
+/// that never blocks writers for long).
+pub(crate) enum Db {
+    Writable(Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+
+    pub(crate) fn writable(&self) -> &Database {
+        match self {
+            Db::Writable(db) => db,
+            Db::ReadOnly(_) => unreachable!("only a writable log has a writer thread"),
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) db: Db,
+    pub(crate) config: LogConfig,
+    pub(crate) head: Mutex<Head>,
+    pub(crate) committed: Condvar,
+    pub(crate) watch: watch::Sender<Seq>,
+    pub(crate) poisoned: Mutex<Option<String>>,
+    pub(crate) hook: RwLock<Option<CommitHook>>,
+    /// Stream index entries not yet in the `streams` table.
+    pub(crate) pending: Mutex<PendingStreams>,
+    /// Whether `META["wal"]` says open: the writer marks it durably before its
+    /// first frame, and a clean close marks it clean.
+    pub(crate) wal_open: std::sync::atomic::AtomicBool,
+}
+
+/// The stream index entries of records after `META["streams_through"]`, kept in
+/// memory and written to the `streams` table in sorted batches: one entry per
+/// record inserted per commit touched a B-tree leaf per session and cost more than
+/// the rest of the commit. Rebuilt from the records at every open.
+#[derive(Debug, Default)]
+pub(crate) struct PendingStreams {
+    /// Stream key -> its seqs, ascending.
+    pub(crate) seqs: std::collections::BTreeMap<String, Vec<Seq>>,
+    /// How many seqs in all.
+    pub(crate) count: usize,
+}
+
+impl PendingStreams {
+    pub(crate) fn push(&mut self, key: &str, seq: Seq) {
+        match self.seqs.get_mut(key) {
+            Some(seqs) => seqs.push(seq),
+            None => {
+                self.seqs.insert(key.to_string(), vec![seq]);
+            }
+        }
+        self.count += 1;
+    }
+}
+
+/// Checks an append against the limits before it reaches a transaction.
+pub(crate) fn check_records(config: &LogConfig, records: &[NewRecord]) -> Result<(), AppendError> {
+    if records.is_empty() {
+        return Err(AppendError::Empty);
+    }
+    let max = config.record_bytes_max;
+    for (index, record) in records.iter().enumerate() {
+        if record.bytes.len() > max {
+            return Err(AppendError::RecordTooLarge {
+                index,
+                size: record.bytes.len(),
+                max,
+            });
+        }
+        if let Some(key) = &record.stream
+            && (key.is_empty() || key.len() > STREAM_KEY_BYTES_MAX)
+        {
+            return Err(AppendError::BadStreamKey {
+                index,
+                len: key.len(),
+                max: STREAM_KEY_BYTES_MAX,
+            });
+        }
+    }
+    Ok(())
+}
