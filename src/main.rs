@@ -1,7 +1,8 @@
 //! `cmdlog`: the command-line adapter over the cmdlog libraries. It parses flags,
-//! hands each verb to its module under `cli/`, and maps failures to exit codes:
-//! 0 ok; 1 a command settled as error or verify found violations; 2 usage;
-//! 3 not found (unknown command, session, seq); 4 store error.
+//! hands each verb to its module under `cli/`, and prints failures with their
+//! exit codes (`cli/error.rs`): 0 ok; 1 a command settled as error, verify found
+//! violations, or two histories conflict; 2 usage; 3 not found (unknown command,
+//! session, seq); 4 store error; 5 hub error.
 
 mod cli;
 mod render;
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use cli::open::open_existing;
-use cli::{Paths, VerbResult};
+use cli::{Kind, Paths, VerbResult};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -91,10 +92,13 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         // A closed stdout pipe (`cmdlog log | head`) is not an error.
-        Err(f) if f.message.contains("Broken pipe") => ExitCode::SUCCESS,
-        Err(f) => {
-            eprintln!("cmdlog: {}", render::clean(&f.message));
-            ExitCode::from(f.code)
+        Err(e) if e.kind == Kind::ClosedOutput => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cmdlog: {}", render::clean(&e.message));
+            if let Some(hint) = &e.hint {
+                eprintln!("hint: {}", render::clean(hint));
+            }
+            ExitCode::from(e.kind.exit_code())
         }
     }
 }

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::open::with_engine;
-use super::{Failure, Paths, STORE, USAGE, VerbResult};
+use super::{CliError, Paths, VerbResult};
 use cmdlog_acp::AgentCommand;
 
 #[derive(Args, Debug)]
@@ -21,7 +21,7 @@ pub(crate) struct AcpArgs {
 
 pub(crate) fn exec(paths: &Paths, args: AcpArgs) -> VerbResult {
     let command =
-        AgentCommand::from_words(args.command).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+        AgentCommand::from_words(args.command).map_err(|e| CliError::usage(e.to_string()))?;
     with_engine(paths, async |opened| {
         let code = cmdlog_acp::run_proxy(
             opened.engine.clone(),
@@ -31,7 +31,7 @@ pub(crate) fn exec(paths: &Paths, args: AcpArgs) -> VerbResult {
             tokio::io::stdout(),
         )
         .await
-        .map_err(|e| Failure::new(STORE, e.to_string()))?;
+        .map_err(|e| CliError::io(e.to_string()))?;
         Ok(u8::try_from(code).unwrap_or(1))
     })
 }

@@ -19,8 +19,7 @@ pub(crate) struct AttachArgs {
 
 pub(crate) fn exec(args: AttachArgs) -> VerbResult {
     let Some(url) = args.daemon_url else {
-        return Err(Failure::new(
-            USAGE,
+        return Err(CliError::usage(
             "attach needs the daemon's URL: pass --daemon-url or set CMDLOG_DAEMON_URL (start one with `cmdlog serve`)",
         ));
     };
@@ -30,7 +29,7 @@ pub(crate) fn exec(args: AttachArgs) -> VerbResult {
         session: args.session,
     })
     .map(|()| 0)
-    .map_err(|e| Failure::new(STORE, e))
+    .map_err(CliError::io)
 }
 
 use std::io::{BufRead, BufReader, Write};
@@ -43,7 +42,7 @@ use serde_json::{Value, json};
 
 use clap::Args;
 
-use super::{Failure, STORE, USAGE, VerbResult};
+use super::{CliError, VerbResult};
 use crate::render;
 
 /// The features a daemon must offer before the client starts.

@@ -9,7 +9,7 @@ use cmdlog_store::Log;
 
 use super::open::require_session;
 use super::output::{colour, print_json};
-use super::{Failure, USAGE, VerbResult, now_ms, store_failure};
+use super::{CliError, VerbResult, now_ms, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -29,19 +29,12 @@ pub(crate) struct AuditArgs {
 }
 
 /// `--since`: an absolute time (`2026-11-28`, `2026-11-28T09:30:00Z`) or a span back
-pub(crate) fn parse_since(text: &str) -> Result<u64, Failure> {
-    if let Ok(span) = humantime::parse_duration(text) {
-        return Ok(now_ms().saturating_sub(span.as_millis() as u64));
-    }
-    let full = if text.len() == 10 {
-        format!("{text}T00:00:00Z")
-    } else {
-        text.to_string()
-    };
-    humantime::parse_rfc3339_weak(&full)
-        .or_else(|_| humantime::parse_rfc3339(&full))
-        .map(|t| t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
-        .map_err(|_| Failure::new(USAGE, format!("--since {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)")))
+pub(crate) fn parse_since(text: &str) -> Result<u64, CliError> {
+    cmdlog_common::time::parse_since(text, now_ms()).ok_or_else(|| {
+        CliError::usage(format!(
+            "--since {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)"
+        ))
+    })
 }
 
 pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {

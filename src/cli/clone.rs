@@ -11,9 +11,7 @@ use cmdlog_store::BlobHash;
 use serde_json::json;
 
 use super::hub::{HubArgs, runtime};
-use super::{
-    Failure, Paths, SETTLED_ERROR, USAGE, VerbResult, hub_failure, open_failure, store_failure,
-};
+use super::{CliError, Paths, VerbResult, hub_failure, open_failure, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -29,22 +27,16 @@ pub(crate) struct CloneArgs {
 
 pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     if args.output.exists() {
-        return Err(Failure::new(
-            USAGE,
-            format!(
-                "{} exists; clone writes a new log (choose another -o FILE)",
-                args.output.display()
-            ),
-        ));
+        return Err(CliError::usage(format!(
+            "{} exists; clone writes a new log (choose another -o FILE)",
+            args.output.display()
+        )));
     }
     if args.log_id.is_empty() || !args.log_id.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(Failure::new(
-            USAGE,
-            format!(
-                "{:?} is not a log id; `cmdlog hub list URL` shows them",
-                args.log_id
-            ),
-        ));
+        return Err(CliError::usage(format!(
+            "{:?} is not a log id; `cmdlog hub list URL` shows them",
+            args.log_id
+        )));
     }
     if let Some(parent) = args.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(store_failure)?;
@@ -57,7 +49,7 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
         })
         .map_err(|e| match e {
             CloneError::OutOfOrder { .. } | CloneError::HashDiffers { .. } => {
-                Failure::new(SETTLED_ERROR, e.to_string())
+                CliError::damaged(e.to_string())
             }
             CloneError::Open(e) => open_failure(e),
             CloneError::Hub(e) => hub_failure(e),

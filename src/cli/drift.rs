@@ -8,7 +8,7 @@ use cmdlog_replay::DriftStatus;
 
 use super::open::{home, open_existing};
 use super::output::print_json;
-use super::{Failure, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use super::{CliError, Paths, SETTLED_ERROR, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -64,7 +64,7 @@ pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
         return agents(paths, json);
     }
     let today = discover(&DiscoveryConfig::from_env(home()?, &paths.workspace))
-        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let log = open_existing(paths)?;
     if let Some(run) = args.run {
         let is_run = matches!(
@@ -77,12 +77,9 @@ pub(crate) fn exec(paths: &Paths, args: DriftArgs, json: bool) -> VerbResult {
             }))
         );
         if !is_run {
-            return Err(Failure::new(
-                NOT_FOUND,
-                format!(
-                    "seq {run} is not a command/run; `cmdlog audit` lists runs with their seqs"
-                ),
-            ));
+            return Err(CliError::not_found(format!(
+                "seq {run} is not a command/run; `cmdlog audit` lists runs with their seqs"
+            )));
         }
     }
     let report = cmdlog_replay::drift(&log, args.run, &today).map_err(store_failure)?;

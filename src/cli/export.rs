@@ -9,7 +9,7 @@ use cmdlog_store::Log;
 
 use super::open::require_session;
 use super::progress::Progress;
-use super::{Failure, USAGE, VerbResult, store_failure};
+use super::{CliError, VerbResult, store_failure};
 
 #[derive(Args, Debug)]
 pub(crate) struct ExportArgs {
@@ -40,18 +40,14 @@ pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
             continue;
         }
         redact.push(regex::Regex::new(p).map_err(|e| {
-            Failure::new(
-                USAGE,
-                format!("--redact {p:?} is not a regular expression: {e}"),
-            )
+            CliError::usage(format!("--redact {p:?} is not a regular expression: {e}"))
         })?);
     }
     let bar = Progress::new(log.head().seq, "export");
     let summary = match &args.output {
         Some(path) => {
-            let file = super::output::owner_only_file(path).map_err(|e| {
-                Failure::new(USAGE, format!("cannot create {}: {e}", path.display()))
-            })?;
+            let file = super::output::owner_only_file(path)
+                .map_err(|e| CliError::usage(format!("cannot create {}: {e}", path.display())))?;
             let mut out = io::BufWriter::new(file);
             export(log, args.session.as_deref(), &redact, &mut out, bar.tick())
         }
@@ -64,7 +60,7 @@ pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
         ),
     }
     .map_err(|e| match e {
-        cmdlog_replay::ExportError::Write(io) => Failure::from(io),
+        cmdlog_replay::ExportError::Write(io) => CliError::from(io),
         other => store_failure(other),
     })?;
     bar.finish();

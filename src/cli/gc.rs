@@ -15,7 +15,7 @@ use crate::render;
 #[derive(Args, Debug)]
 pub(crate) struct GcArgs {
     /// Keep unreferenced blobs younger than this (an admission may be in flight)
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1h", value_parser = cmdlog_common::time::parse_duration)]
     grace: Duration,
     /// Say what would be freed without removing anything
     #[arg(long)]
@@ -53,7 +53,7 @@ pub(crate) fn exec(paths: &Paths, args: GcArgs, json: bool) -> VerbResult {
         plan.bytes,
         plan.referenced,
         plan.in_grace.len(),
-        humantime::format_duration(args.grace)
+        cmdlog_common::time::format_duration(args.grace)
     )?;
     Ok(0)
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use cmdlog_agents::{AgentKind, PAYLOAD_BYTES_MAX, Spilled, deliver};
 
-use super::{Failure, Paths, USAGE, VerbResult};
+use super::{CliError, Paths, VerbResult};
 
 #[derive(Args, Debug)]
 pub(crate) struct HookArgs {
@@ -23,7 +23,7 @@ pub(crate) struct HookArgs {
 }
 
 pub(crate) fn exec(workspace: Option<PathBuf>, log: Option<PathBuf>, args: HookArgs) -> VerbResult {
-    let agent = AgentKind::parse(&args.agent).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let agent = AgentKind::parse(&args.agent).map_err(|e| CliError::usage(e.to_string()))?;
     let mut text = String::new();
     let _ = std::io::stdin()
         .take(PAYLOAD_BYTES_MAX as u64)

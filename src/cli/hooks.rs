@@ -7,7 +7,7 @@ use std::io::Write;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::open::home;
-use super::{Failure, Paths, STORE, USAGE, VerbResult};
+use super::{CliError, Paths, VerbResult};
 use crate::render;
 use cmdlog_agents::{AgentKind, Scope};
 
@@ -48,17 +48,16 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         HooksAction::Install(t) => (t, true),
         HooksAction::Uninstall(t) => (t, false),
     };
-    let agent = AgentKind::parse(&target.agent).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let agent = AgentKind::parse(&target.agent).map_err(|e| CliError::usage(e.to_string()))?;
     let scope = match target.scope {
         ScopeArg::Project => Scope::Project,
         ScopeArg::User => Scope::User,
     };
     let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home()?);
-    let before =
-        cmdlog_agents::read_settings(&path).map_err(|e| Failure::new(STORE, e.to_string()))?;
+    let before = cmdlog_agents::read_settings(&path).map_err(|e| CliError::io(e.to_string()))?;
     let edit = if installing {
         let exe = std::env::current_exe()
-            .map_err(|e| Failure::new(STORE, format!("cannot find cmdlog's own path: {e}")))?;
+            .map_err(|e| CliError::io(format!("cannot find cmdlog's own path: {e}")))?;
         cmdlog_agents::install(
             &path,
             &before,
@@ -68,7 +67,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
     } else {
         cmdlog_agents::uninstall(&path, &before, agent)
     }
-    .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    .map_err(|e| CliError::usage(e.to_string()))?;
     let mut out = render::Human::stdout(false);
     if !edit.changed() {
         writeln!(
@@ -95,7 +94,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
-    cmdlog_agents::write_settings(&path, &edit).map_err(|e| Failure::new(STORE, e.to_string()))?;
+    cmdlog_agents::write_settings(&path, &edit).map_err(|e| CliError::io(e.to_string()))?;
     writeln!(
         out,
         "{} {} event(s) in {}: {}",

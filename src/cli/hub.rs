@@ -11,7 +11,7 @@ use cmdlog_hub::{HubAuditFilter, HubOptions, hub_audit, list};
 
 use super::audit::{audit_line, parse_since};
 use super::output::colour;
-use super::{Failure, HUB, VerbResult, hub_failure};
+use super::{CliError, VerbResult, hub_failure, store_failure};
 use crate::render;
 
 /// Where a hub is and how to reach it: the standard NATS options.
@@ -64,12 +64,12 @@ impl HubArgs {
 }
 
 /// A runtime for the hub verbs (multi-threaded: a clone's appends block).
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(HUB, format!("cannot start the runtime: {e}")))
+        .map_err(|e| CliError::hub(format!("cannot start the runtime: {e}")))
 }
 
 #[derive(Args, Debug)]
@@ -178,7 +178,7 @@ fn audit_all(
     let mut out = render::Human::stdout(json);
     if json {
         for r in &rows {
-            let mut value = serde_json::to_value(&r.row).map_err(super::store_failure)?;
+            let mut value = serde_json::to_value(&r.row).map_err(store_failure)?;
             value["log_id"] = json!(r.log_id);
             value["host"] = json!(r.host);
             writeln!(out, "{value}")?;

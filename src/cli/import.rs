@@ -10,7 +10,7 @@ use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
 
 use super::progress::Progress;
-use super::{Failure, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use super::{CliError, Paths, SETTLED_ERROR, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -47,8 +47,7 @@ pub(crate) fn exec(paths: &Paths, args: ImportArgs, json: bool) -> VerbResult {
         );
     }
     let [file] = args.files.as_slice() else {
-        return Err(Failure::new(
-            USAGE,
+        return Err(CliError::usage(
             "import reads one export file (or - for stdin); to read an agent's transcripts, use --from AGENT",
         ));
     };
@@ -57,10 +56,7 @@ pub(crate) fn exec(paths: &Paths, args: ImportArgs, json: bool) -> VerbResult {
         Box::new(io::BufReader::new(io::stdin().lock()))
     } else {
         let file = std::fs::File::open(&args.file).map_err(|e| {
-            Failure::new(
-                NOT_FOUND,
-                format!("cannot open {}: {e}", args.file.display()),
-            )
+            CliError::not_found(format!("cannot open {}: {e}", args.file.display()))
         })?;
         Box::new(io::BufReader::new(file))
     };
@@ -76,11 +72,9 @@ pub(crate) fn exec(paths: &Paths, args: ImportArgs, json: bool) -> VerbResult {
     let summary = import_file(&paths.log, input, bar.tick());
     bar.finish();
     let summary = summary.map_err(|e| match e {
-        ImportError::NotEmpty { .. } | ImportError::Line { .. } => {
-            Failure::new(USAGE, e.to_string())
-        }
+        ImportError::NotEmpty { .. } | ImportError::Line { .. } => CliError::usage(e.to_string()),
         ImportError::NoTrailer | ImportError::Redacted | ImportError::HeadMismatch { .. } => {
-            Failure::new(SETTLED_ERROR, e.to_string())
+            CliError::conflict(e.to_string())
         }
         other => store_failure(other),
     })?;

@@ -8,19 +8,16 @@ use cmdlog_store::{Log, LogConfig};
 use super::open::home;
 use super::output::print_json;
 use super::progress::Progress;
-use super::{Failure, Paths, USAGE, VerbResult, now_ms, open_failure, store_failure};
+use super::{CliError, Paths, VerbResult, now_ms, open_failure, store_failure};
 use crate::render;
 use cmdlog_agents::{AgentKind, default_roots, files};
 
 /// `--since`: a duration back from now (`7d`) or a date (`2026-11-01`), as unix ms.
-fn since(text: &str, now: u64) -> Result<u64, Failure> {
+fn since(text: &str, now: u64) -> Result<u64, CliError> {
     cmdlog_common::time::parse_since(text, now).ok_or_else(|| {
-        Failure::new(
-            USAGE,
-            format!(
-                "--since {text:?}: give a duration such as 7d or 12h, or a date such as 2026-11-01"
-            ),
-        )
+        CliError::usage(format!(
+            "--since {text:?}: give a duration such as 7d or 12h, or a date such as 2026-11-01"
+        ))
     })
 }
 
@@ -32,7 +29,7 @@ pub(crate) fn exec(
     redact: bool,
     json: bool,
 ) -> VerbResult {
-    let agent = AgentKind::parse(agent).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let agent = AgentKind::parse(agent).map_err(|e| CliError::usage(e.to_string()))?;
     let now = now_ms();
     let since = since_text.map(|s| since(s, now)).transpose()?;
     let roots = if given.is_empty() {
@@ -40,10 +37,10 @@ pub(crate) fn exec(
     } else {
         for p in given {
             if !p.exists() {
-                return Err(Failure::new(
-                    super::NOT_FOUND,
-                    format!("{} does not exist", p.display()),
-                ));
+                return Err(CliError::not_found(format!(
+                    "{} does not exist",
+                    p.display()
+                )));
             }
         }
         given.to_vec()

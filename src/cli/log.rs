@@ -8,7 +8,7 @@ use cmdlog_engine::Event;
 use cmdlog_store::{Log, LogConfig};
 
 use super::open::{open_existing, require_session};
-use super::{Failure, Paths, VerbResult, store_failure};
+use super::{CliError, Paths, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -56,7 +56,7 @@ pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     let print_new = |log: &Log,
                      last: u64,
                      out: &mut render::Human<io::StdoutLock<'static>>|
-     -> Result<u64, Failure> {
+     -> Result<u64, CliError> {
         let to = until.min(log.head().seq);
         if to <= last {
             return Ok(last);

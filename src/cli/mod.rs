@@ -9,6 +9,7 @@ pub(crate) mod blob;
 pub(crate) mod clone;
 pub(crate) mod commands;
 pub(crate) mod drift;
+mod error;
 pub(crate) mod export;
 pub(crate) mod gc;
 pub(crate) mod hook;
@@ -31,7 +32,6 @@ pub(crate) mod sessions;
 pub(crate) mod show;
 pub(crate) mod verify;
 
-use std::io;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
@@ -56,67 +56,33 @@ impl From<ModeArg> for Mode {
     }
 }
 
-/// A failure with its exit code.
-pub(crate) struct Failure {
-    pub(crate) code: u8,
-    pub(crate) message: String,
-}
+pub(crate) use error::{CliError, Kind, hub_failure, store_failure};
 
-impl Failure {
-    pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
-        Failure {
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-/// A command settled as an error, or verify found violations.
+/// The exit code of a command that settled as an error, or of a verify that
+/// found violations: the verb ran, and says so.
 pub(crate) const SETTLED_ERROR: u8 = 1;
-/// The invocation was wrong.
-pub(crate) const USAGE: u8 = 2;
-/// An unknown command, session, seq or file.
-pub(crate) const NOT_FOUND: u8 = 3;
-/// The log or the disk failed.
-pub(crate) const STORE: u8 = 4;
-/// The hub could not be reached, or refused something other than a fork.
-pub(crate) const HUB: u8 = 5;
-
-pub(crate) fn hub_failure(e: impl std::fmt::Display) -> Failure {
-    Failure::new(HUB, e.to_string())
-}
-
-pub(crate) fn store_failure(e: impl std::fmt::Display) -> Failure {
-    Failure::new(STORE, e.to_string())
-}
 
 /// An open failure; a lock held by `cmdlog serve` names the daemon and how to reach it.
-pub(crate) fn open_failure(e: cmdlog_store::OpenError) -> Failure {
+pub(crate) fn open_failure(e: cmdlog_store::OpenError) -> CliError {
     if let cmdlog_store::OpenError::Locked { path } = &e
         && let Some(daemon) = cmdlog_agents::DaemonFile::read(path)
     {
-        return Failure::new(
-            STORE,
-            format!(
-                "{} is held by cmdlog serve (pid {}, {}): use its HTTP API (docs/http.md), e.g. curl {}/session/ID/events, or stop it first",
-                path.display(),
-                daemon.pid,
-                crate::render::clean(&daemon.url),
-                crate::render::clean(&daemon.url)
-            ),
-        );
+        return CliError::io(format!(
+            "{} is held by cmdlog serve (pid {}, {})",
+            path.display(),
+            daemon.pid,
+            crate::render::clean(&daemon.url),
+        ))
+        .hint(format!(
+            "use its HTTP API (docs/http.md), e.g. curl {}/session/ID/events, or stop it first",
+            crate::render::clean(&daemon.url)
+        ));
     }
     store_failure(e)
 }
 
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Self {
-        Failure::new(STORE, format!("cannot write output: {e}"))
-    }
-}
-
 /// What a verb ends with: its exit code, or a failure to print.
-pub(crate) type VerbResult = Result<u8, Failure>;
+pub(crate) type VerbResult = Result<u8, CliError>;
 
 /// Where the verbs work: the workspace and its log.
 #[derive(Debug, Clone)]
@@ -128,21 +94,15 @@ pub(crate) struct Paths {
 impl Paths {
     /// `--workspace` (default: the current folder) and `--log` (default:
     /// `<workspace>/.cmdlog/log.redb`).
-    pub(crate) fn new(workspace: Option<PathBuf>, log: Option<PathBuf>) -> Result<Paths, Failure> {
+    pub(crate) fn new(workspace: Option<PathBuf>, log: Option<PathBuf>) -> Result<Paths, CliError> {
         let workspace = match workspace {
             Some(w) => w,
             None => std::env::current_dir()
-                .map_err(|e| Failure::new(USAGE, format!("cannot read the current folder: {e}")))?,
+                .map_err(|e| CliError::usage(format!("cannot read the current folder: {e}")))?,
         };
         let log = log.unwrap_or_else(|| workspace.join(".cmdlog").join("log.redb"));
         Ok(Paths { workspace, log })
     }
 }
 
-/// The wall clock in unix milliseconds.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub(crate) use cmdlog_common::time::now_ms;

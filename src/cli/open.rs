@@ -8,28 +8,25 @@ use cmdlog_engine::{
 };
 use cmdlog_store::{Log, LogConfig, OpenError};
 
-use super::{Failure, NOT_FOUND, Paths, STORE, USAGE, VerbResult, open_failure, store_failure};
+use super::{CliError, Paths, VerbResult, open_failure, store_failure};
 use crate::render;
 use cmdlog_common::ids::new_session_id;
 
 /// Refuses a missing log: read verbs never create one.
-pub(crate) fn require_log(paths: &Paths) -> Result<(), Failure> {
+pub(crate) fn require_log(paths: &Paths) -> Result<(), CliError> {
     if paths.log.exists() {
         return Ok(());
     }
-    Err(Failure::new(
-        NOT_FOUND,
-        format!(
-            "no log at {}; run a command first (cmdlog run /help) or pass --log",
-            paths.log.display()
-        ),
-    ))
+    Err(CliError::not_found(format!(
+        "no log at {}; run a command first (cmdlog run /help) or pass --log",
+        paths.log.display()
+    )))
 }
 
 /// Opens a log that must already exist, read-only. A log a crash left needing
 /// recovery is recovered by a writable open; where it cannot be written (read-only
 /// media, no permission) it is recovered in memory and the files stay as they are.
-pub(crate) fn open_existing(paths: &Paths) -> Result<Log, Failure> {
+pub(crate) fn open_existing(paths: &Paths) -> Result<Log, CliError> {
     require_log(paths)?;
     match Log::open_read_only(&paths.log, LogConfig::default()) {
         Err(OpenError::NeedsRecovery { .. }) => match Log::open(&paths.log, LogConfig::default()) {
@@ -56,34 +53,32 @@ fn cannot_write(e: &std::io::Error) -> bool {
 }
 
 /// Opens a log that must already exist, for writing (gc).
-pub(crate) fn open_existing_writable(paths: &Paths) -> Result<Log, Failure> {
+pub(crate) fn open_existing_writable(paths: &Paths) -> Result<Log, CliError> {
     require_log(paths)?;
     Log::open(&paths.log, LogConfig::default()).map_err(open_failure)
 }
 
 /// Refuses a session with no events, pointing at `cmdlog sessions`.
-pub(crate) fn require_session(log: &Log, session: &str) -> Result<(), Failure> {
+pub(crate) fn require_session(log: &Log, session: &str) -> Result<(), CliError> {
     if log
         .stream_seqs(session, 0)
         .map_err(store_failure)?
         .is_empty()
     {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!("no events for session {session:?}; `cmdlog sessions` lists them"),
-        ));
+        return Err(CliError::not_found(format!(
+            "no events for session {session:?}; `cmdlog sessions` lists them"
+        )));
     }
     Ok(())
 }
 
 /// The user's home folder: `$HOME`.
-pub(crate) fn home() -> Result<PathBuf, Failure> {
+pub(crate) fn home() -> Result<PathBuf, CliError> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
         .ok_or_else(|| {
-            Failure::new(
-                USAGE,
+            CliError::usage(
                 "HOME is not set; cmdlog reads ~/.claude, ~/.codex and the like from it",
             )
         })
@@ -94,7 +89,7 @@ pub(crate) fn home() -> Result<PathBuf, Failure> {
 pub(crate) async fn open_engine(
     paths: &Paths,
     discovery: &cmdlog_engine::Discovery,
-) -> Result<Engine, Failure> {
+) -> Result<Engine, CliError> {
     let (engine, report) = cmdlog_engine::open_workspace(&paths.log, &paths.workspace, discovery)
         .await
         .map_err(|e| match e {
@@ -147,11 +142,11 @@ pub(crate) fn note_injections(name: &str, injections: &[String]) {
 /// Opens the engine, syncs command-file discovery into the log, then runs `f`.
 pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbResult) -> VerbResult {
     let config = DiscoveryConfig::from_env(home()?, &paths.workspace);
-    let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let discovery = discover(&config).map_err(|e| CliError::usage(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| CliError::io(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
         f(&Opened {
@@ -170,12 +165,11 @@ pub(crate) async fn open_session(
     session: Option<String>,
     agent: &str,
     mode: Mode,
-) -> Result<String, Failure> {
+) -> Result<String, CliError> {
     if !valid_id(agent) {
-        return Err(Failure::new(
-            USAGE,
-            format!("invalid agent id {agent:?}: use letters, digits, . _ : -"),
-        ));
+        return Err(CliError::usage(format!(
+            "invalid agent id {agent:?}: use letters, digits, . _ : -"
+        )));
     }
     let session = match session {
         Some(s) => s,
@@ -189,9 +183,9 @@ pub(crate) async fn open_session(
         .ensure_session(&session, agent, mode)
         .await
         .map_err(|e| match e {
-            SessionError::InvalidId { .. } => Failure::new(USAGE, e.to_string()),
+            SessionError::InvalidId { .. } => CliError::usage(e.to_string()),
             SessionError::Ended { .. } | SessionError::Unknown { .. } => {
-                Failure::new(NOT_FOUND, e.to_string())
+                CliError::not_found(e.to_string())
             }
             other => store_failure(other),
         })?;

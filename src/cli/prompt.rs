@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::open::{Opened, note_injections, open_session, with_engine};
 use super::run::{exit_code, print_outcome};
-use super::{Failure, ModeArg, NOT_FOUND, Paths, USAGE, VerbResult, store_failure};
+use super::{CliError, ModeArg, Paths, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -62,14 +62,11 @@ async fn prompt(opened: &Opened, args: PromptArgs, json: bool) -> VerbResult {
         DeliveryArg::FollowUp => StreamingBehavior::FollowUp,
     });
     let outcome = engine.prompt(request).await.map_err(|e| match e {
-        PromptError::Streaming { .. } => Failure::new(
-            USAGE,
-            format!("{e}; pass --delivery steer or --delivery follow-up"),
-        ),
+        PromptError::Streaming { .. } => CliError::usage(format!(
+            "{e}; pass --delivery steer or --delivery follow-up"
+        )),
         PromptError::Execute(ExecuteError::Session(_))
-        | PromptError::Session(SessionError::Ended { .. }) => {
-            Failure::new(NOT_FOUND, e.to_string())
-        }
+        | PromptError::Session(SessionError::Ended { .. }) => CliError::not_found(e.to_string()),
         other => store_failure(other),
     })?;
     let mut out = render::Human::stdout(json);

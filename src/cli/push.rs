@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::hub::{HubArgs, runtime};
 use super::open::{open_existing, require_log};
-use super::{Failure, Paths, SETTLED_ERROR, VerbResult, hub_failure, open_failure};
+use super::{CliError, Paths, VerbResult, hub_failure, open_failure, store_failure};
 use crate::render;
 use cmdlog_hub::{PushError, Pusher, push};
 
@@ -26,14 +26,14 @@ pub(crate) struct PushArgs {
 }
 
 /// The log's identity, given now (by a short writable open) if it has none.
-fn identity(paths: &Paths) -> Result<cmdlog_engine::LogIdentity, Failure> {
+fn identity(paths: &Paths) -> Result<cmdlog_engine::LogIdentity, CliError> {
     let log = open_existing(paths)?;
-    if let Some(identity) = cmdlog_engine::read_identity(&log).map_err(super::store_failure)? {
+    if let Some(identity) = cmdlog_engine::read_identity(&log).map_err(store_failure)? {
         return Ok(identity);
     }
     drop(log);
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    cmdlog_engine::ensure_identity(&log).map_err(super::store_failure)
+    cmdlog_engine::ensure_identity(&log).map_err(store_failure)
 }
 
 pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
@@ -66,7 +66,7 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
         let pushed = match result {
             Ok(p) => p,
             Err(e @ (PushError::Fork { .. } | PushError::Rollback { .. })) => {
-                return Err(Failure::new(SETTLED_ERROR, e.to_string()));
+                return Err(CliError::conflict(e.to_string()));
             }
             Err(e) => return Err(hub_failure(e)),
         };

@@ -10,7 +10,7 @@ use cmdlog_store::{Log, LogConfig};
 use serde_json::json;
 
 use super::open::require_log;
-use super::{Failure, Paths, STORE, VerbResult, open_failure, store_failure};
+use super::{CliError, Paths, VerbResult, open_failure, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -33,7 +33,7 @@ pub(crate) fn exec(paths: &Paths, args: RecoverArgs, json: bool) -> VerbResult {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| CliError::io(format!("cannot start the runtime: {e}")))?;
     // Opening the engine closes interrupted runs and records the discard.
     let engine = runtime
         .block_on(Engine::open(log, EngineConfig::default()))

@@ -9,7 +9,7 @@ use cmdlog_store::Log;
 
 use super::output::print_json;
 use super::progress::Progress;
-use super::{Failure, ModeArg, NOT_FOUND, VerbResult, store_failure};
+use super::{CliError, ModeArg, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -36,15 +36,12 @@ pub(crate) fn exec(log: &Log, args: ReplayArgs, json: bool) -> VerbResult {
     if let Some(points) = &args.diff {
         let (from, to) = (points[0].min(points[1]), points[0].max(points[1]));
         if to > head {
-            return Err(Failure::new(
-                NOT_FOUND,
-                format!(
-                    "seq {to} is past the head of the log (seq {head}); pick seqs up to {head}"
-                ),
-            ));
+            return Err(CliError::not_found(format!(
+                "seq {to} is past the head of the log (seq {head}); pick seqs up to {head}"
+            )));
         }
         let mode = Mode::from(args.mode);
-        let view = |seq| -> Result<RegistryView, Failure> {
+        let view = |seq| -> Result<RegistryView, CliError> {
             let bar = Progress::new(seq, "replay");
             let state = state_at_with(log, seq, bar.tick()).map_err(store_failure)?;
             bar.finish();
@@ -61,21 +58,17 @@ pub(crate) fn exec(log: &Log, args: ReplayArgs, json: bool) -> VerbResult {
     }
     let until = args.until.unwrap_or(head);
     if until > head {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!(
-                "seq {until} is past the head of the log (seq {head}); pick a seq up to {head}"
-            ),
-        ));
+        return Err(CliError::not_found(format!(
+            "seq {until} is past the head of the log (seq {head}); pick a seq up to {head}"
+        )));
     }
     let mut out = render::Human::stdout(json);
     if let Some(session) = &args.session {
         let view = SessionView::load(log, session, until).map_err(store_failure)?;
         if view.events == 0 {
-            return Err(Failure::new(
-                NOT_FOUND,
-                format!("session {session:?} has no events up to seq {until}"),
-            ));
+            return Err(CliError::not_found(format!(
+                "session {session:?} has no events up to seq {until}"
+            )));
         }
         if json {
             print_json(&mut out, &view)?;

@@ -6,7 +6,7 @@ use clap::Args;
 use cmdlog_store::Log;
 
 use super::open::require_session;
-use super::{Failure, USAGE, VerbResult, store_failure};
+use super::{CliError, VerbResult, store_failure};
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
@@ -25,12 +25,7 @@ pub(crate) fn exec(log: &Log, args: ReportArgs) -> VerbResult {
     let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
     super::output::owner_only_file(&args.output)
         .and_then(|mut f| std::io::Write::write_all(&mut f, html.as_bytes()))
-        .map_err(|e| {
-            Failure::new(
-                USAGE,
-                format!("cannot write {}: {e}", args.output.display()),
-            )
-        })?;
+        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", args.output.display())))?;
     eprintln!(
         "wrote {}",
         crate::render::clean(&args.output.display().to_string())

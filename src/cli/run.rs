@@ -8,7 +8,7 @@ use cmdlog_engine::{ExecuteError, ExecuteRequest, Mode, Outcome, SubmittedAttach
 use serde_json::json;
 
 use super::open::{Opened, note_injections, open_session, with_engine};
-use super::{Failure, ModeArg, NOT_FOUND, Paths, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use super::{CliError, ModeArg, Paths, SETTLED_ERROR, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -59,24 +59,18 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
     let engine = &opened.engine;
     let mode = Mode::from(args.mode);
     if !args.line.starts_with('/') {
-        return Err(Failure::new(
-            USAGE,
-            format!(
-                "{:?} is not a slash line; try: cmdlog run \"/help\"",
-                args.line
-            ),
-        ));
+        return Err(CliError::usage(format!(
+            "{:?} is not a slash line; try: cmdlog run \"/help\"",
+            args.line
+        )));
     }
     // A line that names no command logs nothing, not even a new session.
     let name = args.line[1..].split_whitespace().next().unwrap_or("");
     let unknown = || {
-        Failure::new(
-            NOT_FOUND,
-            format!(
-                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
-                args.agent
-            ),
-        )
+        CliError::not_found(format!(
+            "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+            args.agent
+        ))
     };
     match cmdlog_engine::parse_line(&args.line) {
         Some(parsed)
@@ -102,18 +96,15 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
     let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
     request.attachments = attachments;
     let execution = engine.execute(request).await.map_err(|e| match e {
-        ExecuteError::Session(_) => Failure::new(NOT_FOUND, e.to_string()),
+        ExecuteError::Session(_) => CliError::not_found(e.to_string()),
         other => store_failure(other),
     })?;
     let Some(execution) = execution else {
         let name = args.line[1..].split_whitespace().next().unwrap_or("");
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!(
-                "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
-                args.agent
-            ),
-        ));
+        return Err(CliError::not_found(format!(
+            "unknown command /{name} for agent {} in {mode} mode; nothing was logged. `cmdlog commands --mode {mode}` lists what is available",
+            args.agent
+        )));
     };
     note_injections(&execution.name, &execution.injections);
     let mut out = render::Human::stdout(json);

@@ -6,7 +6,7 @@ use clap::Args;
 use cmdlog_engine::{DiscoveryConfig, discover};
 
 use super::open::{home, open_engine};
-use super::{Failure, Paths, STORE, USAGE, VerbResult};
+use super::{CliError, Paths, VerbResult, store_failure};
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -44,33 +44,29 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        return Err(Failure::new(
-            USAGE,
+        return Err(CliError::usage(
             "the token is empty, which would turn authentication off: give a token (--token or CMDLOG_TOKEN), or give none to serve on a loopback address without one",
         ));
     }
     if !args.addr.ip().is_loopback() && args.token.is_none() {
-        return Err(Failure::new(
-            USAGE,
-            format!(
-                "refusing to listen on {} without a token: pass --token or set CMDLOG_TOKEN, or bind a loopback address",
-                args.addr
-            ),
-        ));
+        return Err(CliError::usage(format!(
+            "refusing to listen on {} without a token: pass --token or set CMDLOG_TOKEN, or bind a loopback address",
+            args.addr
+        )));
     }
     let agent = args
         .agent
         .as_deref()
         .map(cmdlog_acp::AgentCommand::parse)
         .transpose()
-        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let home = home()?;
     let config = DiscoveryConfig::from_env(&home, &paths.workspace);
-    let discovery = discover(&config).map_err(|e| Failure::new(USAGE, e.to_string()))?;
+    let discovery = discover(&config).map_err(|e| CliError::usage(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(STORE, format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| CliError::io(format!("cannot start the runtime: {e}")))?;
     let reopen_paths = paths.clone();
     let reopen: cmdlog_server::Reopen = Arc::new(move || {
         let (paths, config) = (reopen_paths.clone(), config.clone());
@@ -86,7 +82,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
         if let Some(url) = &args.push {
             let identity = cmdlog_engine::ensure_identity_async(engine.log())
                 .await
-                .map_err(super::store_failure)?;
+                .map_err(store_failure)?;
             let hub = cmdlog_hub::HubOptions::from_env(url, &args.push_stream);
             tokio::spawn(cmdlog_hub::push_forever(
                 hub,
@@ -109,8 +105,8 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
         cmdlog_server::serve(engine, config, &paths.log)
             .await
             .map_err(|e| match e {
-                cmdlog_server::ServeError::NoToken(_) => Failure::new(USAGE, e.to_string()),
-                e => Failure::new(STORE, e.to_string()),
+                cmdlog_server::ServeError::NoToken(_) => CliError::usage(e.to_string()),
+                e => CliError::io(e.to_string()),
             })
     })?;
     Ok(0)

@@ -7,7 +7,7 @@ use cmdlog_replay::show;
 use cmdlog_store::Log;
 
 use super::output::print_json;
-use super::{Failure, NOT_FOUND, VerbResult, store_failure};
+use super::{CliError, VerbResult, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -18,14 +18,11 @@ pub(crate) struct ShowArgs {
 
 pub(crate) fn exec(log: &Log, args: ShowArgs, json: bool) -> VerbResult {
     let Some(shown) = show(log, args.seq).map_err(store_failure)? else {
-        return Err(Failure::new(
-            NOT_FOUND,
-            format!(
-                "no event at seq {}; the log's head is seq {}",
-                args.seq,
-                log.head().seq
-            ),
-        ));
+        return Err(CliError::not_found(format!(
+            "no event at seq {}; the log's head is seq {}",
+            args.seq,
+            log.head().seq
+        )));
     };
     let mut out = render::Human::stdout(json);
     if json {

@@ -10,7 +10,7 @@ use cmdlog_store::Log;
 
 use super::output::print_json;
 use super::progress::Progress;
-use super::{Failure, SETTLED_ERROR, USAGE, VerbResult, store_failure};
+use super::{CliError, SETTLED_ERROR, VerbResult, hub_failure, store_failure};
 use crate::render;
 
 #[derive(Args, Debug)]
@@ -39,7 +39,7 @@ fn hub_head(
     identity: Option<&LogIdentity>,
     url: &str,
     stream: &str,
-) -> Result<Option<(u64, String)>, Failure> {
+) -> Result<Option<(u64, String)>, CliError> {
     let Some(identity) = identity else {
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
@@ -54,7 +54,7 @@ fn hub_head(
             let stream = hub.existing_stream().await?;
             cmdlog_hub::head(&hub, &stream, &identity.id).await
         })
-        .map_err(super::hub_failure)?;
+        .map_err(hub_failure)?;
     match head {
         Some(h) => Ok(Some((h.seq, h.hash))),
         None => {
@@ -68,15 +68,12 @@ fn hub_head(
 }
 
 /// `SEQ:HASH` with a 64-hex-character hash.
-fn parse_head(text: &str) -> Result<(u64, String), Failure> {
+fn parse_head(text: &str) -> Result<(u64, String), CliError> {
     let usage = || {
-        Failure::new(
-            USAGE,
-            format!(
-                "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
-                "0".repeat(64)
-            ),
-        )
+        CliError::usage(format!(
+            "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
+            "0".repeat(64)
+        ))
     };
     let (seq, hash) = text.split_once(':').ok_or_else(usage)?;
     let seq = seq.parse::<u64>().map_err(|_| usage())?;
