@@ -31,6 +31,7 @@
 mod agent;
 mod checks;
 mod commands;
+mod limits;
 mod proxy;
 mod record;
 mod rpc;

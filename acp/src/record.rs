@@ -9,6 +9,8 @@ use cmdlog_engine::{AcpDirection, AcpMessage, Engine, EventData};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::limits::RECORD_BATCH_EVENTS_MAX as BATCH_MAX;
+
 /// Gives the engine to record with: the daemon's engine can be swapped while a
 /// failed store reopens.
 pub type EngineSource = Arc<dyn Fn() -> Option<Engine> + Send + Sync>;
@@ -21,9 +23,6 @@ enum Item {
     },
     Flush(oneshot::Sender<()>),
 }
-
-/// Most events appended in one commit.
-const BATCH_MAX: usize = 1024;
 
 /// Appends events in order from a task of its own.
 #[derive(Clone)]

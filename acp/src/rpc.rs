@@ -17,8 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-/// Longest line accepted, in bytes (the ACP TypeScript SDK's default limit).
-pub const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
+pub use crate::limits::LINE_BYTES_MAX;
 
 /// JSON-RPC's "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;

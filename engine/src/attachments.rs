@@ -48,15 +48,15 @@ pub struct AttachmentLimits {
 impl Default for AttachmentLimits {
     fn default() -> Self {
         AttachmentLimits {
-            images_max: 10,
-            image_bytes_max: 10 * MIB,
-            file_bytes_max: 32 * MIB,
-            total_bytes_max: 64 * MIB,
+            images_max: limits::ATTACHED_IMAGES_MAX,
+            image_bytes_max: limits::ATTACHED_IMAGE_BYTES_MAX,
+            file_bytes_max: limits::ATTACHED_FILE_BYTES_MAX,
+            total_bytes_max: limits::ATTACHED_TOTAL_BYTES_MAX,
         }
     }
 }
 
-const MIB: u64 = 1024 * 1024;
+use crate::limits::{self, MIB};
 
 /// A staged file, as a resolver hands it over.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -154,8 +154,7 @@ async fn model_dialog(inv: Invocation) -> Result<CommandResult, HandlerError> {
     )))
 }
 
-/// Longest model id, in bytes.
-const MODEL_ID_BYTES_MAX: usize = 128;
+use crate::limits::MODEL_ID_BYTES_MAX;
 
 async fn model_headless(inv: Invocation) -> Result<CommandResult, HandlerError> {
     let wanted = inv.raw_input.trim();

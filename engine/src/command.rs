@@ -172,8 +172,7 @@ pub struct InvalidName {
     pub rule: &'static str,
 }
 
-/// Longest command name, in bytes.
-pub const NAME_BYTES_MAX: usize = 128;
+pub use crate::limits::NAME_BYTES_MAX;
 
 impl CommandName {
     /// Validates `name` as it must be stored (already lowercase).

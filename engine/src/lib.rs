@@ -37,6 +37,7 @@ mod engine;
 mod event;
 mod expand;
 mod identity;
+mod limits;
 mod parse;
 mod prompt;
 mod registry;
@@ -78,6 +79,7 @@ pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, ex
 pub use identity::{
     IdentityError, ensure_identity, ensure_identity_async, host_name, read_identity,
 };
+pub use limits::ID_BYTES_MAX;
 pub use parse::{ParsedLine, parse_command_args, parse_line};
 pub use prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
 pub use registry::{Candidate, Registration, Registry, RegistryAnomaly};

@@ -332,8 +332,7 @@ struct Probe {
     export: Option<serde_json::Value>,
 }
 
-/// Appends about this many records per atomic append.
-const IMPORT_BATCH_RECORDS: usize = 1000;
+use crate::limits::IMPORT_BATCH_RECORDS;
 
 /// Reads an export into `log`, which must be empty.
 pub fn import(

@@ -14,6 +14,7 @@ mod archive;
 mod audit;
 mod drift;
 mod gc;
+mod limits;
 mod registry_view;
 mod report;
 mod secrets;

@@ -198,8 +198,7 @@ impl ProviderId {
     }
 }
 
-/// The longest a native fallback description runs before `...`.
-pub const DESCRIPTION_CHARS_MAX: usize = 60;
+pub use crate::limits::DESCRIPTION_CHARS_MAX;
 
 /// Frontmatter `description`, else the first non-empty body line, trimmed and cut to
 /// 60 characters plus `...` (cmdlog's native rule).

@@ -436,9 +436,7 @@ impl Engine {
     }
 }
 
-/// Largest text an outcome may carry (a prompt expansion or a handler's result), in
-/// bytes: well under a record's limit, so the `command/done` always fits.
-pub const OUTCOME_BYTES_MAX: usize = 4 * 1024 * 1024;
+pub use crate::limits::OUTCOME_BYTES_MAX;
 
 /// `outcome`, or an error outcome naming the limit when its text is over it: an
 /// oversized result settles as a normal done, never as a run left open.

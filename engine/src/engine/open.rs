@@ -33,8 +33,7 @@ pub enum EngineOpenError {
     Register(#[from] RegisterError),
 }
 
-/// Events folded past the snapshot at open before a fresh snapshot is written.
-const SNAPSHOT_TAIL_EVENTS: u64 = 10_000;
+use crate::limits::SNAPSHOT_TAIL_EVENTS;
 /// The snapshot format this version writes and reads.
 const SNAPSHOT_VERSION: u64 = 1;
 

@@ -156,7 +156,7 @@ impl Engine {
 /// Whether `id` is a valid session or agent id: 1 to 128 of `A-Za-z0-9._:-`,
 /// starting with a letter or digit.
 pub fn valid_id(id: &str) -> bool {
-    id.len() <= 128
+    id.len() <= crate::limits::ID_BYTES_MAX
         && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && id
             .chars()

@@ -261,6 +261,10 @@ impl NewEvent {
 /// session's, except the log identity's own ([`IDENTITY_STREAM`]), so that it is
 /// found without a scan. Every writer of records and the verifier agree on it.
 pub fn stream_key(type_name: &str, session: Option<&str>) -> Option<String> {
+    debug_assert!(
+        session.is_none_or(|s| !s.is_empty() && s.len() <= crate::limits::ID_BYTES_MAX),
+        "a session id was checked before its events are built"
+    );
     match type_name {
         "log/identity" => Some(IDENTITY_STREAM.to_string()),
         _ => session.map(str::to_string),

@@ -9,8 +9,7 @@
 
 use crate::command::Dialect;
 
-/// Longest snippet reported per injection, in characters.
-const SNIPPET_CHARS_MAX: usize = 80;
+use crate::limits::SNIPPET_CHARS_MAX;
 
 /// The injections in `text` that `dialect`'s agent would run or read, as written
 /// (cut to 80 characters), in order.

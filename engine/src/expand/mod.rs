@@ -19,8 +19,7 @@ use crate::command::{CommandSpec, Dialect};
 
 pub use injections::injections;
 
-/// Largest expansion, in bytes: a prompt must fit the `command/done` that records it.
-pub const EXPANSION_BYTES_MAX: usize = 4 * 1024 * 1024;
+pub use crate::limits::EXPANSION_BYTES_MAX;
 
 /// What an expansion needs besides the template.
 #[derive(Debug, Clone, Copy)]

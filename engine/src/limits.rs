@@ -1,0 +1,42 @@
+//! Every limit of the engine, in one place (units last in the names). The
+//! limits that depend on each other, here and in the store below, are tied by
+//! `const` assertions.
+
+/// Longest command name, in bytes.
+pub const NAME_BYTES_MAX: usize = 128;
+/// Longest session or agent id, in bytes (a session id is its events' stream key).
+pub const ID_BYTES_MAX: usize = 128;
+/// Longest model id `/model` takes, in bytes.
+pub(crate) const MODEL_ID_BYTES_MAX: usize = 128;
+/// Longest description shown in a listing, in characters.
+pub const DESCRIPTION_CHARS_MAX: usize = 60;
+/// Largest expansion of one prompt command, in bytes (enforced while it is built).
+pub const EXPANSION_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Largest outcome text a `command/done` records, in bytes.
+pub const OUTCOME_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Longest injection snippet quoted in a note, in characters.
+pub(crate) const SNIPPET_CHARS_MAX: usize = 80;
+/// Events folded after the last snapshot before an open writes a new one.
+pub(crate) const SNAPSHOT_TAIL_EVENTS: u64 = 10_000;
+
+/// Most images one invocation admits, by default.
+pub(crate) const ATTACHED_IMAGES_MAX: usize = 10;
+/// Largest image, by default.
+pub(crate) const ATTACHED_IMAGE_BYTES_MAX: u64 = 10 * MIB;
+/// Largest other file, by default.
+pub(crate) const ATTACHED_FILE_BYTES_MAX: u64 = 32 * MIB;
+/// Largest total of one invocation's attachments, by default.
+pub(crate) const ATTACHED_TOTAL_BYTES_MAX: u64 = 64 * MIB;
+
+pub(crate) const MIB: u64 = 1024 * 1024;
+
+// A session id is the stream key of its events.
+const _: () = assert!(ID_BYTES_MAX <= cmdlog_store::STREAM_KEY_BYTES_MAX);
+// A done carries the outcome (a prompt command's outcome is its expansion) with
+// room to spare in one record.
+const _: () = assert!(EXPANSION_BYTES_MAX <= OUTCOME_BYTES_MAX);
+const _: () = assert!(OUTCOME_BYTES_MAX < cmdlog_store::RECORD_BYTES_MAX);
+// An attachment is one blob.
+const _: () = assert!(ATTACHED_FILE_BYTES_MAX <= cmdlog_store::BLOB_BYTES_MAX);
+const _: () = assert!(ATTACHED_IMAGE_BYTES_MAX <= ATTACHED_FILE_BYTES_MAX);
+const _: () = assert!(ATTACHED_FILE_BYTES_MAX <= ATTACHED_TOTAL_BYTES_MAX);
