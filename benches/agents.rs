@@ -2,7 +2,8 @@
 //! - `cmdlog hook` per payload (a new process each time, as an agent runs it):
 //!   median and p99 wall time beside the `sqlite3` command line inserting the same
 //!   payload into a table (a new process each time too, `synchronous=FULL`);
-//! - `cmdlog import --from claude-code` of a generated transcript set beside plain
+//! - `cmdlog import --from claude-code` (through `cmdlog_agents::import`, as the
+//!   verb calls it) of a generated transcript set beside plain
 //!   `serde_json` decoding of the same lines, and a second import (adds nothing).
 //!
 //! `cargo bench --bench agents`; CMDLOG_HOOK_CALLS (300) and CMDLOG_IMPORT_MB (100)
@@ -13,6 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cmdlog_agents::AgentKind;
+use cmdlog_store::{Log, LogConfig};
 use serde_json::{Value, json};
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -220,18 +223,18 @@ fn import(megabytes: usize) {
         assert_eq!(decoded, lines);
         started.elapsed()
     };
+    // What `cmdlog import --from claude-code` does, through the library: open the
+    // log, give it its identity, import, close (durable).
+    let roots = [home.path().join(".claude/projects")];
     let import_once = |ws: &Path| {
         let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-            .args(["import", "--from", "claude-code", "--json"])
-            .current_dir(ws)
-            .env("HOME", home.path())
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .stderr(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let log = Log::open(ws.join(".cmdlog/log.redb"), LogConfig::default()).unwrap();
+        cmdlog_engine::ensure_identity(&log).unwrap();
+        let done =
+            cmdlog_agents::import(&log, AgentKind::ClaudeCode, &roots, None, false, 1, |_| {})
+                .unwrap();
+        log.close();
+        let summary = serde_json::to_value(&done).unwrap();
         (started.elapsed(), summary)
     };
     let median = |mut runs: Vec<Duration>| {

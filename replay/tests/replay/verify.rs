@@ -275,7 +275,7 @@ fn an_edited_record_is_named_by_seq() {
         }
         assert!(verify(&log, |_| {}).unwrap().is_clean());
     }
-    let table: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("records");
+    let table = cmdlog_test_support::tamper::RECORDS;
     {
         use redb::ReadableTable;
         let db = redb::Database::create(&path).unwrap();

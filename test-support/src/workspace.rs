@@ -1,25 +1,46 @@
-//! What the CLI integration tests share: a workspace and a `HOME` in temp folders,
-//! and the `cmdlog` binary run inside them with nothing of the caller's
-//! environment that would change what it does.
+//! A workspace and a `HOME` in temp folders, and the `cmdlog` binary run inside
+//! them with nothing of the caller's environment that would change what it does.
 
-#![allow(dead_code)] // each test binary uses a part
-
-pub(crate) mod daemon;
-pub(crate) mod nats;
-
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use cmdlog_store::{BlobHash, Log, LogConfig};
 
+/// The `cmdlog` binary cargo built beside the running test or bench
+/// (`target/<profile>/cmdlog`), or `$CARGO_BIN_EXE_cmdlog` when cargo sets it.
+pub fn cmdlog_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("CARGO_BIN_EXE_cmdlog") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    // target/<profile>/deps/<test> -> target/<profile>/cmdlog
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test binary lives in target/<profile>/deps");
+    let bin = profile.join("cmdlog");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the cmdlog binary first (cargo test builds it for the root package's tests)",
+        bin.display()
+    );
+    bin
+}
+
 /// A workspace folder and a home folder, both temporary.
-pub(crate) struct Workspace {
-    pub(crate) ws: tempfile::TempDir,
-    pub(crate) home: tempfile::TempDir,
+pub struct Workspace {
+    pub ws: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Workspace {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Workspace {
             ws: tempfile::tempdir().unwrap(),
             home: tempfile::tempdir().unwrap(),
@@ -27,7 +48,7 @@ impl Workspace {
     }
 
     /// Writes a file under the workspace, creating its folders; returns its path.
-    pub(crate) fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let path = self.ws.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
@@ -35,7 +56,7 @@ impl Workspace {
     }
 
     /// A path under the home (`~/…`) or the workspace (`ws/…`).
-    pub(crate) fn path(&self, path: &str) -> PathBuf {
+    pub fn path(&self, path: &str) -> PathBuf {
         match path.split_once('/') {
             Some(("~", rest)) => self.home.path().join(rest),
             Some(("ws", rest)) => self.ws.path().join(rest),
@@ -45,7 +66,7 @@ impl Workspace {
 
     /// Writes a file under the home (`~/…`) or the workspace (`ws/…`), creating its
     /// folders; returns the workspace for chaining.
-    pub(crate) fn put(&self, path: &str, text: &str) -> &Self {
+    pub fn put(&self, path: &str, text: &str) -> &Self {
         let full = self.path(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(full, text).unwrap();
@@ -53,14 +74,14 @@ impl Workspace {
     }
 
     /// The default log: `.cmdlog/log.redb` in the workspace.
-    pub(crate) fn log_path(&self) -> PathBuf {
+    pub fn log_path(&self) -> PathBuf {
         self.ws.path().join(".cmdlog/log.redb")
     }
 
     /// `cmdlog ARGS` in the workspace, with the temp home, no colour, and none of
     /// the `CMDLOG_*` variables that point elsewhere.
-    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(cmdlog_bin());
         cmd.args(args)
             .current_dir(self.ws.path())
             .env("HOME", self.home.path())
@@ -88,12 +109,12 @@ impl Workspace {
         cmd
     }
 
-    pub(crate) fn run(&self, args: &[&str]) -> Output {
+    pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
 
     /// Stdout of a run that must succeed.
-    pub(crate) fn ok(&self, args: &[&str]) -> String {
+    pub fn ok(&self, args: &[&str]) -> String {
         let o = self.run(args);
         assert!(
             o.status.success(),
@@ -104,12 +125,12 @@ impl Workspace {
     }
 
     /// The JSON a run that must succeed prints.
-    pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
     /// The log's head seq and hash, read directly.
-    pub(crate) fn head(&self) -> (u64, [u8; 32]) {
+    pub fn head(&self) -> (u64, [u8; 32]) {
         let h = Log::open_read_only(self.log_path(), LogConfig::default())
             .unwrap()
             .head();
@@ -117,7 +138,7 @@ impl Workspace {
     }
 
     /// Every stored blob's hash.
-    pub(crate) fn blobs(&self) -> Vec<BlobHash> {
+    pub fn blobs(&self) -> Vec<BlobHash> {
         let log = Log::open(self.log_path(), LogConfig::default()).unwrap();
         log.list_blobs()
             .unwrap()

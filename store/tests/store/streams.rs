@@ -6,10 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use cmdlog_store::{Log, LogConfig, NewRecord};
 
-mod common;
-use common::crash_copy;
+use cmdlog_test_support::tamper::crash_copy;
 
-const META: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+use cmdlog_test_support::tamper::META;
 
 fn append_round(log: &Log, round: usize, sessions: usize) {
     let records = (0..sessions)

@@ -1,8 +1,6 @@
 //! What the engine's fixture tests share: a temp HOME and workspace to write command
 //! files into, and an engine over a temp log to run lines through.
 
-#![allow(dead_code)] // each test binary uses a part
-
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,20 +8,26 @@ use cmdlog_engine::*;
 use cmdlog_store::{Log, LogConfig};
 
 /// A temp home (`~/…`) and workspace (`ws/…`).
-pub(crate) struct Tree {
-    pub(crate) home: tempfile::TempDir,
-    pub(crate) ws: tempfile::TempDir,
+pub struct Tree {
+    pub home: tempfile::TempDir,
+    pub ws: tempfile::TempDir,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Tree {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Tree {
             home: tempfile::tempdir().unwrap(),
             ws: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub(crate) fn write(&self, path: &str, text: &str) -> &Self {
+    pub fn write(&self, path: &str, text: &str) -> &Self {
         let (base, rest) = match path.split_once('/') {
             Some(("~", rest)) => (self.home.path(), rest),
             Some(("ws", rest)) => (self.ws.path(), rest),
@@ -35,30 +39,30 @@ impl Tree {
         self
     }
 
-    pub(crate) fn remove(&self, path: &str) {
+    pub fn remove(&self, path: &str) {
         let rest = path.strip_prefix("ws/").unwrap();
         std::fs::remove_file(self.ws.path().join(rest)).unwrap();
     }
 
-    pub(crate) fn config(&self) -> DiscoveryConfig {
+    pub fn config(&self) -> DiscoveryConfig {
         DiscoveryConfig::new(self.home.path(), self.ws.path())
     }
 
     /// Replaces the temp roots in `text` with `~` and `ws`.
-    pub(crate) fn shorten(&self, text: &str) -> String {
+    pub fn shorten(&self, text: &str) -> String {
         text.replace(&self.home.path().display().to_string(), "~")
             .replace(&self.ws.path().display().to_string(), "ws")
     }
 }
 
-pub(crate) fn rt() -> tokio::runtime::Runtime {
+pub fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
 }
 
-pub(crate) async fn engine_at(dir: &Path) -> Engine {
+pub async fn engine_at(dir: &Path) -> Engine {
     let log = Log::open(dir.join("log.redb"), LogConfig::default()).unwrap();
     let engine = Engine::open(log, EngineConfig::with_clock(Arc::new(FixedClock::at(1))))
         .await
@@ -70,7 +74,7 @@ pub(crate) async fn engine_at(dir: &Path) -> Engine {
     engine
 }
 
-pub(crate) async fn expand_line(engine: &Engine, line: &str) -> String {
+pub async fn expand_line(engine: &Engine, line: &str) -> String {
     let ex = engine
         .execute(ExecuteRequest::new("s", "main", Mode::NonInteractive, line))
         .await

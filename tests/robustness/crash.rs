@@ -114,7 +114,7 @@ fn crash_cycles_lose_no_acknowledged_event() {
             .args([
                 "--ignored",
                 "--exact",
-                "crash_child",
+                "crash::crash_child",
                 "--nocapture",
                 "--test-threads",
                 "1",

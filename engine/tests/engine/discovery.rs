@@ -3,10 +3,8 @@
 //! bad frontmatter; checked against expected listings and expansions
 //! (`UPDATE_EXPECT=1 cargo test` rewrites the expectations).
 
-mod common;
-
 use cmdlog_engine::*;
-use common::{Tree, engine_at, expand_line, rt};
+use cmdlog_test_support::tree::{Tree, engine_at, expand_line, rt};
 use expect_test::{Expect, expect};
 
 fn every_provider() -> Tree {

@@ -12,8 +12,7 @@ use cmdlog_store::{Log, LogConfig};
 use proptest::prelude::*;
 use redb::ReadableTable;
 
-const RECORDS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("records");
-const BLOBS: redb::TableDefinition<&[u8; 32], &[u8]> = redb::TableDefinition::new("blobs");
+use cmdlog_test_support::tamper::{BLOBS, RECORDS};
 
 fn build(path: &Path) {
     let runtime = tokio::runtime::Builder::new_current_thread()

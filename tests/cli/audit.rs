@@ -1,7 +1,6 @@
 //! The audit and replay-debugging verbs on a real session history.
 
-mod common;
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 use serde_json::Value;
 

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path};
 
-mod common;
-use common::crash_copy;
+use cmdlog_test_support::tamper::crash_copy;
 
 fn rec(text: &str) -> NewRecord {
     NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
@@ -167,7 +166,7 @@ fn a_damaged_frame_followed_by_a_good_one_is_refused_and_discard_keeps_the_frame
     assert_eq!(discard.kept_through, 2);
     assert_eq!(discard.dropped_seqs, Some((4, 5)));
     assert_eq!(discard.dropped_frames, 2);
-    assert_eq!(crate::texts(&log), texts[..2]);
+    assert_eq!(self::texts(&log), texts[..2]);
     assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap().seq, 2);
 }
 
@@ -190,7 +189,7 @@ fn a_torn_last_frame_is_dropped_quietly() {
     use std::os::unix::fs::FileExt;
     file.write_all_at(&[0u8; 5], at - 5).unwrap();
     let log = Log::open(&path, LogConfig::default()).unwrap();
-    assert_eq!(crate::texts(&log), texts[..3]);
+    assert_eq!(self::texts(&log), texts[..3]);
     assert!(log.wal_discard().is_none());
 }
 
@@ -452,7 +451,7 @@ fn a_crashed_log_reads_recovered_in_memory_and_its_files_stay_as_they_were() {
         std::fs::read(journal_path(&path)).unwrap(),
     );
     let log = Log::open_recovered_in_memory(&path, LogConfig::default()).unwrap();
-    assert_eq!(crate::texts(&log), texts);
+    assert_eq!(self::texts(&log), texts);
     assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap().seq, 7);
     drop(log);
     let after = (

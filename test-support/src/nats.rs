@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub(crate) struct NatsServer {
+pub struct NatsServer {
     binary: PathBuf,
-    pub(crate) port: u16,
+    pub port: u16,
     store: tempfile::TempDir,
     extra: Vec<String>,
     child: Option<Child>,
@@ -22,7 +22,7 @@ fn binary() -> Option<PathBuf> {
         return Some(PathBuf::from(path));
     }
     let installed =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/nats-server/bin/nats-server");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/nats-server/bin/nats-server");
     if installed.exists() {
         return Some(installed);
     }
@@ -45,12 +45,12 @@ fn free_port() -> u16 {
 impl NatsServer {
     /// A started server, or `None` (said loudly) when there is no binary and
     /// `CMDLOG_REQUIRE_NATS` is not set; with it set, a missing server fails.
-    pub(crate) fn start(test: &str) -> Option<NatsServer> {
+    pub fn start(test: &str) -> Option<NatsServer> {
         Self::start_with(test, &[])
     }
 
     /// [`NatsServer::start`] with more server flags (`--user`, `--pass`, …).
-    pub(crate) fn start_with(test: &str, extra: &[&str]) -> Option<NatsServer> {
+    pub fn start_with(test: &str, extra: &[&str]) -> Option<NatsServer> {
         let Some(binary) = binary() else {
             if std::env::var_os("CMDLOG_REQUIRE_NATS").is_some() {
                 panic!(
@@ -73,12 +73,12 @@ impl NatsServer {
         Some(server)
     }
 
-    pub(crate) fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
     /// Starts the server (again) on its port and store.
-    pub(crate) fn up(&mut self) {
+    pub fn up(&mut self) {
         let child = Command::new(&self.binary)
             .args([
                 "-js",
@@ -107,7 +107,7 @@ impl NatsServer {
     }
 
     /// Kills the server (SIGKILL: no clean shutdown).
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

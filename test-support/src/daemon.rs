@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Workspace;
+use crate::Workspace;
 
 /// A running daemon and the URL it printed into `.cmdlog/daemon.json`.
-pub(crate) struct Daemon {
-    pub(crate) child: Child,
-    pub(crate) url: String,
+pub struct Daemon {
+    pub child: Child,
+    pub url: String,
 }
 
 impl Drop for Daemon {
@@ -23,28 +23,28 @@ impl Drop for Daemon {
 
 impl Workspace {
     /// `.cmdlog/daemon.json` in the workspace.
-    pub(crate) fn daemon_json(&self) -> PathBuf {
+    pub fn daemon_json(&self) -> PathBuf {
         self.ws.path().join(".cmdlog/daemon.json")
     }
 
     /// `cmdlog serve` on a free loopback port.
-    pub(crate) fn serve(&self, extra: &[&str]) -> Daemon {
+    pub fn serve(&self, extra: &[&str]) -> Daemon {
         self.serve_at("127.0.0.1:0", extra)
     }
 
     /// `cmdlog serve --addr ADDR`.
-    pub(crate) fn serve_at(&self, addr: &str, extra: &[&str]) -> Daemon {
+    pub fn serve_at(&self, addr: &str, extra: &[&str]) -> Daemon {
         self.serve_with(addr, extra, None)
     }
 
     /// `cmdlog serve --addr ADDR`, with `CMDLOG_TOKEN` set to `token_env` (or unset);
     /// returns once the daemon wrote its URL.
-    pub(crate) fn serve_with(&self, addr: &str, extra: &[&str], token_env: Option<&str>) -> Daemon {
+    pub fn serve_with(&self, addr: &str, extra: &[&str], token_env: Option<&str>) -> Daemon {
         self.serve_env(addr, extra, token_env, &[])
     }
 
     /// `cmdlog serve --addr ADDR` with more environment (for an agent behind it).
-    pub(crate) fn serve_env(
+    pub fn serve_env(
         &self,
         addr: &str,
         extra: &[&str],
@@ -84,7 +84,7 @@ impl Workspace {
 }
 
 /// An HTTP client that returns every status instead of failing on 4xx/5xx.
-pub(crate) fn http() -> ureq::Agent {
+pub fn http() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(30)))
@@ -103,12 +103,12 @@ fn answer(res: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, V
 }
 
 /// POST a JSON body; the status and the JSON answer (a string if not JSON).
-pub(crate) fn post(url: &str, body: Value) -> (u16, Value) {
+pub fn post(url: &str, body: Value) -> (u16, Value) {
     post_with(&http(), url, body)
 }
 
 /// The same on a given client, so a loop reuses one keep-alive connection.
-pub(crate) fn post_with(agent: &ureq::Agent, url: &str, body: Value) -> (u16, Value) {
+pub fn post_with(agent: &ureq::Agent, url: &str, body: Value) -> (u16, Value) {
     answer(
         agent
             .post(url)
@@ -117,26 +117,26 @@ pub(crate) fn post_with(agent: &ureq::Agent, url: &str, body: Value) -> (u16, Va
     )
 }
 
-pub(crate) fn get(url: &str) -> (u16, Value) {
+pub fn get(url: &str) -> (u16, Value) {
     answer(http().get(url).call())
 }
 
-pub(crate) fn delete(url: &str) -> (u16, Value) {
+pub fn delete(url: &str) -> (u16, Value) {
     answer(http().delete(url).call())
 }
 
 /// One SSE frame: its `id:` line (none for the stream's own frames), its
 /// `event:` name and its `data:` envelope.
 #[derive(Debug, Clone)]
-pub(crate) struct Frame {
-    pub(crate) id: Option<u64>,
-    pub(crate) kind: String,
-    pub(crate) data: Value,
+pub struct Frame {
+    pub id: Option<u64>,
+    pub kind: String,
+    pub data: Value,
 }
 
 impl Frame {
     /// `data.update.sessionUpdate` of a `session_update` frame.
-    pub(crate) fn update_kind(&self) -> Option<&str> {
+    pub fn update_kind(&self) -> Option<&str> {
         (self.kind == "session_update")
             .then(|| self.data["data"]["update"]["sessionUpdate"].as_str())
             .flatten()
@@ -144,7 +144,7 @@ impl Frame {
 }
 
 /// Reads SSE frames until `enough` says stop (asked once per frame).
-pub(crate) fn read_frames(
+pub fn read_frames(
     url: &str,
     last_event_id: Option<&str>,
     mut enough: impl FnMut(&[Frame]) -> bool,
@@ -200,7 +200,7 @@ pub(crate) fn read_frames(
 }
 
 /// Reads a stream to its end (a closed or dead session's).
-pub(crate) fn read_to_end(url: &str, last_event_id: Option<&str>) -> Vec<Frame> {
+pub fn read_to_end(url: &str, last_event_id: Option<&str>) -> Vec<Frame> {
     let streaming: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_recv_body(Some(Duration::from_secs(60)))

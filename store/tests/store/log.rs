@@ -192,7 +192,7 @@ fn a_tampered_record_is_named_by_verify_chain() {
     drop(log);
 
     // Flip one byte of record 6's bytes directly through redb.
-    let records: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("records");
+    let records = cmdlog_test_support::tamper::RECORDS;
     {
         let db = redb::Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -219,7 +219,7 @@ fn a_dropped_record_is_a_gap() {
     let log = open(&dir);
     log.append(vec![rec("a"), rec("b"), rec("c")]).unwrap();
     drop(log);
-    let records: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("records");
+    let records = cmdlog_test_support::tamper::RECORDS;
     {
         let db = redb::Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -252,7 +252,7 @@ fn blobs_are_idempotent_and_verified_on_read() {
     assert_eq!(BlobHash::from_hex(&h1.to_hex()), Some(h1));
     drop(log);
 
-    let blobs: redb::TableDefinition<&[u8; 32], &[u8]> = redb::TableDefinition::new("blobs");
+    let blobs = cmdlog_test_support::tamper::BLOBS;
     {
         let db = redb::Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -492,7 +492,7 @@ fn a_new_log_and_its_folder_are_the_owners_only() {
 #[test]
 fn large_blobs_are_stored_in_chunks_verified_and_removed_whole() {
     const CHUNKS: redb::TableDefinition<(&[u8; 32], u32), &[u8]> =
-        redb::TableDefinition::new("blob_chunks");
+        cmdlog_test_support::tamper::BLOB_CHUNKS;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let bytes: Vec<u8> = (0..1_000_003u32).map(|i| (i % 251) as u8).collect();

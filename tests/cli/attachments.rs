@@ -1,7 +1,6 @@
 //! Attachments, `gc` and `blob` through the CLI.
 
-mod common;
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -257,12 +256,5 @@ fn blob_writes_verified_bytes_and_refuses_tampered_ones() {
 
 fn tamper_blob(path: &Path, hex: &str) {
     let hash = BlobHash::from_hex(hex).unwrap();
-    let db = redb::Database::create(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    let table: redb::TableDefinition<&[u8; 32], &[u8]> = redb::TableDefinition::new("blobs");
-    txn.open_table(table)
-        .unwrap()
-        .insert(&hash.0, &b"not the picture"[..])
-        .unwrap();
-    txn.commit().unwrap();
+    cmdlog_test_support::tamper::replace_blob(path, &hash.0, b"not the picture");
 }

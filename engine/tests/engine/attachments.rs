@@ -460,7 +460,7 @@ async fn tampered_attachment_bytes_are_refused_on_read() {
     {
         let db = redb::Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
-        let table: redb::TableDefinition<&[u8; 32], &[u8]> = redb::TableDefinition::new("blobs");
+        let table = cmdlog_test_support::tamper::BLOBS;
         txn.open_table(table)
             .unwrap()
             .insert(&hash.0, &b"evil bytes"[..])

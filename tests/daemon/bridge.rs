@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::Workspace;
-use common::daemon::{Frame, delete, get, post, read_frames, read_to_end};
+use cmdlog_test_support::Workspace;
+use cmdlog_test_support::daemon::{Frame, delete, get, post, read_frames, read_to_end};
 
 fn agent_script() -> String {
     format!(

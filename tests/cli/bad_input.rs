@@ -2,8 +2,7 @@
 //! must each get a clear error (exit code or status, and a message that names the
 //! thing), leaving the log untouched wherever nothing should be written.
 
-mod common;
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,8 +2,7 @@
 //! under attack, kept. Tests set HOME and the workspace to temp dirs and reach no
 //! network but loopback.
 
-mod common;
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -655,7 +654,7 @@ fn the_daemon_reopens_the_log_once_a_full_disk_has_room_again() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut daemon = common::daemon::Daemon {
+    let mut daemon = cmdlog_test_support::daemon::Daemon {
         child,
         url: String::new(),
     };

@@ -1,8 +1,6 @@
 //! Command files of every agent, as a person sees them through the CLI.
 
-mod common;
-
-use common::Workspace;
+use cmdlog_test_support::Workspace;
 
 fn agents_workspace() -> Workspace {
     let w = Workspace::new();

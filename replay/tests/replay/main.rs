@@ -1,0 +1,5 @@
+//! The projections' integration tests: gc, tamper detection, verify.
+
+mod gc;
+mod tamper;
+mod verify;

@@ -1,0 +1,5 @@
+//! The store's integration tests: the log, stream indexes, the write-ahead log.
+
+mod log;
+mod streams;
+mod wal;

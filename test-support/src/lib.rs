@@ -1,0 +1,20 @@
+//! What cmdlog's tests and benches share, in one dev-only crate:
+//!
+//! - [`Workspace`]: a workspace and a `HOME` in temp folders, and the `cmdlog`
+//!   binary run inside them with nothing of the caller's environment that would
+//!   change what it does;
+//! - [`daemon`]: a `cmdlog serve` child killed and reaped when dropped, and the
+//!   HTTP and SSE helpers that talk to it;
+//! - [`nats`]: a real `nats-server` with JetStream on a free loopback port;
+//! - [`tree`]: command-file fixtures and an engine over a temp log;
+//! - [`tamper`]: a crash's leftovers and damage done below the store's API.
+
+#![allow(missing_docs)] // test helpers: their names say what they do
+
+pub mod daemon;
+pub mod nats;
+pub mod tamper;
+pub mod tree;
+mod workspace;
+
+pub use workspace::{Workspace, cmdlog_bin};

@@ -1,0 +1,5 @@
+//! `cmdlog serve` end to end: the `qwen serve` wire, the ACP bridge with a scripted agent, and the published clients (`tests/node`).
+
+mod bridge;
+mod node_clients;
+mod routes;

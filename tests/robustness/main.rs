@@ -1,0 +1,6 @@
+//! What must hold when things go wrong: SIGKILL crash cycles, fault sweeps, the lifecycle state machine against a model, and the attacker's catalogue.
+
+mod crash;
+mod faults;
+mod lifecycle_model;
+mod security;
