@@ -56,7 +56,40 @@ fn cli_catalogue() {
     let garbage = w.write("garbage.jsonl", "{\"seq\":1,\"at\":1}\nthis is not json\n");
     let long_line = format!("/nope {}", "x".repeat(100_000));
     let absent_blob = "ab".repeat(32);
-    let cases = vec![
+    let cases = cli_cases(&Inputs {
+        dir: dir.to_str().unwrap(),
+        text_log: text_log.to_str().unwrap(),
+        garbage: garbage.to_str().unwrap(),
+        long_line: &long_line,
+        absent_blob: &absent_blob,
+    });
+    let mut checked = 0;
+    for c in &cases {
+        check(&w, c);
+        checked += 1;
+    }
+    assert!(checked >= 45);
+}
+
+/// The paths and texts the CLI cases name.
+struct Inputs<'a> {
+    dir: &'a str,
+    text_log: &'a str,
+    garbage: &'a str,
+    long_line: &'a str,
+    absent_blob: &'a str,
+}
+
+/// Every CLI case of the catalogue.
+fn cli_cases(inputs: &Inputs<'_>) -> Vec<Case<'static>> {
+    let Inputs {
+        dir,
+        text_log,
+        garbage,
+        long_line,
+        absent_blob,
+    } = inputs;
+    vec![
         case(&["run", "help"], 2, "not a slash line"),
         case(
             &["run", "--session", "s", "/nope"],
@@ -78,7 +111,7 @@ fn cli_catalogue() {
             "unknown command",
         ),
         case(
-            &["run", "--session", "s", &long_line],
+            &["run", "--session", "s", long_line],
             3,
             "unknown command /nope",
         ),
@@ -166,7 +199,7 @@ fn cli_catalogue() {
         case(&["show", "abc"], 2, "invalid value"),
         case(&["show", "99999999999999999999"], 2, "invalid value"),
         case(&["blob", "xyz"], 2, "not a blob hash"),
-        case(&["blob", &absent_blob], 3, "no blob"),
+        case(&["blob", absent_blob], 3, "no blob"),
         case(&["drift", "1"], 3, "not a command/run"),
         case(&["audit", "--since", "last tuesday"], 2, "--since"),
         case(
@@ -181,21 +214,17 @@ fn cli_catalogue() {
             "no events for session",
         ),
         case(&["import", "missing.jsonl"], 3, "cannot open"),
-        case(&["import", garbage.to_str().unwrap()], 2, "already holds"),
+        case(&["import", garbage], 2, "already holds"),
         case(
-            &["--log", "fresh.redb", "import", garbage.to_str().unwrap()],
+            &["--log", "fresh.redb", "import", garbage],
             2,
             "line 2: not JSON",
         ),
         case(&["gc", "--grace", "banana"], 2, "banana"),
         case(&["commands", "--mode", "x"], 2, "invalid value"),
         case(&["commands", "--format", "yaml"], 2, "invalid value"),
-        case(
-            &["--log", text_log.to_str().unwrap(), "verify"],
-            4,
-            "not-a-log.redb",
-        ),
-        case(&["--log", dir.to_str().unwrap(), "verify"], 4, "a-folder"),
+        case(&["--log", text_log, "verify"], 4, "not-a-log.redb"),
+        case(&["--log", dir, "verify"], 4, "a-folder"),
         case(&["--log", "/nonexistent/x.redb", "verify"], 3, "no log at"),
         case(
             &["report", "-o", "/nonexistent/dir/x.html"],
@@ -205,38 +234,38 @@ fn cli_catalogue() {
         case(&["attach"], 2, "--daemon-url"),
         case(&["serve", "--addr", "0.0.0.0:0"], 2, "without a token"),
         case(&["frobnicate"], 2, "unrecognized subcommand"),
-    ];
-    let mut checked = 0;
-    for c in &cases {
-        let before = w.head();
-        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
-        let o = w.run(&args);
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        let shown = |a: &[&str]| {
-            a.iter()
-                .map(|s| s.chars().take(40).collect::<String>())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        assert_eq!(o.status.code(), Some(c.code), "{}: {stderr}", shown(&args));
-        assert!(
-            stderr.contains(c.says),
-            "{}: expected {:?} in {stderr}",
-            shown(&args),
-            c.says
+    ]
+}
+
+/// Runs one case: its exit code, its words on stderr, no panic, and the log
+/// unchanged unless the case may write.
+fn check(w: &Workspace, c: &Case<'_>) {
+    let before = w.head();
+    let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+    let o = w.run(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let shown = |a: &[&str]| {
+        a.iter()
+            .map(|s| s.chars().take(40).collect::<String>())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(o.status.code(), Some(c.code), "{}: {stderr}", shown(&args));
+    assert!(
+        stderr.contains(c.says),
+        "{}: expected {:?} in {stderr}",
+        shown(&args),
+        c.says
+    );
+    assert!(!stderr.contains("panicked"), "{}: {stderr}", shown(&args));
+    if !c.writes {
+        assert_eq!(
+            w.head(),
+            before,
+            "{}: the log must not change",
+            shown(&args)
         );
-        assert!(!stderr.contains("panicked"), "{}: {stderr}", shown(&args));
-        if !c.writes {
-            assert_eq!(
-                w.head(),
-                before,
-                "{}: the log must not change",
-                shown(&args)
-            );
-        }
-        checked += 1;
     }
-    assert!(checked >= 45);
 }
 
 #[test]

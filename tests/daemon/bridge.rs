@@ -68,7 +68,35 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
     assert_eq!(status, 200, "{created}");
     let s = format!("{u}/session/b1");
     let events = format!("{s}/events");
+    let ctx = Bridged {
+        w: &w,
+        log_path,
+        u,
+        s,
+        events,
+    };
+    agent_commands_join_the_list(&ctx);
+    a_plain_prompt_streams_the_answer(&ctx);
+    commands_expand_or_pass_through(&ctx);
+    a_permission_vote_reaches_the_agent(&ctx);
+    cancel_reaches_the_agent(&ctx);
+    the_model_goes_through_a_config_option(&ctx);
+    a_crash_kills_its_sessions_and_the_next_starts_afresh(&ctx);
+    drop(d);
+    the_log_holds_both_directions(&ctx);
+}
 
+/// What the phases of `serve_agent_bridges_prompts_permissions_models_and_crashes` share.
+struct Bridged<'a> {
+    w: &'a cmdlog_test_support::Workspace,
+    log_path: std::path::PathBuf,
+    u: String,
+    s: String,
+    events: String,
+}
+
+fn agent_commands_join_the_list(ctx: &Bridged<'_>) {
+    let Bridged { events, .. } = ctx;
     // The agent's command joins cmdlog's; the session hears the merged list.
     let frames = until(&events, "0", |f| {
         f.update_kind() == Some("available_commands_update")
@@ -85,7 +113,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
             .iter()
             .any(|c| c["name"] == "greet")
     );
+}
 
+fn a_plain_prompt_streams_the_answer(ctx: &Bridged<'_>) {
+    let Bridged { s, events, .. } = ctx;
     // A plain prompt streams the agent's answer and ends with its stop reason.
     let (status, p) = post(&format!("{s}/prompt"), text("hello there"));
     assert_eq!(status, 202);
@@ -109,7 +140,15 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
         (done["stopReason"].as_str(), done["promptId"].as_str()),
         (Some("end_turn"), Some(pid.as_str()))
     );
+}
 
+fn commands_expand_or_pass_through(ctx: &Bridged<'_>) {
+    let Bridged {
+        log_path,
+        s,
+        events,
+        ..
+    } = ctx;
     // A cmdlog command expands before the agent sees it; the agent's own command
     // reaches it as typed, logged as a run.
     let (_, p) = post(&format!("{s}/prompt"), text("/greet world"));
@@ -136,7 +175,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
         prompts,
         ["hello there", "Say hello to world.", "/compress now"]
     );
+}
 
+fn a_permission_vote_reaches_the_agent(ctx: &Bridged<'_>) {
+    let Bridged { u, s, events, .. } = ctx;
     // A permission request goes out on the wire; the first vote reaches the agent.
     let (_, p) = post(&format!("{s}/prompt"), text("permission please"));
     let from = p["lastEventId"].to_string();
@@ -177,7 +219,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
             .iter()
             .any(|f| f.data["data"]["update"]["content"]["text"] == "chose reject")
     );
+}
 
+fn cancel_reaches_the_agent(ctx: &Bridged<'_>) {
+    let Bridged { s, events, .. } = ctx;
     // Cancel: the agent hears session/cancel and stops `cancelled`.
     let (_, p) = post(&format!("{s}/prompt"), text("slow please"));
     let from = p["lastEventId"].to_string();
@@ -190,7 +235,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
         frames.last().unwrap().data["data"]["stopReason"],
         "cancelled"
     );
+}
 
+fn the_model_goes_through_a_config_option(ctx: &Bridged<'_>) {
+    let Bridged { log_path, s, .. } = ctx;
     // Model: through the agent's model config option.
     let (status, m) = post(&format!("{s}/model"), json!({"modelId": "large"}));
     assert_eq!((status, m["modelId"].as_str()), (200, Some("large")));
@@ -204,7 +252,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
             .iter()
             .any(|m| m["method"] == "session/set_config_option" && m["params"]["value"] == "large")
     );
+}
 
+fn a_crash_kills_its_sessions_and_the_next_starts_afresh(ctx: &Bridged<'_>) {
+    let Bridged { u, s, events, .. } = ctx;
     // A crash: every session on the agent dies, and the stream ends with it.
     post(&format!("{u}/session"), json!({"sessionId": "b2"}));
     let (_, p) = post(&format!("{s}/prompt"), text("crash now"));
@@ -238,8 +289,10 @@ fn serve_agent_bridges_prompts_permissions_models_and_crashes() {
     );
     assert_eq!(delete(&format!("{u}/session/b3")).0, 204);
     assert_eq!(get(&format!("{u}/health")).0, 200);
-    drop(d);
+}
 
+fn the_log_holds_both_directions(ctx: &Bridged<'_>) {
+    let Bridged { w, .. } = ctx;
     // The log holds both directions: typed events and the raw messages between.
     let events = logged(&w, "b1");
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();

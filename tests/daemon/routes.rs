@@ -35,12 +35,44 @@ fn until(url: &str, from: Option<&str>, done: impl Fn(&Frame) -> bool) -> Vec<Fr
     read_frames(url, from, |f| f.last().is_some_and(&done))
 }
 
+/// The daemon under test and where its session `s1` lives.
+struct Served {
+    u: String,
+    canonical: std::path::PathBuf,
+    s: String,
+    events: String,
+    /// The event id the session's stream had when its first prompt was sent.
+    last: String,
+}
+
 #[test]
 fn routes_follow_qwen_serve() {
     let w = workspace();
     let d = w.serve(&[]);
-    let u = &d.url;
+    let u = d.url.clone();
     let canonical = std::fs::canonicalize(w.ws.path()).unwrap();
+    capabilities(&u, &canonical);
+    sessions_are_created_attached_and_scoped(&u, &canonical);
+    let s = format!("{u}/session/s1");
+    let events = format!("{s}/events");
+    let last = a_prompt_streams_its_expansion_and_ends_its_turn(&s, &events);
+    let served = Served {
+        u,
+        canonical,
+        s,
+        events,
+        last,
+    };
+    cancel_and_handler_commands(&served);
+    the_command_route_takes_attachments(&served);
+    the_model_route(&served);
+    permission_votes(&served);
+    listings_and_presence(&served);
+    bad_input_is_refused(&served);
+    close_ends_the_session(&served);
+}
+
+fn capabilities(u: &str, canonical: &std::path::Path) {
     assert_eq!(get(&format!("{u}/health")), (200, json!({"status": "ok"})));
     let (_, caps) = get(&format!("{u}/capabilities"));
     assert_eq!(
@@ -64,7 +96,9 @@ fn routes_follow_qwen_serve() {
             "{f}"
         );
     }
+}
 
+fn sessions_are_created_attached_and_scoped(u: &str, canonical: &std::path::Path) {
     // Create: a requested id comes back lowercased; asking again attaches.
     let (status, created) = post(
         &format!("{u}/session"),
@@ -96,11 +130,12 @@ fn routes_follow_qwen_serve() {
     assert_eq!(a["sessionId"], b["sessionId"]);
     assert_eq!(b["attached"], true);
     assert_ne!(a["sessionId"], c["sessionId"]);
+}
 
+/// Returns the stream's event id before the prompt.
+fn a_prompt_streams_its_expansion_and_ends_its_turn(s: &str, events: &str) -> String {
     // A prompt is queued (202); the expansion streams as the user message, and the
     // runtime's turn_complete carries the prompt's id.
-    let s = format!("{u}/session/s1");
-    let events = format!("{s}/events");
     let (status, p) = post(&format!("{s}/prompt"), text("/review lib.rs"));
     assert_eq!(status, 202, "{p}");
     let prompt_id = p["promptId"].as_str().unwrap().to_string();
@@ -140,7 +175,13 @@ fn routes_follow_qwen_serve() {
             .any(|f| f.update_kind() == Some("tool_call_update")
                 && f.data["data"]["update"]["status"] == "completed")
     );
+    last
+}
 
+fn cancel_and_handler_commands(served: &Served) {
+    let Served {
+        s, events, last, ..
+    } = served;
     // Cancel ends the running turn `cancelled` (204); a handler command answers itself.
     let (_, p2) = post(&format!("{s}/prompt"), text("think about it"));
     let p2 = p2["promptId"].as_str().unwrap().to_string();
@@ -172,7 +213,10 @@ fn routes_follow_qwen_serve() {
                 .as_str()
                 .is_some_and(|t| t.contains("/review"))
     }));
+}
 
+fn the_command_route_takes_attachments(served: &Served) {
+    let Served { s, .. } = served;
     // cmdlog's own command route, with attachments.
     let png = [
         0x89u8, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R',
@@ -203,7 +247,12 @@ fn routes_follow_qwen_serve() {
         .0,
         400
     );
+}
 
+fn the_model_route(served: &Served) {
+    let Served {
+        s, events, last, ..
+    } = served;
     // Model: through the headless /model command without an agent.
     let (status, m) = post(&format!("{s}/model"), json!({"modelId": "opus"}));
     assert_eq!((status, m["modelId"].as_str()), (200, Some("opus")));
@@ -215,7 +264,12 @@ fn routes_follow_qwen_serve() {
         (400, Some("model_switch_failed"))
     );
     assert_eq!(post(&format!("{s}/model"), json!({})).0, 400);
+}
 
+fn permission_votes(served: &Served) {
+    let Served {
+        u, s, events, last, ..
+    } = served;
     // Permissions: ACP requests from the runtime; ACP votes, the first one wins.
     let ask = |id: &str| {
         json!({"sessionUpdate": "permission_request", "requestId": id,
@@ -272,7 +326,12 @@ fn routes_follow_qwen_serve() {
         400
     );
     assert_eq!(post(&format!("{u}/permission/nope"), allow).0, 404);
+}
 
+fn listings_and_presence(served: &Served) {
+    let Served {
+        u, canonical, s, ..
+    } = served;
     // Listings and presence.
     let (status, cmds) = get(&format!("{s}/supported-commands?mode=interactive"));
     assert_eq!((status, cmds["sessionId"].as_str()), (200, Some("s1")));
@@ -314,7 +373,10 @@ fn routes_follow_qwen_serve() {
         .send_empty()
         .unwrap();
     assert_eq!(res.status().as_u16(), 400);
+}
 
+fn bad_input_is_refused(served: &Served) {
+    let Served { u, s, .. } = served;
     // Bad input: unknown session, malformed JSON, wrong content type, bad ids.
     let (status, e) = post(&format!("{u}/session/ghost/prompt"), text("x"));
     assert_eq!(
@@ -382,7 +444,10 @@ fn routes_follow_qwen_serve() {
         200,
         "and the daemon is still there"
     );
+}
 
+fn close_ends_the_session(served: &Served) {
+    let Served { s, events, .. } = served;
     // Close: 204, the stream ends with session_closed, then the session is gone.
     assert_eq!(delete(&s).0, 204);
     let (status, e) = delete(&s);

@@ -151,10 +151,42 @@ enum Expect {
     Refused(&'static str),
 }
 
+/// A matrix case: its label, whether a receipt resolver is registered, the
+/// command (`plain` takes no attachments, `takes` does), what is attached, and
+/// what must happen.
+type MatrixCase = (
+    &'static str,
+    bool,
+    &'static str,
+    Vec<SubmittedAttachment>,
+    Expect,
+);
+
 #[tokio::test]
 async fn the_admission_matrix() {
+    for (label, with_resolver, command, attachments, expect) in matrix_cases() {
+        let (_dir, engine, seen) = setup(with_resolver).await;
+        let blobs_before = engine.log().list_blobs().unwrap();
+        let head = engine.log().head().seq;
+        let submitted = attachments.clone();
+        let mut request = ExecuteRequest::new("s", "main", NI, &format!("/{command} now"));
+        request.attachments = attachments;
+        let ex = engine.execute(request).await.unwrap().unwrap();
+        let logged = events(&engine, head + 1);
+        match expect {
+            Expect::Refused(words) => {
+                refused(label, &engine, &ex, &logged, &seen, &blobs_before, words)
+            }
+            Expect::Admitted(kinds) => {
+                admitted(label, &engine, &ex, &logged, &seen, &submitted, kinds)
+            }
+        }
+    }
+}
+
+fn matrix_cases() -> Vec<MatrixCase> {
     use AttachmentKind::{File, Image};
-    let cases: Vec<(&str, bool, &str, Vec<SubmittedAttachment>, Expect)> = vec![
+    vec![
         (
             "not declared, image",
             true,
@@ -275,89 +307,98 @@ async fn the_admission_matrix() {
             vec![receipt("refuse:outside the workspace")],
             Expect::Refused("receipt refused: outside the workspace"),
         ),
-    ];
-    for (label, with_resolver, command, attachments, expect) in cases {
-        let (_dir, engine, seen) = setup(with_resolver).await;
-        let blobs_before = engine.log().list_blobs().unwrap();
-        let head = engine.log().head().seq;
-        let submitted = attachments.clone();
-        let mut request = ExecuteRequest::new("s", "main", NI, &format!("/{command} now"));
-        request.attachments = attachments;
-        let ex = engine.execute(request).await.unwrap().unwrap();
-        let logged = events(&engine, head + 1);
-        match expect {
-            Expect::Refused(words) => {
-                let Outcome::Error { text, .. } = &ex.outcome else {
-                    panic!("{label}: {:?}", ex.outcome)
-                };
-                assert!(text.contains(words), "{label}: {text}");
-                assert!(
-                    seen.lock().unwrap().is_empty(),
-                    "{label}: the handler must not run"
-                );
-                assert_eq!(
-                    engine.log().list_blobs().unwrap(),
-                    blobs_before,
-                    "{label}: no blob is written"
-                );
-                assert_eq!(logged.len(), 2, "{label}: the refusal is a run/done pair");
-                let EventData::CommandRun(run) = &logged[0].data else {
-                    panic!("{label}")
-                };
-                assert!(run.attachments.is_empty());
-                assert!(matches!(logged[1].data, EventData::CommandDone(_)));
-            }
-            Expect::Admitted(kinds) => {
-                assert_eq!(
-                    ex.outcome,
-                    Outcome::text(format!("{} blocks", kinds.len())),
-                    "{label}"
-                );
-                let k = kinds.len();
-                assert_eq!(
-                    logged.len(),
-                    k + 2,
-                    "{label}: k admissions, the run, the done"
-                );
-                let EventData::CommandRun(run) = &logged[k].data else {
-                    panic!("{label}: {:?}", logged[k])
-                };
-                let admission_seqs: Vec<Seq> = logged[..k].iter().map(|e| e.seq).collect();
-                assert_eq!(
-                    run.attachments, admission_seqs,
-                    "{label}: the run lists its admissions"
-                );
-                assert_eq!(ex.command_id, logged[k].seq);
-                let seen = seen.lock().unwrap();
-                assert_eq!(seen.len(), k, "{label}");
-                for (i, ((block, bytes), kind)) in seen.iter().zip(kinds).enumerate() {
-                    assert_eq!(block.kind, *kind, "{label}: block {i}");
-                    assert_eq!(block.seq, admission_seqs[i]);
-                    assert_eq!(
-                        block.blob,
-                        BlobHash::of(bytes),
-                        "{label}: bytes read back verify"
-                    );
-                    let EventData::AttachmentAdmitted(a) = &logged[i].data else {
-                        panic!()
-                    };
-                    assert_eq!(
-                        (a.blob.as_str(), a.size, a.media_type.as_str()),
-                        (
-                            block.blob.to_hex().as_str(),
-                            bytes.len() as u64,
-                            block.media_type.as_str()
-                        )
-                    );
-                    if let SubmittedAttachment::Image { bytes: sent, .. } = &submitted[i] {
-                        assert_eq!(sent, bytes);
-                    }
-                }
-                let report = cmdlog_engine_verify(&engine);
-                assert!(report, "{label}: the log verifies");
-            }
+    ]
+}
+
+/// A refusal: an error outcome naming why, no handler, no blob, a run/done pair.
+fn refused(
+    label: &str,
+    engine: &Engine,
+    ex: &Execution,
+    logged: &[Event],
+    seen: &Seen,
+    blobs_before: &[(BlobHash, u64, u64)],
+    words: &str,
+) {
+    let Outcome::Error { text, .. } = &ex.outcome else {
+        panic!("{label}: {:?}", ex.outcome)
+    };
+    assert!(text.contains(words), "{label}: {text}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "{label}: the handler must not run"
+    );
+    assert_eq!(
+        engine.log().list_blobs().unwrap(),
+        blobs_before,
+        "{label}: no blob is written"
+    );
+    assert_eq!(logged.len(), 2, "{label}: the refusal is a run/done pair");
+    let EventData::CommandRun(run) = &logged[0].data else {
+        panic!("{label}")
+    };
+    assert!(run.attachments.is_empty());
+    assert!(matches!(logged[1].data, EventData::CommandDone(_)));
+}
+
+/// An admission: k admissions, the run listing them, the done; the handler saw
+/// the blocks and their bytes read back verified; the log verifies.
+fn admitted(
+    label: &str,
+    engine: &Engine,
+    ex: &Execution,
+    logged: &[Event],
+    seen: &Seen,
+    submitted: &[SubmittedAttachment],
+    kinds: &[AttachmentKind],
+) {
+    assert_eq!(
+        ex.outcome,
+        Outcome::text(format!("{} blocks", kinds.len())),
+        "{label}"
+    );
+    let k = kinds.len();
+    assert_eq!(
+        logged.len(),
+        k + 2,
+        "{label}: k admissions, the run, the done"
+    );
+    let EventData::CommandRun(run) = &logged[k].data else {
+        panic!("{label}: {:?}", logged[k])
+    };
+    let admission_seqs: Vec<Seq> = logged[..k].iter().map(|e| e.seq).collect();
+    assert_eq!(
+        run.attachments, admission_seqs,
+        "{label}: the run lists its admissions"
+    );
+    assert_eq!(ex.command_id, logged[k].seq);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), k, "{label}");
+    for (i, ((block, bytes), kind)) in seen.iter().zip(kinds).enumerate() {
+        assert_eq!(block.kind, *kind, "{label}: block {i}");
+        assert_eq!(block.seq, admission_seqs[i]);
+        assert_eq!(
+            block.blob,
+            BlobHash::of(bytes),
+            "{label}: bytes read back verify"
+        );
+        let EventData::AttachmentAdmitted(a) = &logged[i].data else {
+            panic!()
+        };
+        assert_eq!(
+            (a.blob.as_str(), a.size, a.media_type.as_str()),
+            (
+                block.blob.to_hex().as_str(),
+                bytes.len() as u64,
+                block.media_type.as_str()
+            )
+        );
+        if let SubmittedAttachment::Image { bytes: sent, .. } = &submitted[i] {
+            assert_eq!(sent, bytes);
         }
     }
+    let report = cmdlog_engine_verify(engine);
+    assert!(report, "{label}: the log verifies");
 }
 
 /// The run's registration check and the live/replayed equality, without the replay
