@@ -98,7 +98,7 @@ struct Bridged<'a> {
 fn agent_commands_join_the_list(ctx: &Bridged<'_>) {
     let Bridged { events, .. } = ctx;
     // The agent's command joins cmdlog's; the session hears the merged list.
-    let frames = until(&events, "0", |f| {
+    let frames = until(events, "0", |f| {
         f.update_kind() == Some("available_commands_update")
             && f.data["data"]["update"]["availableCommands"]
                 .as_array()
@@ -124,7 +124,7 @@ fn a_plain_prompt_streams_the_answer(ctx: &Bridged<'_>) {
         p["promptId"].as_str().unwrap().to_string(),
         p["lastEventId"].to_string(),
     );
-    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    let frames = until(events, &from, |f| f.kind == "turn_complete");
     let said: String = frames
         .iter()
         .filter(|f| f.update_kind() == Some("agent_message_chunk"))
@@ -152,16 +152,16 @@ fn commands_expand_or_pass_through(ctx: &Bridged<'_>) {
     // A cmdlog command expands before the agent sees it; the agent's own command
     // reaches it as typed, logged as a run.
     let (_, p) = post(&format!("{s}/prompt"), text("/greet world"));
-    until(&events, &p["lastEventId"].to_string(), |f| {
+    until(events, &p["lastEventId"].to_string(), |f| {
         f.kind == "turn_complete"
     });
     let (_, p) = post(&format!("{s}/prompt"), text("/compress now"));
-    let frames = until(&events, &p["lastEventId"].to_string(), |f| {
+    let frames = until(events, &p["lastEventId"].to_string(), |f| {
         f.kind == "turn_complete"
     });
     assert!(frames.iter().any(|f| f.update_kind() == Some("tool_call")
         && f.data["data"]["update"]["title"] == "/compress now"));
-    let prompts: Vec<String> = agent_log(&log_path)
+    let prompts: Vec<String> = agent_log(log_path)
         .iter()
         .filter(|m| m["method"] == "session/prompt")
         .map(|m| {
@@ -182,7 +182,7 @@ fn a_permission_vote_reaches_the_agent(ctx: &Bridged<'_>) {
     // A permission request goes out on the wire; the first vote reaches the agent.
     let (_, p) = post(&format!("{s}/prompt"), text("permission please"));
     let from = p["lastEventId"].to_string();
-    let frames = until(&events, &from, |f| f.kind == "permission_request");
+    let frames = until(events, &from, |f| f.kind == "permission_request");
     let request = &frames.last().unwrap().data["data"];
     assert_eq!(request["toolCall"]["toolCallId"], "call-1");
     let rid = request["requestId"].as_str().unwrap().to_string();
@@ -209,7 +209,7 @@ fn a_permission_vote_reaches_the_agent(ctx: &Bridged<'_>) {
         .0,
         404
     );
-    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    let frames = until(events, &from, |f| f.kind == "turn_complete");
     assert!(
         frames.iter().any(|f| f.kind == "permission_resolved"
             && f.data["data"]["outcome"]["optionId"] == "reject")
@@ -226,11 +226,11 @@ fn cancel_reaches_the_agent(ctx: &Bridged<'_>) {
     // Cancel: the agent hears session/cancel and stops `cancelled`.
     let (_, p) = post(&format!("{s}/prompt"), text("slow please"));
     let from = p["lastEventId"].to_string();
-    until(&events, &from, |f| {
+    until(events, &from, |f| {
         f.data["data"]["update"]["content"]["text"] == "tick"
     });
     assert_eq!(post(&format!("{s}/cancel"), json!({})).0, 204);
-    let frames = until(&events, &from, |f| f.kind == "turn_complete");
+    let frames = until(events, &from, |f| f.kind == "turn_complete");
     assert_eq!(
         frames.last().unwrap().data["data"]["stopReason"],
         "cancelled"
@@ -248,7 +248,7 @@ fn the_model_goes_through_a_config_option(ctx: &Bridged<'_>) {
         (400, Some("model_switch_failed"))
     );
     assert!(
-        agent_log(&log_path)
+        agent_log(log_path)
             .iter()
             .any(|m| m["method"] == "session/set_config_option" && m["params"]["value"] == "large")
     );
@@ -259,7 +259,7 @@ fn a_crash_kills_its_sessions_and_the_next_starts_afresh(ctx: &Bridged<'_>) {
     // A crash: every session on the agent dies, and the stream ends with it.
     post(&format!("{u}/session"), json!({"sessionId": "b2"}));
     let (_, p) = post(&format!("{s}/prompt"), text("crash now"));
-    let frames = read_to_end(&events, Some(&p["lastEventId"].to_string()));
+    let frames = read_to_end(events, Some(&p["lastEventId"].to_string()));
     let last = frames.iter().rev().find(|f| f.id.is_some()).unwrap();
     assert_eq!(last.kind, "session_died");
     assert!(
@@ -294,7 +294,7 @@ fn a_crash_kills_its_sessions_and_the_next_starts_afresh(ctx: &Bridged<'_>) {
 fn the_log_holds_both_directions(ctx: &Bridged<'_>) {
     let Bridged { w, .. } = ctx;
     // The log holds both directions: typed events and the raw messages between.
-    let events = logged(&w, "b1");
+    let events = logged(w, "b1");
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for t in [
         "session/created",

@@ -140,7 +140,7 @@ fn a_prompt_streams_its_expansion_and_ends_its_turn(s: &str, events: &str) -> St
     assert_eq!(status, 202, "{p}");
     let prompt_id = p["promptId"].as_str().unwrap().to_string();
     let last = p["lastEventId"].as_u64().unwrap().to_string();
-    let frames = until(&events, Some(&last), |f| {
+    let frames = until(events, Some(&last), |f| {
         f.update_kind() == Some("user_message_chunk")
     });
     assert_eq!(
@@ -160,7 +160,7 @@ fn a_prompt_streams_its_expansion_and_ends_its_turn(s: &str, events: &str) -> St
         .0,
         200
     );
-    let frames = until(&events, Some(&last), |f| f.kind == "turn_complete");
+    let frames = until(events, Some(&last), |f| f.kind == "turn_complete");
     let done = &frames.last().unwrap().data["data"];
     assert_eq!(
         (done["promptId"].as_str(), done["stopReason"].as_str()),
@@ -185,7 +185,7 @@ fn cancel_and_handler_commands(served: &Served) {
     // Cancel ends the running turn `cancelled` (204); a handler command answers itself.
     let (_, p2) = post(&format!("{s}/prompt"), text("think about it"));
     let p2 = p2["promptId"].as_str().unwrap().to_string();
-    until(&events, Some(&last), |f| {
+    until(events, Some(last), |f| {
         f.update_kind() == Some("user_message_chunk")
             && f.data["data"]["update"]["content"]["text"] == "think about it"
     });
@@ -195,7 +195,7 @@ fn cancel_and_handler_commands(served: &Served) {
         .send("{}")
         .unwrap();
     assert_eq!(res.status().as_u16(), 204);
-    let frames = until(&events, Some(&last), |f| {
+    let frames = until(events, Some(last), |f| {
         f.kind == "turn_complete" && f.data["data"]["promptId"] == p2.as_str()
     });
     assert_eq!(
@@ -204,7 +204,7 @@ fn cancel_and_handler_commands(served: &Served) {
     );
     let (_, p3) = post(&format!("{s}/prompt"), text("/help"));
     let p3 = p3["promptId"].as_str().unwrap().to_string();
-    let frames = until(&events, Some(&last), |f| {
+    let frames = until(events, Some(last), |f| {
         f.kind == "turn_complete" && f.data["data"]["promptId"] == p3.as_str()
     });
     assert!(frames.iter().any(|f| {
@@ -256,7 +256,7 @@ fn the_model_route(served: &Served) {
     // Model: through the headless /model command without an agent.
     let (status, m) = post(&format!("{s}/model"), json!({"modelId": "opus"}));
     assert_eq!((status, m["modelId"].as_str()), (200, Some("opus")));
-    let frames = until(&events, Some(&last), |f| f.kind == "model_switched");
+    let frames = until(events, Some(last), |f| f.kind == "model_switched");
     assert_eq!(frames.last().unwrap().data["data"]["modelId"], "opus");
     let (status, e) = post(&format!("{s}/model"), json!({"modelId": "two words"}));
     assert_eq!(
@@ -304,7 +304,7 @@ fn permission_votes(served: &Served) {
         ),
         (200, json!({}))
     );
-    let frames = until(&events, Some(&last), |f| {
+    let frames = until(events, Some(last), |f| {
         f.kind == "permission_resolved" && f.data["data"]["requestId"] == "r2"
     });
     assert_eq!(
@@ -449,8 +449,8 @@ fn bad_input_is_refused(served: &Served) {
 fn close_ends_the_session(served: &Served) {
     let Served { s, events, .. } = served;
     // Close: 204, the stream ends with session_closed, then the session is gone.
-    assert_eq!(delete(&s).0, 204);
-    let (status, e) = delete(&s);
+    assert_eq!(delete(s).0, 204);
+    let (status, e) = delete(s);
     assert_eq!(
         (status, e["code"].as_str()),
         (404, Some("session_not_found"))
@@ -464,7 +464,7 @@ fn close_ends_the_session(served: &Served) {
         404,
         "nothing follows a closed session"
     );
-    let all = read_to_end(&events, Some("0"));
+    let all = read_to_end(events, Some("0"));
     let last_frame = all.iter().rev().find(|f| f.id.is_some()).unwrap();
     assert_eq!(
         (
@@ -473,7 +473,7 @@ fn close_ends_the_session(served: &Served) {
         ),
         ("session_closed", Some("client_close"))
     );
-    assert_eq!(get(&events).0, 404, "a closed session has no live stream");
+    assert_eq!(get(events).0, 404, "a closed session has no live stream");
 }
 
 #[test]
