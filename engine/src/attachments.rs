@@ -56,7 +56,9 @@ impl Default for AttachmentLimits {
     }
 }
 
-use crate::limits::{self, MIB};
+use crate::limits;
+
+const MIB: u64 = 1024 * 1024;
 
 /// A staged file, as a resolver hands it over.
 #[derive(Debug, Clone, PartialEq, Eq)]

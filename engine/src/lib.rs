@@ -29,7 +29,6 @@
 //! appender is acknowledged.
 
 mod attachments;
-mod builtins;
 mod clock;
 mod command;
 mod discovery;
@@ -49,7 +48,6 @@ pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
     SubmittedAttachment, WorkspaceReceipts, sniff,
 };
-pub use builtins::{BUILTIN_PRIORITY, render_help};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use command::{
     CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Dialect, InputDescriptor,
@@ -61,10 +59,11 @@ pub use discovery::{
     watch_roots,
 };
 pub use engine::{
-    CommandHandler, CommandResult, Disposer, Engine, EngineConfig, EngineOpenError, ExecuteError,
-    ExecuteRequest, Execution, HandlerError, HandlerFuture, Invocation, NewRegistration,
-    OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle, SessionError, api_provider,
-    command_name, fold_log, fold_log_with, load_snapshot, valid_id,
+    BUILTIN_PRIORITY, CommandHandler, CommandResult, Disposer, Engine, EngineConfig,
+    EngineOpenError, ExecuteError, ExecuteRequest, Execution, HandlerError, HandlerFuture,
+    Invocation, NewRegistration, OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle,
+    SessionError, api_provider, command_name, fold_log, fold_log_with, load_snapshot, render_help,
+    valid_id,
 };
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,

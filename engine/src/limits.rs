@@ -22,13 +22,11 @@ pub(crate) const SNAPSHOT_TAIL_EVENTS: u64 = 10_000;
 /// Most images one invocation admits, by default.
 pub(crate) const ATTACHED_IMAGES_MAX: usize = 10;
 /// Largest image, by default.
-pub(crate) const ATTACHED_IMAGE_BYTES_MAX: u64 = 10 * MIB;
+pub(crate) const ATTACHED_IMAGE_BYTES_MAX: u64 = 10 * 1024 * 1024;
 /// Largest other file, by default.
-pub(crate) const ATTACHED_FILE_BYTES_MAX: u64 = 32 * MIB;
+pub(crate) const ATTACHED_FILE_BYTES_MAX: u64 = 32 * 1024 * 1024;
 /// Largest total of one invocation's attachments, by default.
-pub(crate) const ATTACHED_TOTAL_BYTES_MAX: u64 = 64 * MIB;
-
-pub(crate) const MIB: u64 = 1024 * 1024;
+pub(crate) const ATTACHED_TOTAL_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 // A session id is the stream key of its events.
 const _: () = assert!(ID_BYTES_MAX <= cmdlog_store::STREAM_KEY_BYTES_MAX);

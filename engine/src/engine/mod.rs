@@ -1,5 +1,6 @@
 //! The live engine: registration, resolution, execution and sessions over one log.
 
+mod builtins;
 mod execute;
 mod handler;
 mod open;
@@ -21,6 +22,7 @@ use crate::event::{NewEvent, Seq};
 use crate::registry::Registration;
 use crate::state::LogState;
 
+pub use builtins::{BUILTIN_PRIORITY, render_help};
 pub use execute::{ExecuteError, ExecuteRequest, Execution, OUTCOME_BYTES_MAX};
 pub use handler::{
     CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use cmdlog_store::{AppendError, BlobHash, Log, ReadError};
 
+use super::builtins;
 use super::registration::RegisterError;
 use super::{Engine, EngineConfig, Inner, lock};
-use crate::builtins;
 use crate::event::{
     CommandDone, DecodeError, Event, EventData, NewEvent, Outcome, Seq, UnregisterReason,
     Unregistered, WalDiscarded,

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::handler::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
 use crate::command::{CommandKind, CommandName, CommandSource, CommandSpec, CommandType, Mode};
-use crate::engine::{CommandHandler, CommandResult, HandlerError, Invocation, NewRegistration};
 use crate::event::{EventData, ModelSwitched};
 use crate::event::{ProviderRef, Scope};
 use crate::registry::Registration;
