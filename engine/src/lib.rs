@@ -55,8 +55,8 @@ pub use command::{
 };
 pub use discovery::{
     BUNDLED, DESCRIPTION_CHARS_MAX, Discovered, Discovery, DiscoveryConfig, DiscoveryError,
-    Warning, describe, discover, parse_frontmatter, parse_toml_command, unknown_command_hints,
-    watch_roots,
+    FrontmatterError, TomlCommandError, Warning, describe, discover, parse_frontmatter,
+    parse_toml_command, unknown_command_hints, watch_roots,
 };
 pub use engine::{
     BUILTIN_PRIORITY, CommandHandler, CommandResult, Disposer, Engine, EngineConfig,

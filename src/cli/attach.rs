@@ -29,7 +29,6 @@ pub(crate) fn exec(args: AttachArgs) -> VerbResult {
         session: args.session,
     })
     .map(|()| 0)
-    .map_err(CliError::io)
 }
 
 use std::io::{BufRead, BufReader, Write};
@@ -67,7 +66,7 @@ impl Client {
         method: &str,
         path: &str,
         body: Option<Value>,
-    ) -> Result<(u16, Value), String> {
+    ) -> Result<(u16, Value), CliError> {
         let url = format!("{}{path}", self.url);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let result = match (method, body) {
@@ -90,10 +89,8 @@ impl Client {
             }
         };
         let mut res = result.map_err(|e| {
-            format!(
-                "cannot reach the daemon at {}: {e}; start it with `cmdlog serve`",
-                self.url
-            )
+            CliError::io(format!("cannot reach the daemon at {}: {e}", self.url))
+                .hint("start it with `cmdlog serve`")
         })?;
         let status = res.status().as_u16();
         let text = res.body_mut().read_to_string().unwrap_or_default();
@@ -284,7 +281,7 @@ fn follow(client: Arc<Client>, session: String, screen: Arc<Mutex<Screen>>) {
 }
 
 /// Runs the client until stdin ends or `/quit`.
-pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
+pub(crate) fn attach(config: AttachConfig) -> Result<(), CliError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_secs(5)))
@@ -297,18 +294,19 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
     });
     let (status, caps) = client.request("GET", "/capabilities", None)?;
     if status == 401 {
-        return Err("the daemon wants a token: pass --token or set CMDLOG_DAEMON_TOKEN".into());
+        return Err(CliError::io("the daemon wants a token")
+            .hint("pass --token or set CMDLOG_DAEMON_TOKEN"));
     }
     let features: Vec<&str> = caps["features"]
         .as_array()
         .map(|f| f.iter().filter_map(|v| v.as_str()).collect())
         .unwrap_or_default();
     if let Some(missing) = REQUIRED_FEATURES.iter().find(|f| !features.contains(f)) {
-        return Err(format!(
+        return Err(CliError::io(format!(
             "the daemon at {} does not offer {missing}; attach needs {}",
             client.url,
             REQUIRED_FEATURES.join(", ")
-        ));
+        )));
     }
     let (status, created) = client.request(
         "POST",
@@ -316,10 +314,10 @@ pub(crate) fn attach(config: AttachConfig) -> Result<(), String> {
         Some(json!({"sessionId": config.session, "sessionScope": "thread"})),
     )?;
     if status != 200 {
-        return Err(format!(
+        return Err(CliError::io(format!(
             "cannot open the session: {}",
             render::clean(created["error"].as_str().unwrap_or("?"))
-        ));
+        )));
     }
     let session = created["sessionId"]
         .as_str()

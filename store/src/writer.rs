@@ -202,9 +202,9 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
         if journal
             .as_ref()
             .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
-            && let Err(message) = checkpoint(shared, &mut journal)
+            && let Err(failure) = checkpoint(shared, &mut journal)
         {
-            poison(shared, message);
+            poison(shared, failure.to_string());
         }
     }
     // Non-durable commits reach redb's file with the next durable one: make one now,
@@ -246,17 +246,20 @@ fn spin_for_lone_appender(rx: &Receiver<Request>, last_batch: usize) -> Option<R
 
 /// Makes everything redb holds durable there, then starts the write-ahead log's
 /// next generation.
-fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
-    flush_streams(shared, RedbDurability::Immediate, None).map_err(|e| e.to_string())?;
+fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), WriterFailure> {
+    flush_streams(shared, RedbDurability::Immediate, None)?;
     start_generation(journal)
 }
 
 /// The last checkpoint of a clean close: it also marks the write-ahead log clean, so
 /// the next open knows that redb's file holds everything even if the write-ahead
 /// log is gone.
-fn checkpoint_at_close(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), String> {
+fn checkpoint_at_close(
+    shared: &Shared,
+    journal: &mut Option<Journal>,
+) -> Result<(), WriterFailure> {
     let state = journal.is_some().then_some(schema::WAL_CLEAN);
-    flush_streams(shared, RedbDurability::Immediate, state).map_err(|e| e.to_string())?;
+    flush_streams(shared, RedbDurability::Immediate, state)?;
     shared.wal_open.store(false, Ordering::SeqCst);
     start_generation(journal)
 }
@@ -274,9 +277,9 @@ fn set_wal_state(shared: &Shared, state: &[u8]) -> Result<(), redb::Error> {
 
 /// Starts the write-ahead log's next generation if it holds frames. Only once redb
 /// holds all of them durably.
-fn start_generation(journal: &mut Option<Journal>) -> Result<(), String> {
+fn start_generation(journal: &mut Option<Journal>) -> Result<(), WriterFailure> {
     match journal.as_mut().filter(|j| j.frame_bytes() > 0) {
-        Some(journal) => journal.reset().map_err(|e| journal_error(journal, &e)),
+        Some(journal) => journal.reset().map_err(|e| journal_error(journal, e)),
         None => Ok(()),
     }
 }
@@ -350,8 +353,26 @@ use crate::limits::{
     DIRECT_BLOB_BYTES, DIRECT_RECORD_BYTES, LONE_APPENDER_SPIN, STREAMS_FLUSH_ENTRIES,
 };
 
-fn journal_error(journal: &Journal, e: &std::io::Error) -> String {
-    format!("write-ahead log {}: {e}", journal.path().display())
+fn journal_error(journal: &Journal, source: std::io::Error) -> WriterFailure {
+    WriterFailure::Journal {
+        path: journal.path().to_path_buf(),
+        source,
+    }
+}
+
+/// What stops the writer: its text becomes the poison cause every later append
+/// reports, and the message of the appends it failed.
+#[derive(Debug, thiserror::Error)]
+enum WriterFailure {
+    /// redb refused a transaction.
+    #[error(transparent)]
+    Redb(#[from] redb::Error),
+    /// The write-ahead log could not be written or reset.
+    #[error("write-ahead log {}: {source}", .path.display())]
+    Journal {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn poison(shared: &Shared, message: String) {
@@ -387,7 +408,7 @@ fn write_frame(
     batch: &[Request],
     prepared: &Prepared,
     added_ms: u64,
-) -> Result<(), String> {
+) -> Result<(), WriterFailure> {
     let mut frame = Frame::default();
     let mut values = prepared.iter();
     for request in batch {
@@ -408,7 +429,7 @@ fn write_frame(
     }
     journal
         .append(&frame)
-        .map_err(|e| journal_error(journal, &e))
+        .map_err(|e| journal_error(journal, e))
 }
 
 /// One group commit: the frame, then redb, the commit hook and the acks.
@@ -439,8 +460,9 @@ fn commit_batch(
         && (blob_bytes >= DIRECT_BLOB_BYTES || record_bytes >= DIRECT_RECORD_BYTES);
     if !direct
         && let Some(journal) = journal.as_mut()
-        && let Err(message) = write_frame(journal, &batch, &prepared, added_ms)
+        && let Err(failure) = write_frame(journal, &batch, &prepared, added_ms)
     {
+        let message = failure.to_string();
         poison(shared, message.clone());
         for request in batch {
             request.fail(AppendError::Storage {
@@ -469,9 +491,9 @@ fn commit_batch(
     // A direct batch made every earlier frame durable in redb: start afresh.
     if direct
         && applied
-        && let Err(message) = start_generation(journal)
+        && let Err(failure) = start_generation(journal)
     {
-        poison(shared, message);
+        poison(shared, failure.to_string());
     }
 }
 

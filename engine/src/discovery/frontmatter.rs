@@ -16,12 +16,13 @@ pub(crate) struct Frontmatter {
 }
 
 /// Frontmatter that is not valid YAML (or not closed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FrontmatterError {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct FrontmatterError {
     /// 1-based line in the file.
-    pub(crate) line: usize,
+    pub line: usize,
     /// What is wrong.
-    pub(crate) message: String,
+    pub message: String,
 }
 
 /// Splits `text` into (frontmatter text, its first line number in the file, body).

@@ -25,6 +25,7 @@ use crate::command::{CommandName, CommandSpec};
 use crate::event::{Origin, ProviderRef};
 
 pub use bundled::BUNDLED;
+pub use frontmatter::FrontmatterError;
 
 /// Where discovery looks.
 #[derive(Debug, Clone)]
@@ -315,15 +316,20 @@ fn expected_extension(root: &Path) -> &'static str {
 /// body))`, or the 1-based line and message of the YAML error. Never panics.
 pub fn parse_frontmatter(
     text: &str,
-) -> Result<(BTreeMap<String, String>, String), (usize, String)> {
-    frontmatter::parse_strict(text)
-        .map(|f| (f.fields, f.body))
-        .map_err(|e| (e.line, e.message))
+) -> Result<(BTreeMap<String, String>, String), FrontmatterError> {
+    frontmatter::parse_strict(text).map(|f| (f.fields, f.body))
 }
 
-/// Parses a Gemini/Qwen TOML command: `Ok((prompt, description))`, or the error
-/// message. Never panics.
-pub fn parse_toml_command(text: &str) -> Result<(Option<String>, Option<String>), String> {
+/// A Gemini/Qwen TOML command that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TomlCommandError(String);
+
+/// Parses a Gemini/Qwen TOML command: `Ok((prompt, description))`, or the error.
+/// Never panics.
+pub fn parse_toml_command(
+    text: &str,
+) -> Result<(Option<String>, Option<String>), TomlCommandError> {
     #[derive(Deserialize)]
     struct TomlCommand {
         prompt: Option<String>,
@@ -331,7 +337,7 @@ pub fn parse_toml_command(text: &str) -> Result<(Option<String>, Option<String>)
     }
     toml::from_str::<TomlCommand>(text)
         .map(|c| (c.prompt, c.description))
-        .map_err(|e| e.message().to_string())
+        .map_err(|e| TomlCommandError(e.message().to_string()))
 }
 
 /// Reads every provider. Provider failures are isolated (a warning, and the others

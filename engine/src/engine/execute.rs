@@ -309,7 +309,7 @@ impl Engine {
         command_id: Seq,
         raw_input: String,
         attachments: Vec<AdmittedBlock>,
-        expanded: Option<Result<String, String>>,
+        expanded: Option<Result<String, ExpansionFailed>>,
         request: &ExecuteRequest,
     ) -> Outcome {
         let name = registration.command.name.as_str();
@@ -333,7 +333,7 @@ impl Engine {
                         source_event_seq: None,
                     }
                 }
-                Err(text) => Outcome::error(text),
+                Err(failed) => Outcome::error(failed.to_string()),
             };
         }
         let handler = self
@@ -400,28 +400,32 @@ impl Engine {
     }
 
     /// A prompt command's expansion of `raw_input` with the template recorded in its
-    /// registration, or the error text its run settles with.
+    /// registration, or why its run settles as an error.
     pub(crate) fn expand_prompt(
         &self,
         registration: &Registration,
         raw_input: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ExpansionFailed> {
         let command = &registration.command;
         let name = command.name.as_str();
+        let failed = |why: String| ExpansionFailed {
+            name: name.to_string(),
+            why,
+        };
         let Some(hash) = registration.template.as_deref() else {
-            return Err(format!("/{name} is a prompt command without a template"));
+            return Err(failed("is a prompt command without a template".into()));
         };
         let Some(hash) = BlobHash::from_hex(hash) else {
-            return Err(format!("/{name}: template hash {hash:?} is malformed"));
+            return Err(failed(format!("template hash {hash:?} is malformed")));
         };
         let bytes = match self.inner.log.get_blob(&hash) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
-                return Err(format!(
-                    "/{name}: template blob {hash} is missing; run `cmdlog verify`"
-                ));
+                return Err(failed(format!(
+                    "template blob {hash} is missing; run `cmdlog verify`"
+                )));
             }
-            Err(e) => return Err(format!("/{name}: {e}")),
+            Err(e) => return Err(failed(e.to_string())),
         };
         let template = String::from_utf8_lossy(&bytes);
         expand(
@@ -430,9 +434,31 @@ impl Engine {
             &ExpandInput::new(command, raw_input),
         )
         .map_err(|e| match e {
-            ExpandError::Usage(text) => text,
-            other => format!("/{name}: {other}"),
+            // A usage error is the agent's own message, shown as it is.
+            ExpandError::Usage(text) => ExpansionFailed {
+                name: String::new(),
+                why: text,
+            },
+            other => failed(other.to_string()),
         })
+    }
+}
+
+/// Why a prompt command did not expand: the text its run settles with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) struct ExpansionFailed {
+    /// The command, or empty when `why` names it itself.
+    name: String,
+    why: String,
+}
+
+impl std::fmt::Display for ExpansionFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name.as_str() {
+            "" => f.write_str(&self.why),
+            name if self.why.starts_with("is ") => write!(f, "/{name} {}", self.why),
+            name => write!(f, "/{name}: {}", self.why),
+        }
     }
 }
 
