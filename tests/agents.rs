@@ -667,10 +667,14 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
     for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
         assert!(after.contains(kept), "{kept}: {after}");
     }
-    assert_eq!(
-        std::fs::read_to_string(w.ws.path().join(".claude/settings.json.cmdlog-backup")).unwrap(),
-        original
-    );
+    // The file as it was is kept in the private state folder, and said where.
+    let kept = done
+        .lines()
+        .find_map(|l| l.strip_prefix("the file as it was is kept in "))
+        .expect("the copy is named");
+    assert!(kept.starts_with(w.home.path().join(".local/state/cmdlog").to_str().unwrap()));
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), original);
+    assert!(!w.ws.path().join(".claude/settings.json.cmdlog-backup").exists());
     assert!(
         w.ok(&["hooks", "install", "claude-code"])
             .contains("nothing to do")

@@ -136,6 +136,23 @@ pub fn settings_path(agent: AgentKind, scope: Scope, workspace: &Path, home: &Pa
     }
 }
 
+/// The folders a settings file may lie in (or a link to it lead to): the
+/// workspace, the home folder, and the agent's configured folder when its
+/// variable names one.
+pub fn settings_roots(agent: AgentKind, workspace: &Path, home: &Path) -> Vec<PathBuf> {
+    let mut roots = vec![workspace.to_path_buf(), home.to_path_buf()];
+    let var = match agent {
+        AgentKind::ClaudeCode => "CLAUDE_CONFIG_DIR",
+        AgentKind::Codex => "CODEX_HOME",
+        AgentKind::Gemini => "GEMINI_CLI_HOME",
+        AgentKind::Qwen => "QWEN_HOME",
+    };
+    if let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        roots.push(PathBuf::from(dir));
+    }
+    roots
+}
+
 /// The command a hook entry runs: this binary, quoted for the agent's shell.
 pub fn hook_command(exe: &Path, agent: AgentKind) -> String {
     let exe = exe.to_string_lossy();
@@ -320,51 +337,6 @@ pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, Sett
         after,
         events: cleared,
     })
-}
-
-/// The settings file's text, or nothing when there is none yet.
-pub fn read_settings(path: &Path) -> Result<String, SettingsError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(source) => Err(SettingsError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-/// Writes `edit.after` over `path` (aside, then renamed; the file's mode kept),
-/// after copying what was there to `<path>.cmdlog-backup`.
-pub fn write_settings(path: &Path, edit: &Edit) -> Result<(), SettingsError> {
-    let fail = |action: &'static str| {
-        move |source| SettingsError::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(fail("create the folder of"))?;
-    }
-    let exists = path.exists();
-    if exists {
-        let backup = path.with_file_name(format!(
-            "{}.cmdlog-backup",
-            path.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        std::fs::write(&backup, &edit.before).map_err(fail("back up"))?;
-    }
-    let tmp = path.with_file_name(format!(
-        ".{}.cmdlog-tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    std::fs::write(&tmp, &edit.after).map_err(fail("write"))?;
-    if exists && let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path).map_err(fail("replace"))
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod install;
 mod kind;
 mod limits;
 mod plan;
+mod settings_file;
 mod spill;
 mod transcripts;
 mod updates;
@@ -41,9 +42,10 @@ pub use append::Batch;
 pub use daemon::DaemonFile;
 pub use deliver::{AppendBatchError, append_to, batch_for, deliver, discovery_for, drain};
 pub use install::{
-    Edit, Scope, SettingsError, events, hook_command, install, read_settings, settings_path,
-    uninstall, write_settings,
+    Edit, Scope, SettingsError, events, hook_command, install, settings_path, settings_roots,
+    uninstall,
 };
+pub use settings_file::{SettingsFile, locate_settings, read_settings, write_settings};
 pub use kind::{AgentKind, UnknownAgent};
 pub use limits::{DAEMON_TIMEOUT, LOCK_WAIT, PAYLOAD_BYTES_MAX};
 pub use spill::{Spill, Spilled};

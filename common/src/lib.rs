@@ -7,7 +7,9 @@
 //!   sessions, prompts, permission requests and clients);
 //! - [`Backoff`]: doubling waits between retries, with a floor and a ceiling;
 //! - [`terminal`]: the sanitiser every piece of outside text passes before it
-//!   reaches a terminal.
+//!   reaches a terminal;
+//! - [`private_fs`]: owner-only folders and files, and reading what others may
+//!   have left on disk without following links, blocking or reading too much.
 //!
 //! ```
 //! use cmdlog_common::{Backoff, terminal, time};
@@ -25,6 +27,7 @@
 
 mod backoff;
 pub mod ids;
+pub mod private_fs;
 pub mod terminal;
 pub mod time;
 

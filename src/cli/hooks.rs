@@ -1,6 +1,6 @@
 //! `cmdlog hooks install|uninstall <agent>`: cmdlog's entries in the agent's own
-//! hook settings (`cmdlog_agents::install` does the edit). It shows the diff, keeps a
-//! backup of the file it changes, and with `--dry-run` only shows.
+//! hook settings (`cmdlog_agents::install` does the edit). It shows the diff, keeps the file
+//! as it was in the private state folder, and with `--dry-run` only shows.
 
 use std::io::Write;
 
@@ -43,6 +43,15 @@ enum ScopeArg {
     User,
 }
 
+/// A settings file cmdlog will not edit is a usage error (exit 2: fix the file or
+/// the link); one it could not read or write is an I/O error.
+fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
+    match e {
+        cmdlog_agents::SettingsError::Io { .. } => CliError::io(e.to_string()),
+        e => CliError::usage(e.to_string()),
+    }
+}
+
 pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
     let (target, installing) = match args.action {
         HooksAction::Install(t) => (t, true),
@@ -53,8 +62,11 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         ScopeArg::Project => Scope::Project,
         ScopeArg::User => Scope::User,
     };
-    let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home()?);
-    let before = cmdlog_agents::read_settings(&path).map_err(|e| CliError::io(e.to_string()))?;
+    let home = home()?;
+    let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home);
+    let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
+    let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
+    let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
     let edit = if installing {
         let exe = std::env::current_exe()
             .map_err(|e| CliError::io(format!("cannot find cmdlog's own path: {e}")))?;
@@ -67,7 +79,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
     } else {
         cmdlog_agents::uninstall(&path, &before, agent)
     }
-    .map_err(|e| CliError::usage(e.to_string()))?;
+    .map_err(settings_failure)?;
     let mut out = render::Human::stdout(false);
     if !edit.changed() {
         writeln!(
@@ -94,7 +106,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
-    cmdlog_agents::write_settings(&path, &edit).map_err(|e| CliError::io(e.to_string()))?;
+    let kept = cmdlog_agents::write_settings(&file, &edit).map_err(settings_failure)?;
     writeln!(
         out,
         "{} {} event(s) in {}: {}",
@@ -103,6 +115,9 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         path.display(),
         edit.events.join(", ")
     )?;
+    if let Some(kept) = kept {
+        writeln!(out, "the file as it was is kept in {}", kept.display())?;
+    }
     if installing && agent == AgentKind::Codex {
         writeln!(
             out,

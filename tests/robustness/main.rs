@@ -4,3 +4,4 @@ mod crash;
 mod faults;
 mod lifecycle_model;
 mod security;
+mod hostile;

@@ -1,0 +1,190 @@
+//! The agent's settings file on disk, handled as something a cloned repository
+//! may have planted: its real place is found without trusting links (a link is
+//! followed only to a regular file inside the workspace, the home folder or the
+//! agent's configured folder — a dotfiles repository, say), it is read with a
+//! size cap, and it is replaced by a file written under a fresh, exclusive name
+//! and renamed over it (never through a link cmdlog did not make). The original
+//! is kept in the user's private state folder, not beside the file.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use cmdlog_common::private_fs::{self, Expect};
+
+use crate::install::{Edit, SettingsError};
+
+/// Largest settings file read, in bytes.
+const SETTINGS_BYTES_MAX: u64 = 4 * 1024 * 1024;
+
+/// Where a settings file really is, and what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsFile {
+    /// The path the agent reads (maybe a link).
+    pub path: PathBuf,
+    /// The regular file edited: `path`, or what its link points to.
+    pub target: PathBuf,
+}
+
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SettingsError {
+    let path = path.to_path_buf();
+    move |source| SettingsError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Finds the file behind `path`: it, or (for a link) the regular file the link
+/// resolves to, which must lie inside one of `roots`; a missing file's nearest
+/// existing folder must lie inside one of them too.
+pub fn locate_settings(path: &Path, roots: &[PathBuf]) -> Result<SettingsFile, SettingsError> {
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
+    let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
+    let outside = |p: &Path| SettingsError::Shape {
+        path: path.to_path_buf(),
+        what: format!(
+            "it leads to {}, outside the workspace and the home folder; cmdlog writes no settings there",
+            p.display()
+        ),
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() || meta.is_file() => {
+            let target = std::fs::canonicalize(path).map_err(io_error("resolve", path))?;
+            if !std::fs::metadata(&target).is_ok_and(|m| m.is_file()) {
+                return Err(SettingsError::Shape {
+                    path: path.to_path_buf(),
+                    what: "it is not a regular file".into(),
+                });
+            }
+            if !inside(&target) {
+                return Err(outside(&target));
+            }
+            Ok(SettingsFile {
+                path: path.to_path_buf(),
+                target,
+            })
+        }
+        Ok(_) => Err(SettingsError::Shape {
+            path: path.to_path_buf(),
+            what: "it is not a regular file".into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut existing = path.parent();
+            while let Some(dir) = existing {
+                if std::fs::symlink_metadata(dir).is_ok() {
+                    break;
+                }
+                existing = dir.parent();
+            }
+            let dir = existing.unwrap_or(Path::new("/"));
+            let real = std::fs::canonicalize(dir).map_err(io_error("resolve", dir))?;
+            if !inside(&real) {
+                return Err(outside(&real));
+            }
+            // The folders still missing are made under the real one.
+            let rest = path.strip_prefix(dir).unwrap_or(path);
+            Ok(SettingsFile {
+                path: path.to_path_buf(),
+                target: real.join(rest),
+            })
+        }
+        Err(e) => Err(io_error("read", path)(e)),
+    }
+}
+
+/// The settings file's text, or nothing when there is none yet.
+pub fn read_settings(file: &SettingsFile) -> Result<String, SettingsError> {
+    let expect = Expect {
+        bytes_max: SETTINGS_BYTES_MAX,
+        private: false,
+    };
+    match private_fs::read_untrusted(&file.target, expect) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| SettingsError::Shape {
+            path: file.path.clone(),
+            what: "it is not UTF-8 text".into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(source) => Err(SettingsError::Io {
+            action: "read",
+            path: file.path.clone(),
+            source,
+        }),
+    }
+}
+
+/// Writes `edit.after` over the settings file: the original is copied to a new
+/// file in the private state folder (returned), the new text goes to a fresh
+/// exclusive file beside the target (its mode the original's), synced, and is
+/// renamed over the target. A link in front of the target stays as it was.
+pub fn write_settings(file: &SettingsFile, edit: &Edit) -> Result<Option<PathBuf>, SettingsError> {
+    let target = &file.target;
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).map_err(io_error("create the folder of", target))?;
+    }
+    let original = std::fs::metadata(target).ok();
+    let backup = match &original {
+        Some(_) => Some(keep_original(target, &edit.before)?),
+        None => None,
+    };
+    let (tmp, mut out) =
+        private_fs::create_fresh_beside(target).map_err(io_error("write beside", target))?;
+    let written = (|| {
+        out.write_all(edit.after.as_bytes())?;
+        if let Some(meta) = &original {
+            out.set_permissions(std::fs::Permissions::from_mode(
+                meta.permissions().mode() & 0o7777,
+            ))?;
+        } else {
+            out.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        out.sync_all()?;
+        std::fs::rename(&tmp, target)?;
+        if let Some(dir) = target.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error("replace", target)(e));
+    }
+    Ok(backup)
+}
+
+/// A copy of `text` (a settings file's content before cmdlog changed it) in the
+/// user's private state folder, under a new name.
+fn keep_original(target: &Path, text: &str) -> Result<PathBuf, SettingsError> {
+    let dir = private_fs::state_dir()
+        .and_then(|d| private_fs::ensure_private_dir(&d.join("settings-backups")))
+        .map_err(io_error("keep a copy of", target))?;
+    let mut key = cmdlog_common::ids::hex(
+        &blake3::hash(target.to_string_lossy().as_bytes()).as_bytes()[..8],
+    );
+    key.push('-');
+    key.push_str(&cmdlog_common::time::now_ms().to_string());
+    let stem = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for attempt in 0..16 {
+        let name = format!("{stem}.{key}.{attempt}");
+        match private_fs::create_new(&dir.join(&name)) {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(io_error("keep a copy of", target))?;
+                return Ok(dir.join(name));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_error("keep a copy of", target)(e)),
+        }
+    }
+    Err(SettingsError::Shape {
+        path: target.to_path_buf(),
+        what: "no fresh name for its copy".into(),
+    })
+}
