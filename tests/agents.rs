@@ -551,14 +551,14 @@ fn a_full_disk_spills_elsewhere_and_nothing_is_lost() {
          dd if=/dev/zero of={d}/fill bs=1M count=64 2>/dev/null || true; \
          {bin} --log {d}/log.redb hook claude-code < {out}/p2.json; \
          {bin} --log {d}/log.redb hook claude-code < {out}/p3.json; \
-         ls {tmp} > {out}/spilled.txt; \
+         ls {home}/.local/state/cmdlog/spill > {out}/spilled.txt; \
          rm {d}/fill; \
          {bin} --log {d}/log.redb hook claude-code < {out}/p4.json; \
          {bin} --log {d}/log.redb log --json > {out}/log.json; \
          {bin} --log {d}/log.redb verify > {out}/verify.txt",
         d = disk.display(),
         out = w.ws.path().display(),
-        tmp = tmp.display(),
+        home = w.home.path().display(),
     );
     let o = std::process::Command::new("unshare")
         .args(["-m", "sh", "-c", &script])
@@ -574,9 +574,10 @@ fn a_full_disk_spills_elsewhere_and_nothing_is_lost() {
         String::from_utf8_lossy(&o.stdout)
     );
     let spilled = std::fs::read_to_string(w.ws.path().join("spilled.txt")).unwrap();
-    assert!(
-        spilled.contains("cmdlog-spill-"),
-        "the payloads went beside the temporary directory: {spilled:?}"
+    assert_eq!(
+        spilled.lines().count(),
+        1,
+        "the payloads went to the log's folder in the private state folder: {spilled:?}"
     );
     let log = std::fs::read_to_string(w.ws.path().join("log.json")).unwrap();
     let texts: Vec<String> = log
@@ -674,7 +675,12 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
         .expect("the copy is named");
     assert!(kept.starts_with(w.home.path().join(".local/state/cmdlog").to_str().unwrap()));
     assert_eq!(std::fs::read_to_string(kept).unwrap(), original);
-    assert!(!w.ws.path().join(".claude/settings.json.cmdlog-backup").exists());
+    assert!(
+        !w.ws
+            .path()
+            .join(".claude/settings.json.cmdlog-backup")
+            .exists()
+    );
     assert!(
         w.ok(&["hooks", "install", "claude-code"])
             .contains("nothing to do")

@@ -32,6 +32,7 @@ mod agent;
 mod checks;
 mod commands;
 mod limits;
+mod lines;
 mod proxy;
 mod record;
 mod rpc;
@@ -47,6 +48,7 @@ pub use checks::{
     check_tool_call_update, is_session_update_kind, option_ids, permission_decision,
 };
 pub use commands::{AGENT_PROVIDER_PRIORITY, AgentCommands, merge};
+pub use lines::{Line, LineReader};
 pub use proxy::{ProxyError, run_proxy};
 pub use record::{EngineSource, Recorder};
 pub use rpc::{

@@ -13,14 +13,14 @@ use cmdlog_engine::{
     AcpDirection, CancellationToken, Engine, EventData, Mode, PermissionRequested,
     PermissionResolved, SessionEnded, valid_id,
 };
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec};
 
 use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
+use crate::limits::EDITOR_GONE_GRACE;
+use crate::lines::{Line, LineReader};
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
 use crate::turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry};
@@ -124,28 +124,46 @@ where
         to_client,
         to_agent: Mutex::new(Some(to_agent)),
     });
+    let (editor_closed, mut closed) = tokio::sync::watch::channel(false);
     let from_client = {
         let proxy = Arc::clone(&proxy);
         tokio::spawn(async move {
-            let mut lines =
-                FramedRead::new(editor_in, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
+            let mut lines = LineReader::new(editor_in, LINE_BYTES_MAX);
             while let Some(Ok(line)) = lines.next().await {
-                proxy.on_client_line(line).await;
+                match line {
+                    Line::Text(line) => proxy.on_client_line(line).await,
+                    Line::Oversized { bytes, blake3 } => {
+                        proxy.oversized(AcpDirection::ToAgent, bytes, &blake3)
+                    }
+                }
             }
             // The editor is done: so is the agent's input.
             lock(&proxy.to_agent).take();
+            let _ = editor_closed.send(true);
         })
     };
-    let mut lines = FramedRead::new(agent_out, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
-    while let Some(line) = lines.next().await {
-        match line {
-            Ok(line) => proxy.on_agent_line(line).await,
-            Err(tokio_util::codec::LinesCodecError::MaxLineLengthExceeded) => {
-                eprintln!(
-                    "cmdlog: the agent sent a line over {LINE_BYTES_MAX} bytes; it was dropped"
-                );
+    let mut lines = LineReader::new(agent_out, LINE_BYTES_MAX);
+    let mut grace_ends: Option<tokio::time::Instant> = None;
+    loop {
+        let line = tokio::select! {
+            line = lines.next() => line,
+            _ = closed.wait_for(|c| *c), if grace_ends.is_none() => {
+                // The editor left: the agent gets a moment to finish, then goes.
+                grace_ends = Some(tokio::time::Instant::now() + EDITOR_GONE_GRACE);
+                continue;
             }
-            Err(_) => break,
+            _ = tokio::time::sleep_until(grace_ends.unwrap_or_else(tokio::time::Instant::now)),
+                if grace_ends.is_some() => {
+                let _ = child.start_kill();
+                break;
+            }
+        };
+        match line {
+            Some(Ok(Line::Text(line))) => proxy.on_agent_line(line).await,
+            Some(Ok(Line::Oversized { bytes, blake3 })) => {
+                proxy.oversized(AcpDirection::FromAgent, bytes, &blake3)
+            }
+            Some(Err(_)) | None => break,
         }
     }
     // The agent closed its output: it is done, or dying.
@@ -343,14 +361,45 @@ impl Proxy {
         self.send_agent(forward);
     }
 
+    /// A line over the limit: not passed on; its size and hash are recorded.
+    fn oversized(&self, direction: AcpDirection, bytes: u64, blake3: &str) {
+        eprintln!(
+            "cmdlog: {} sent a line of {bytes} bytes, over the limit of {LINE_BYTES_MAX}; it was not passed on (BLAKE3 {blake3})",
+            match direction {
+                AcpDirection::FromAgent => "the agent",
+                _ => "the editor",
+            }
+        );
+        self.message(
+            None,
+            direction,
+            json!({"cmdlog": "line over the limit, not passed on", "bytes": bytes, "blake3": blake3, "limit": LINE_BYTES_MAX}),
+        );
+    }
+
+    /// What the agent writes that is not JSON-RPC (a log line, a stray print):
+    /// recorded, shown escaped on stderr, never passed to the editor, which
+    /// reads only protocol messages.
+    fn not_protocol(&self, line: &str) {
+        eprintln!("agent: {}", cmdlog_common::terminal::clean(line));
+        self.message(
+            None,
+            AcpDirection::FromAgent,
+            Value::String(line.to_string()),
+        );
+    }
+
     async fn on_agent_line(&self, line: String) {
         let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
             if !line.trim().is_empty() {
-                self.message(None, AcpDirection::FromAgent, Value::String(line.clone()));
-                let _ = self.to_client.send(line);
+                self.not_protocol(&line);
             }
             return;
         };
+        if rpc::kind(&message) == Kind::Invalid {
+            self.not_protocol(&line);
+            return;
+        }
         match rpc::kind(&message) {
             Kind::Response { id } => {
                 let asked = lock(&self.client_asked).remove(&id_key(id));

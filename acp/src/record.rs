@@ -6,10 +6,12 @@
 use std::sync::Arc;
 
 use cmdlog_engine::{AcpDirection, AcpMessage, Engine, EventData};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::limits::RECORD_BATCH_EVENTS_MAX as BATCH_MAX;
+use crate::limits::{
+    BLOB_PART_BYTES, RECORD_BATCH_EVENTS_MAX as BATCH_MAX, RECORD_INLINE_BYTES_MAX,
+};
 
 /// Gives the engine to record with: the daemon's engine can be swapped while a
 /// failed store reopens.
@@ -96,6 +98,35 @@ impl Recorder {
     }
 }
 
+/// An event too large for a record (a message the editor or the agent sent of
+/// many megabytes) is stored as blobs; an `acp/message` naming them takes its
+/// place, so the event is kept whole and the batch around it is not lost.
+async fn in_blobs_if_large(engine: &Engine, data: EventData) -> EventData {
+    let Ok(bytes) = serde_json::to_vec(&data) else {
+        return data;
+    };
+    if bytes.len() <= RECORD_INLINE_BYTES_MAX {
+        return data;
+    }
+    let direction = match &data {
+        EventData::AcpMessage(m) => m.direction,
+        _ => AcpDirection::FromAgent,
+    };
+    let type_name = data.type_name();
+    let parts: Vec<Vec<u8>> = bytes.chunks(BLOB_PART_BYTES).map(<[u8]>::to_vec).collect();
+    let message = match engine.log().put_blobs_async(parts).await {
+        Ok(hashes) => {
+            json!({"cmdlog": "event stored as blobs", "type": type_name, "bytes": bytes.len(),
+            "blobs": hashes.iter().map(|h| h.to_hex()).collect::<Vec<_>>()})
+        }
+        Err(e) => {
+            json!({"cmdlog": "event too large and not stored", "type": type_name, "bytes": bytes.len(),
+            "blake3": blake3::hash(&bytes).to_hex().to_string(), "error": e.to_string()})
+        }
+    };
+    EventData::AcpMessage(AcpMessage { direction, message })
+}
+
 /// Appends a batch. Events of a session that ended meanwhile are dropped (a
 /// session that died takes its stragglers with it), the rest kept; a storage
 /// failure is reported and the batch lost from the log, not from the connection.
@@ -127,6 +158,11 @@ async fn append(engine: &EngineSource, batch: Vec<(Option<String>, Option<String
     if open.is_empty() {
         return;
     }
+    let mut kept = Vec::with_capacity(open.len());
+    for (session, agent, data) in open {
+        kept.push((session, agent, in_blobs_if_large(&engine, data).await));
+    }
+    let open = kept;
     let count = open.len();
     if let Err(e) = engine.append_events(open).await {
         eprintln!(

@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+use crate::lines::{Line, LineReader};
 
 pub use crate::limits::LINE_BYTES_MAX;
 
@@ -169,19 +169,21 @@ impl Peer {
         let weak = Arc::downgrade(&peer);
         tokio::spawn(write_lines(writer, lines));
         tokio::spawn(async move {
-            let mut frames =
-                FramedRead::new(reader, LinesCodec::new_with_max_length(LINE_BYTES_MAX));
-            while let Some(line) = frames.next().await {
+            let mut lines = LineReader::new(reader, LINE_BYTES_MAX);
+            while let Some(line) = lines.next().await {
                 let line = match line {
-                    Ok(line) => line,
-                    Err(LinesCodecError::MaxLineLengthExceeded) => {
+                    Ok(Line::Text(line)) => line,
+                    Ok(Line::Oversized { bytes, .. }) => {
                         let _ = out.send(error_response(
                             Value::Null,
-                            &RpcError::new(-32600, format!("message over {LINE_BYTES_MAX} bytes")),
+                            &RpcError::new(
+                                -32600,
+                                format!("message of {bytes} bytes, over {LINE_BYTES_MAX}"),
+                            ),
                         ));
                         continue;
                     }
-                    Err(LinesCodecError::Io(_)) => break,
+                    Err(_) => break,
                 };
                 let line = line.trim();
                 if line.is_empty() {

@@ -15,6 +15,8 @@ pub struct Batch {
     pub(crate) agent: String,
     /// The events, in append order.
     pub(crate) events: Vec<Planned>,
+    /// Blob bodies stored before the events (large parts of a payload).
+    pub(crate) blobs: Vec<Vec<u8>>,
 }
 
 impl Batch {
@@ -23,6 +25,7 @@ impl Batch {
         Batch {
             agent: agent.to_string(),
             events: Vec::new(),
+            blobs: Vec::new(),
         }
     }
 

@@ -1,94 +1,25 @@
-//! One hook payload from the agent to the log: made ready to append (redacted,
-//! mapped, its expansion checked), appended after whatever waits in the spill
-//! folder, through the daemon that holds the log when there is one, and kept in
-//! the spill folder when nothing can take it.
+//! What `cmdlog hook` does with a payload: it finds the log to record into (never
+//! making folders a payload names), then delivers — through the daemon that holds
+//! the log if that daemon proves it does, else into the log itself after whatever
+//! waits in the spill folder, else into the spill folder — all within
+//! [`HOOK_WAIT`]. Every payload carries a delivery id, so a payload that reached
+//! the log by one path is never appended again by another.
 
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use cmdlog_engine::{Discovery, DiscoveryConfig, EventData, Observed, discover};
-use cmdlog_store::{AppendError, Log, LogConfig, ReadError, Receipt};
+use cmdlog_engine::{Discovery, DiscoveryConfig, Observed, discover};
+use cmdlog_store::{Log, LogConfig};
 use serde_json::Value;
 
-use crate::append::Batch;
 use crate::daemon::DaemonFile;
 use crate::kind::AgentKind;
-use crate::limits::{DAEMON_TIMEOUT, LOCK_WAIT};
-use crate::plan::{Planned, PlannedData};
+use crate::limits::{
+    DAEMON_CONNECT_WAIT, HOOK_WAIT, RECENT_DELIVERIES_MAX, RECENT_DELIVERIES_RECORDS,
+};
+use crate::record::{append_to, batch_for};
 use crate::spill::{Spill, Spilled};
-use crate::{agreement, hook};
-
-/// Why a batch was not appended.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AppendBatchError {
-    /// The log could not tell which sessions it has seen.
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// The append failed.
-    #[error(transparent)]
-    Append(#[from] AppendError),
-}
-
-/// One payload of `agent`, as the text the agent wrote, made ready to append:
-/// secrets redacted when asked (and the redaction noted), mapped, and the agent's
-/// expansion of a slash command checked against cmdlog's (`discovery` is asked
-/// for only then). A payload that is not JSON is kept as text.
-pub fn batch_for(
-    agent: AgentKind,
-    text_in: &str,
-    redact: bool,
-    discovery: impl FnOnce() -> Option<Discovery>,
-) -> Batch {
-    let mut batch = Batch::new(agent.name());
-    let source = format!("{} hook", agent.name());
-    let mut found = cmdlog_replay::Redaction::default();
-    let Ok(mut payload) = serde_json::from_str::<Value>(text_in) else {
-        let mut raw = Value::String(text_in.to_string());
-        if redact {
-            cmdlog_replay::redact_value(&mut raw, &mut found);
-        }
-        batch.extend(vec![Planned {
-            session: None,
-            observed: Some(Observed {
-                source: source.clone(),
-                key: None,
-                at: None,
-            }),
-            data: PlannedData::Ready(EventData::AgentEvent(cmdlog_engine::AgentEvent {
-                agent: agent.name().into(),
-                event: "unreadable payload".into(),
-                data: raw,
-            })),
-        }]);
-        batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
-        return batch;
-    };
-    if redact {
-        cmdlog_replay::redact_value(&mut payload, &mut found);
-    }
-    let mut plan = hook::plan(agent, &payload);
-    if let Some(expansion) = &plan.expansion
-        && expansion.prompt.is_some()
-        && let Some(discovery) = discovery()
-        && let Some(check) = agreement::check(agent, &discovery, expansion)
-        && let Some(Planned {
-            data: PlannedData::DoneOf { agent_check, .. },
-            ..
-        }) = plan.events.get_mut(expansion.done_index)
-    {
-        *agent_check = Some(check);
-    }
-    batch.extend(plan.events);
-    batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
-    batch
-}
-
-/// Appends `batch` to `log` (blocking), starting the sessions it names that the
-/// log has not seen.
-pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, AppendBatchError> {
-    batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
-    Ok(batch.append(log, at)?)
-}
 
 /// The commands discovered for `workspace` (with `$HOME`'s), asked for only when
 /// an agent's expansion is to be checked.
@@ -97,82 +28,285 @@ pub fn discovery_for(workspace: &Path) -> Option<Discovery> {
     discover(&DiscoveryConfig::from_env(&home, workspace)).ok()
 }
 
-/// Appends `item` to the log at `log_path` (after anything spilled), through the
-/// daemon if one holds the log; keeps it in the spill folder when neither can
-/// take it. Never fails: what it cannot append waits for the next call.
-pub fn deliver(log_path: &Path, workspace: &Path, item: Spilled) {
-    let spill = Spill::for_log(log_path);
-    if through_daemon(log_path, &item) {
+/// Where a hook records: the log, and the workspace whose commands the agreement
+/// check reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookTarget {
+    /// The log file.
+    pub log: PathBuf,
+    /// The workspace.
+    pub workspace: PathBuf,
+}
+
+/// The nearest of `dir` and its ancestors that holds a `.cmdlog` folder or is a
+/// repository root (`.git`).
+fn project_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".cmdlog").is_dir() || d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// Where a hook of `agent` records. In order: `--workspace` (and `--log`), the
+/// agent's project variable when it names an existing folder, the nearest
+/// project root (an existing `.cmdlog` or a repository) of the payload's `cwd`,
+/// then of the folder the agent ran the hook in, then that folder itself. A
+/// payload's `cwd` that does not exist is never created: folders are made only
+/// inside an existing workspace (its `.cmdlog`). With none of these (no current
+/// folder), the user's private state folder's `hooks` log.
+pub fn hook_target(
+    agent: AgentKind,
+    workspace: Option<PathBuf>,
+    log: Option<PathBuf>,
+    payload: &[u8],
+    current: Option<PathBuf>,
+) -> Option<HookTarget> {
+    let existing = |p: PathBuf| p.is_dir().then_some(p);
+    let payload_cwd = serde_json::from_slice::<Value>(payload)
+        .ok()
+        .and_then(|v| v["cwd"].as_str().map(PathBuf::from))
+        .and_then(existing);
+    let workspace = workspace
+        .or_else(|| {
+            agent
+                .project_dir_env()
+                .and_then(std::env::var_os)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .and_then(existing)
+        })
+        .or_else(|| payload_cwd.as_deref().and_then(project_root))
+        .or_else(|| current.as_deref().and_then(project_root))
+        .or(current)
+        .or_else(|| {
+            let dir = cmdlog_common::private_fs::state_dir().ok()?.join("hooks");
+            cmdlog_common::private_fs::ensure_private_dir(&dir).ok()
+        })?;
+    let log = log.unwrap_or_else(|| workspace.join(".cmdlog").join("log.redb"));
+    Some(HookTarget { log, workspace })
+}
+
+/// Delivery ids the log holds, remembered (at most [`RECENT_DELIVERIES_MAX`]).
+#[derive(Debug, Default)]
+pub struct RecentDeliveries {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl RecentDeliveries {
+    /// The delivery ids of the last [`RECENT_DELIVERIES_RECORDS`] records of `log`.
+    pub fn from_log_tail(log: &Log) -> RecentDeliveries {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            #[serde(default)]
+            observed: Option<Observed>,
+        }
+        let mut recent = RecentDeliveries::default();
+        let head = log.head().seq;
+        let from = head.saturating_sub(RECENT_DELIVERIES_RECORDS) + 1;
+        let _ = log.scan(from, head, |record| {
+            if let Ok(Probe {
+                observed: Some(Observed { key: Some(key), .. }),
+            }) = serde_json::from_slice::<Probe>(&record.bytes)
+                && key.starts_with("d-")
+            {
+                recent.insert(&key);
+            }
+            true
+        });
+        recent
+    }
+
+    /// Whether `delivery` is known to be in the log.
+    pub fn contains(&self, delivery: &str) -> bool {
+        self.ids.contains(delivery)
+    }
+
+    /// Remembers `delivery` (forgetting the oldest past the limit).
+    pub fn insert(&mut self, delivery: &str) {
+        if delivery.is_empty() || !self.ids.insert(delivery.to_string()) {
+            return;
+        }
+        self.order.push_back(delivery.to_string());
+        if self.order.len() > RECENT_DELIVERIES_MAX
+            && let Some(old) = self.order.pop_front()
+        {
+            self.ids.remove(&old);
+        }
+    }
+}
+
+/// Appends `item` to the log of `target` (after anything spilled), through the
+/// daemon if one holds the log and proves it; keeps it in the spill folder when
+/// neither can take it within [`HOOK_WAIT`] of `started`. Never fails: what it
+/// cannot append waits for the next call.
+pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
+    let deadline = started + HOOK_WAIT;
+    let spill = Spill::for_log(&target.log);
+    if through_daemon(&target.log, &item, deadline) {
         return;
     }
     let config = LogConfig {
-        lock_wait: LOCK_WAIT,
+        lock_wait: deadline.saturating_duration_since(Instant::now()),
         ..LogConfig::default()
     };
-    let Ok(log) = Log::open(log_path, config) else {
+    let Ok(log) = Log::open(&target.log, config) else {
         let _ = spill.keep(&item);
         return;
     };
     // A log this call creates gets its id first (a failure here is not the hook's).
     let _ = cmdlog_engine::ensure_identity(&log);
-    let discovery = || discovery_for(workspace);
-    drain(&log, &spill, &discovery);
+    let workspace = target.workspace.clone();
+    let discovery = || discovery_for(&workspace);
+    let mut recent = None;
+    drain(&log, &spill, &discovery, &mut recent);
     let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
-    let batch = batch_for(kind, &item.payload, item.redact, discovery);
+    let batch = batch_for(
+        kind,
+        &item.bytes(),
+        item.redact,
+        Some(&item.delivery),
+        discovery,
+    );
     if append_to(&log, batch, item.received_at).is_err() {
         let _ = spill.keep(&item);
     }
     log.close();
 }
 
-/// Appends what waits in the spill folder, oldest first; stops at the first
-/// failure (the rest keeps waiting). Returns how many were appended.
-pub fn drain(log: &Log, spill: &Spill, discovery: &dyn Fn() -> Option<Discovery>) -> usize {
+/// Appends what waits in the spill folder, oldest first, skipping payloads the
+/// log already holds (`recent`, read from the log's end on first need); stops at
+/// the first failure that may pass (the rest keeps waiting) and sets aside an
+/// entry the log can never take. Returns how many were appended.
+pub fn drain(
+    log: &Log,
+    spill: &Spill,
+    discovery: &dyn Fn() -> Option<Discovery>,
+    recent: &mut Option<RecentDeliveries>,
+) -> usize {
     let mut appended = 0;
     for path in spill.pending() {
         let Ok(read) = Spill::read(&path) else {
+            // Refused (not ours, a link, too large…): left where it is, and named
+            // by `cmdlog verify`.
             continue;
         };
-        let batch = match &read {
+        let recent = recent.get_or_insert_with(|| RecentDeliveries::from_log_tail(log));
+        let (batch, at, delivery) = match &read {
             Ok(item) => {
+                if recent.contains(&item.delivery) {
+                    let _ = std::fs::remove_file(&path);
+                    continue;
+                }
                 let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
-                batch_for(kind, &item.payload, item.redact, discovery)
+                let delivery = Some(item.delivery.as_str()).filter(|d| !d.is_empty());
+                (
+                    batch_for(kind, &item.bytes(), item.redact, delivery, discovery),
+                    item.received_at,
+                    item.delivery.clone(),
+                )
             }
-            // Not a spilled payload (damaged): kept in the log as text.
-            Err(raw) => batch_for(AgentKind::ClaudeCode, raw, false, || None),
+            // Ours but not a spilled payload (damaged): kept in the log as text.
+            Err(raw) => (
+                batch_for(AgentKind::ClaudeCode, raw.as_bytes(), false, None, || None),
+                cmdlog_common::time::now_ms(),
+                String::new(),
+            ),
         };
-        let at = read
-            .as_ref()
-            .map(|i| i.received_at)
-            .unwrap_or_else(|_| cmdlog_common::time::now_ms());
-        if append_to(log, batch, at).is_err() {
-            break;
+        match append_to(log, batch, at) {
+            Ok(_) => {
+                recent.insert(&delivery);
+                let _ = std::fs::remove_file(&path);
+                appended += 1;
+            }
+            Err(e) if e.retryable() => break,
+            Err(_) => {
+                let _ = Spill::set_aside(&path);
+            }
         }
-        let _ = std::fs::remove_file(&path);
-        appended += 1;
     }
     appended
 }
 
-/// Sends the payload to the daemon that holds the log, if there is one and it
-/// takes it.
-fn through_daemon(log_path: &Path, item: &Spilled) -> bool {
+/// Sends the payload to the daemon that holds the log, if `daemon.json` is one
+/// this user's daemon wrote and the daemon there proves it holds the key; true
+/// when the daemon recorded it. Waits no later than `deadline`.
+fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
     let Some(daemon) = DaemonFile::read(log_path) else {
         return false;
     };
+    let left = || deadline.saturating_duration_since(Instant::now());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(DAEMON_TIMEOUT))
+        .timeout_connect(Some(DAEMON_CONNECT_WAIT.min(left())))
+        .timeout_global(Some(left()))
         .build()
         .into();
-    let mut request = agent
-        .post(format!(
-            "{}/hook/{}?redact={}&receivedAt={}",
-            daemon.url, item.agent, item.redact, item.received_at
-        ))
-        .header("content-type", "application/json");
-    if let Some(token) = std::env::var("CMDLOG_TOKEN").ok().filter(|t| !t.is_empty()) {
-        request = request.header("authorization", format!("Bearer {token}"));
+    // The proof: a fresh nonce, answered with a keyed hash only the daemon that
+    // wrote daemon.json can make.
+    let nonce = cmdlog_common::ids::random_128();
+    let proven = agent
+        .get(format!("{}/hook-proof?nonce={nonce}", daemon.url))
+        .call()
+        .ok()
+        .filter(|r| r.status().is_success())
+        .and_then(|mut r| r.body_mut().read_to_string().ok())
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|v| {
+            v["logId"] == daemon.log_id.as_str()
+                && daemon
+                    .proof(&nonce)
+                    .is_some_and(|p| v["proof"].as_str() == Some(p.as_str()))
+        });
+    if !proven || left().is_zero() {
+        return false;
     }
-    matches!(request.send(item.payload.as_str()), Ok(res) if res.status().is_success())
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(left()))
+        .build()
+        .into();
+    let request = agent
+        .post(format!(
+            "{}/hook/{}?redact={}&receivedAt={}&delivery={}",
+            daemon.url, item.agent, item.redact, item.received_at, item.delivery
+        ))
+        .header("content-type", "application/octet-stream")
+        .header("x-cmdlog-hook-key", &daemon.key);
+    matches!(request.send(&item.bytes()[..]), Ok(res) if res.status().is_success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_cwd_that_does_not_exist_makes_no_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("src/deep")).unwrap();
+        let payload = |cwd: &Path| format!(r#"{{"cwd": {:?}}}"#, cwd.to_str().unwrap());
+        // A cwd inside a repository records at the repository's root.
+        let t = hook_target(
+            AgentKind::Codex,
+            None,
+            None,
+            payload(&repo.join("src/deep")).as_bytes(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.log, repo.join(".cmdlog/log.redb"));
+        // A cwd that does not exist is ignored: the folder the hook ran in counts.
+        let ghost = dir.path().join("nowhere/at/all");
+        let t = hook_target(
+            AgentKind::Codex,
+            None,
+            None,
+            payload(&ghost).as_bytes(),
+            Some(dir.path().to_path_buf()),
+        )
+        .unwrap();
+        assert_eq!(t.workspace, dir.path());
+        assert!(!dir.path().join("nowhere").exists());
+    }
 }

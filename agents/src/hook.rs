@@ -51,15 +51,16 @@ const COMMON: [&str; 6] = [
     "permission_mode",
 ];
 
-/// Maps one hook payload of `agent`.
-pub(crate) fn plan(agent: AgentKind, payload: &Value) -> HookPlan {
+/// Maps one hook payload of `agent`; `delivery` (the payload's delivery id)
+/// becomes the events' `observed.key`.
+pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) -> HookPlan {
     let event = text(payload, "hook_event_name").unwrap_or("unknown");
     let session = text(payload, "session_id")
         .filter(|s| !s.is_empty())
         .map(|s| session_key(agent, s));
     let observed = Some(Observed {
         source: format!("{} hook", agent.name()),
-        key: None,
+        key: delivery.map(str::to_string),
         at: text(payload, "timestamp").and_then(parse_time),
     });
     let mut items: Vec<PlannedData> = Vec::new();

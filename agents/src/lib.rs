@@ -20,7 +20,7 @@
 //! let agent = AgentKind::parse("claude").unwrap();
 //! assert_eq!(agent.name(), "claude-code");
 //! let payload = r#"{"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "hi"}"#;
-//! let batch = batch_for(agent, payload, false, || None);
+//! let batch = batch_for(agent, payload.as_bytes(), false, None, || None);
 //! assert!(!batch.is_empty());
 //! ```
 
@@ -32,7 +32,9 @@ mod hook;
 mod install;
 mod kind;
 mod limits;
+mod payload;
 mod plan;
+mod record;
 mod settings_file;
 mod spill;
 mod transcripts;
@@ -40,13 +42,15 @@ mod updates;
 
 pub use append::Batch;
 pub use daemon::DaemonFile;
-pub use deliver::{AppendBatchError, append_to, batch_for, deliver, discovery_for, drain};
+pub use deliver::{HookTarget, RecentDeliveries, deliver, discovery_for, drain, hook_target};
 pub use install::{
     Edit, Scope, SettingsError, events, hook_command, install, settings_path, settings_roots,
     uninstall,
 };
-pub use settings_file::{SettingsFile, locate_settings, read_settings, write_settings};
 pub use kind::{AgentKind, UnknownAgent};
-pub use limits::{DAEMON_TIMEOUT, LOCK_WAIT, PAYLOAD_BYTES_MAX};
-pub use spill::{Spill, Spilled};
+pub use limits::{HOOK_WAIT, PAYLOAD_BYTES_MAX};
+pub use payload::read_payload;
+pub use record::{AppendBatchError, append_to, batch_for};
+pub use settings_file::{SettingsFile, locate_settings, read_settings, write_settings};
+pub use spill::{Refused, Spill, SpillReport, Spilled};
 pub use transcripts::{ImportError, ImportSummary, default_roots, files, import};

@@ -2,13 +2,32 @@
 
 use std::time::Duration;
 
-/// Largest hook payload read, in bytes (by `cmdlog hook` on stdin and by the
-/// daemon's `POST /hook/{agent}`).
-pub const PAYLOAD_BYTES_MAX: usize = 16 * 1024 * 1024;
-/// How long a hook waits for another process to let go of the log.
-pub const LOCK_WAIT: Duration = Duration::from_millis(1000);
-/// How long a hook waits for a daemon's answer.
-pub const DAEMON_TIMEOUT: Duration = Duration::from_secs(3);
+/// Largest hook payload recorded whole (in blobs past a record's size); a larger
+/// one is recorded by its size and hash.
+pub const PAYLOAD_BYTES_MAX: usize = 256 * 1024 * 1024;
+/// A string of a payload over this many bytes is stored as a blob, a marker in its
+/// place.
+pub(crate) const STRING_INLINE_BYTES_MAX: usize = 1024 * 1024;
+/// A payload's JSON (after its large strings left) is at most this many bytes in
+/// the record.
+pub(crate) const PAYLOAD_INLINE_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// The largest blob one part of a large payload becomes.
+pub(crate) const BLOB_PART_BYTES: usize = 16 * 1024 * 1024;
+/// How long a hook waits in all (for a daemon, then for the log) before it keeps
+/// the payload in the spill folder.
+pub const HOOK_WAIT: Duration = Duration::from_millis(1000);
+/// How long a hook waits to connect to a daemon.
+pub(crate) const DAEMON_CONNECT_WAIT: Duration = Duration::from_millis(200);
+/// Largest `daemon.json` read, in bytes.
+pub(crate) const DAEMON_FILE_BYTES_MAX: u64 = 4096;
+/// Largest spill entry read, in bytes (a payload at its limit, base64, and its
+/// envelope).
+pub(crate) const SPILL_ENTRY_BYTES_MAX: u64 = 360 * 1024 * 1024;
+/// Records at the log's end searched for payloads already delivered, when spilled
+/// payloads are appended.
+pub(crate) const RECENT_DELIVERIES_RECORDS: u64 = 8192;
+/// Delivery ids a daemon remembers.
+pub(crate) const RECENT_DELIVERIES_MAX: usize = 65_536;
 /// Events per atomic append of an import.
 pub(crate) const IMPORT_CHUNK_EVENTS: usize = 4000;
 /// Import appends submitted but not yet acknowledged, at most.
@@ -16,3 +35,11 @@ pub(crate) const IMPORT_IN_FLIGHT_MAX: usize = 4;
 
 // A chunk is one group commit: it must fit in the writer's batch.
 const _: () = assert!(IMPORT_CHUNK_EVENTS <= cmdlog_store::BATCH_RECORDS_MAX);
+// A blob part fits the store's blob limit; an inline string fits a record many
+// times over.
+const _: () = assert!(BLOB_PART_BYTES as u64 <= cmdlog_store::BLOB_BYTES_MAX);
+const _: () = assert!(PAYLOAD_INLINE_BYTES_MAX * 2 <= cmdlog_store::RECORD_BYTES_MAX);
+const _: () = assert!(STRING_INLINE_BYTES_MAX < PAYLOAD_INLINE_BYTES_MAX);
+// A spilled payload fits the spill entry read back.
+const _: () = assert!((PAYLOAD_BYTES_MAX as u64) * 4 / 3 + 4096 <= SPILL_ENTRY_BYTES_MAX);
+const _: () = assert!(DAEMON_CONNECT_WAIT.as_millis() < HOOK_WAIT.as_millis());

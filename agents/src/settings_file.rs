@@ -161,9 +161,8 @@ fn keep_original(target: &Path, text: &str) -> Result<PathBuf, SettingsError> {
     let dir = private_fs::state_dir()
         .and_then(|d| private_fs::ensure_private_dir(&d.join("settings-backups")))
         .map_err(io_error("keep a copy of", target))?;
-    let mut key = cmdlog_common::ids::hex(
-        &blake3::hash(target.to_string_lossy().as_bytes()).as_bytes()[..8],
-    );
+    let mut key =
+        cmdlog_common::ids::hex(&blake3::hash(target.to_string_lossy().as_bytes()).as_bytes()[..8]);
     key.push('-');
     key.push_str(&cmdlog_common::time::now_ms().to_string());
     let stem = target

@@ -4,15 +4,24 @@
 //! lost, and `cmdlog verify` says what still waits.
 //!
 //! The folder is `spill/` beside the log; when that cannot be written (the disk
-//! that is full is the log's), a folder under the system's temporary directory
-//! named by the log's path.
+//! that is full is the log's), a folder of the log's in the user's private state
+//! folder (`~/.local/state/cmdlog/spill/<hash of the log's path>`). Both are
+//! owner-only, and what is read from them is checked as if a stranger had put it
+//! there: a folder that is a link, another user's, or open to others is not
+//! read; an entry is read only if it is a regular file of this user, mode 0600,
+//! under the size limit, opened without following a link or blocking. A cloned
+//! repository that ships `.cmdlog/spill/` (mode 0755/0644, as git makes files)
+//! has its entries ignored, and `verify` names them.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use base64::Engine as _;
+use cmdlog_common::private_fs::{self, Expect};
 use serde::{Deserialize, Serialize};
+
+use crate::limits::SPILL_ENTRY_BYTES_MAX;
 
 /// A kept payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,14 +33,86 @@ pub struct Spilled {
     pub redact: bool,
     /// When cmdlog received it, unix ms.
     pub received_at: u64,
-    /// The payload as the agent wrote it.
+    /// What identifies this delivery: a payload recorded once under it is never
+    /// recorded again, whichever path (daemon, spill, the hook itself) gets there.
+    #[serde(default)]
+    pub delivery: String,
+    /// The payload as the agent wrote it, when it is UTF-8.
+    #[serde(default)]
     pub payload: String,
+    /// The payload's bytes (base64) when they are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+}
+
+impl Spilled {
+    /// A payload of `agent` received at `received_at` (unix ms), with a fresh
+    /// delivery id.
+    pub fn new(agent: &str, redact: bool, received_at: u64, bytes: Vec<u8>) -> Spilled {
+        let mut seed = blake3::Hasher::new();
+        seed.update(&received_at.to_le_bytes());
+        seed.update(cmdlog_common::ids::new_id("", 32).as_bytes());
+        seed.update(&bytes);
+        let delivery = format!(
+            "d-{}",
+            cmdlog_common::ids::hex(&seed.finalize().as_bytes()[..12])
+        );
+        let (payload, payload_base64) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
+            Err(e) => (
+                String::new(),
+                Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
+            ),
+        };
+        Spilled {
+            agent: agent.to_string(),
+            redact,
+            received_at,
+            delivery,
+            payload,
+            payload_base64,
+        }
+    }
+
+    /// The payload's bytes, as the agent sent them.
+    pub fn bytes(&self) -> Vec<u8> {
+        match &self.payload_base64 {
+            Some(b64) => base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap_or_default(),
+            None => self.payload.as_bytes().to_vec(),
+        }
+    }
 }
 
 /// Where a log's spilled payloads wait.
 #[derive(Debug, Clone)]
 pub struct Spill {
-    dirs: [PathBuf; 2],
+    /// Beside the log.
+    beside: PathBuf,
+    /// In the user's private state folder, when it can be found.
+    fallback: Option<PathBuf>,
+}
+
+/// What the spill folders hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpillReport {
+    /// Payloads the next call that reaches the log appends.
+    pub waiting: Vec<PathBuf>,
+    /// Entries and folders never read: not this user's, open to others, links,
+    /// too large, not regular files.
+    pub refused: Vec<Refused>,
+    /// Entries the log could never take, moved to `failed/`.
+    pub set_aside: Vec<PathBuf>,
+}
+
+/// A spill entry or folder that is not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// Why it is not read.
+    pub why: String,
 }
 
 impl Spill {
@@ -41,14 +122,19 @@ impl Spill {
         let absolute = std::path::absolute(log).unwrap_or_else(|_| log.to_path_buf());
         let mut hex = cmdlog_store::BlobHash::of(absolute.to_string_lossy().as_bytes()).to_hex();
         hex.truncate(16);
-        let fallback = std::env::temp_dir().join(format!("cmdlog-spill-{hex}"));
-        Spill {
-            dirs: [beside, fallback],
-        }
+        let fallback = private_fs::state_dir_path()
+            .ok()
+            .map(|d| d.join("spill").join(hex));
+        Spill { beside, fallback }
+    }
+
+    fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.beside).chain(self.fallback.iter())
     }
 
     /// Keeps `item`, in the first folder that takes it. The file is complete or
-    /// absent (written aside, synced, renamed).
+    /// absent (written aside, synced, renamed), owner-only, never written through
+    /// a link.
     pub fn keep(&self, item: &Spilled) -> std::io::Result<PathBuf> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = format!(
@@ -59,50 +145,114 @@ impl Spill {
         );
         let bytes = serde_json::to_vec(item).expect("a spilled payload serializes");
         let mut last = None;
-        for dir in &self.dirs {
+        for dir in self.dirs() {
             match write_new(dir, &name, &bytes) {
                 Ok(path) => return Ok(path),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.expect("two folders were tried"))
+        Err(last.unwrap_or_else(|| std::io::Error::other("no spill folder")))
+    }
+
+    /// The payloads waiting, oldest first, and what is refused (not read).
+    pub fn scan(&self) -> (Vec<PathBuf>, Vec<Refused>) {
+        let mut files = Vec::new();
+        let mut refused = Vec::new();
+        for dir in self.dirs() {
+            match std::fs::symlink_metadata(dir) {
+                Err(_) => continue,
+                Ok(_) => {
+                    if let Err(e) = private_fs::ensure_private_dir(dir) {
+                        refused.push(Refused {
+                            path: dir.clone(),
+                            why: e.to_string(),
+                        });
+                        continue;
+                    }
+                }
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || !name.ends_with(".json") {
+                    continue;
+                }
+                files.push(path);
+            }
+        }
+        files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        (files, refused)
     }
 
     /// The payloads waiting, oldest first.
     pub fn pending(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self
-            .dirs
-            .iter()
-            .filter_map(|d| std::fs::read_dir(d).ok())
-            .flatten()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-        files
+        self.scan().0
     }
 
-    /// Reads a kept payload; `Err` with the raw text when it is not one.
+    /// What the folders hold, as `verify` reports it: payloads the next call
+    /// appends, entries it will not read (and why), and entries set aside because
+    /// the log can never take them.
+    pub fn report(&self) -> SpillReport {
+        let (files, mut refused) = self.scan();
+        let mut waiting = Vec::new();
+        for path in files {
+            match Self::read(&path) {
+                Ok(_) => waiting.push(path),
+                Err(e) => refused.push(Refused {
+                    path,
+                    why: e.to_string(),
+                }),
+            }
+        }
+        let set_aside = self
+            .dirs()
+            .filter_map(|d| std::fs::read_dir(d.join("failed")).ok())
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        SpillReport {
+            waiting,
+            refused,
+            set_aside,
+        }
+    }
+
+    /// Reads a kept payload: `Err` when the file is refused (a link, another
+    /// user's, open to others, too large, not a regular file); `Ok(Err(text))`
+    /// with the raw text when it is ours but not a spilled payload.
     pub fn read(path: &Path) -> std::io::Result<Result<Spilled, String>> {
-        let text = std::fs::read_to_string(path)?;
+        let bytes = private_fs::read_untrusted(
+            path,
+            Expect {
+                bytes_max: SPILL_ENTRY_BYTES_MAX,
+                private: true,
+            },
+        )?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(serde_json::from_str(&text).map_err(|_| text))
+    }
+
+    /// Moves an entry that can never be appended aside (`failed/` in its folder),
+    /// so it does not hold the others back.
+    pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+        let dir = path.parent().unwrap_or(Path::new(".")).join("failed");
+        private_fs::ensure_private_dir(&dir)?;
+        let to = dir.join(path.file_name().unwrap_or_default());
+        std::fs::rename(path, &to)?;
+        Ok(to)
     }
 }
 
 fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{name}.tmp"));
+    private_fs::ensure_private_dir(dir)?;
     let path = dir.join(name);
+    let (tmp, mut file) = private_fs::create_fresh_beside(&path)?;
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, &path)?;
@@ -114,8 +264,6 @@ fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     result.map(|()| path)
 }
 
-use std::os::unix::fs::DirBuilderExt;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,12 +274,7 @@ mod tests {
         let spill = Spill::for_log(&dir.path().join(".cmdlog/log.redb"));
         for (at, p) in [(20, "b"), (10, "a")] {
             spill
-                .keep(&Spilled {
-                    agent: "codex".into(),
-                    redact: false,
-                    received_at: at,
-                    payload: p.into(),
-                })
+                .keep(&Spilled::new("codex", false, at, p.as_bytes().to_vec()))
                 .unwrap();
         }
         let pending = spill.pending();
@@ -139,5 +282,24 @@ mod tests {
         let first = Spill::read(&pending[0]).unwrap().unwrap();
         assert_eq!(first.payload, "a");
         assert!(pending[0].starts_with(dir.path().join(".cmdlog/spill")));
+        let raw = Spilled::new("qwen", false, 1, vec![b'a', 0xff]);
+        assert_eq!(
+            raw.bytes(),
+            vec![b'a', 0xff],
+            "bytes that are not UTF-8 come back"
+        );
+        assert_ne!(
+            raw.delivery,
+            Spilled::new("qwen", false, 1, vec![]).delivery
+        );
+    }
+
+    #[test]
+    fn the_fallback_is_private_and_not_in_the_shared_temp_folder() {
+        let spill = Spill::for_log(Path::new("/w/.cmdlog/log.redb"));
+        if let Some(fallback) = &spill.fallback {
+            assert!(!fallback.starts_with(std::env::temp_dir()), "{fallback:?}");
+            assert!(fallback.to_string_lossy().contains("cmdlog/spill/"));
+        }
     }
 }

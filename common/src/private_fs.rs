@@ -24,7 +24,10 @@ fn refused(path: &Path, why: &str) -> io::Error {
 /// by this user that no one else can write or read (no group or other bits).
 fn check_private(path: &Path, meta: &std::fs::Metadata, want_dir: bool) -> io::Result<()> {
     if meta.file_type().is_symlink() {
-        return Err(refused(path, "is a symbolic link, which cmdlog does not follow here"));
+        return Err(refused(
+            path,
+            "is a symbolic link, which cmdlog does not follow here",
+        ));
     }
     if want_dir && !meta.is_dir() {
         return Err(refused(path, "is not a folder"));
@@ -39,7 +42,7 @@ fn check_private(path: &Path, meta: &std::fs::Metadata, want_dir: bool) -> io::R
         return Err(refused(
             path,
             &format!(
-                "is mode {:o}: others can reach it (cmdlog makes such files owner-only)",
+                "is mode 0{:o}: others can reach it (cmdlog makes such files owner-only)",
                 meta.mode() & 0o777
             ),
         ));
@@ -90,10 +93,7 @@ pub fn create_fresh_beside(near: &Path) -> io::Result<(PathBuf, File)> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     for _ in 0..16 {
-        let candidate = dir.join(format!(
-            ".{name}.{}.cmdlog-tmp",
-            crate::ids::new_id("", 12)
-        ));
+        let candidate = dir.join(format!(".{name}.{}.cmdlog-tmp", crate::ids::new_id("", 12)));
         match create_new(&candidate) {
             Ok(file) => return Ok((candidate, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -126,7 +126,10 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                refused(path, "is a symbolic link, which cmdlog does not follow here")
+                refused(
+                    path,
+                    "is a symbolic link, which cmdlog does not follow here",
+                )
             } else {
                 e
             }
@@ -141,7 +144,11 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
     if meta.len() > expect.bytes_max {
         return Err(refused(
             path,
-            &format!("is {} bytes, over the limit of {}", meta.len(), expect.bytes_max),
+            &format!(
+                "is {} bytes, over the limit of {}",
+                meta.len(),
+                expect.bytes_max
+            ),
         ));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
@@ -152,9 +159,15 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The user's folder for cmdlog's own state: `$XDG_STATE_HOME/cmdlog`, else
-/// `$HOME/.local/state/cmdlog` (made owner-only).
+/// The user's folder for cmdlog's own state (made owner-only): see
+/// [`state_dir_path`].
 pub fn state_dir() -> io::Result<PathBuf> {
+    ensure_private_dir(&state_dir_path()?)
+}
+
+/// Where the user's folder for cmdlog's own state is, without making it:
+/// `$XDG_STATE_HOME/cmdlog`, else `$HOME/.local/state/cmdlog`.
+pub fn state_dir_path() -> io::Result<PathBuf> {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -164,7 +177,7 @@ pub fn state_dir() -> io::Result<PathBuf> {
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "HOME is not set"))?;
-    ensure_private_dir(&base.join("cmdlog"))
+    Ok(base.join("cmdlog"))
 }
 
 #[cfg(test)]
@@ -190,19 +203,37 @@ mod tests {
         assert!(read_untrusted(&link, expect).is_err(), "no link followed");
         assert!(create_new(&link).is_err(), "no file created through a link");
         let fifo = private.join("fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
         let refused = read_untrusted(&fifo, expect).unwrap_err();
-        assert!(refused.to_string().contains("not a regular file"), "{refused}");
+        assert!(
+            refused.to_string().contains("not a regular file"),
+            "{refused}"
+        );
         std::fs::write(&file, vec![b'x'; 17]).unwrap();
         assert!(read_untrusted(&file, expect).is_err(), "size capped");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::write(&file, b"hi").unwrap();
-        assert!(read_untrusted(&file, expect).is_err(), "others could reach it");
+        assert!(
+            read_untrusted(&file, expect).is_err(),
+            "others could reach it"
+        );
         let shared = dir.path().join("shared");
-        std::fs::DirBuilder::new().mode(0o755).create(&shared).unwrap();
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&shared)
+            .unwrap();
         assert!(ensure_private_dir(&shared).is_err());
         let (tmp, _) = create_fresh_beside(&file).unwrap();
-        assert!(tmp.file_name().unwrap().to_string_lossy().ends_with(".cmdlog-tmp"));
+        assert!(
+            tmp.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(".cmdlog-tmp")
+        );
     }
 }

@@ -48,8 +48,10 @@ pub enum GcError {
 }
 
 /// Collects every blob hash an event references. Known types name their blobs
-/// (`template`, attachment `blob`); for types this version does not know, any string
-/// that is a blob hash counts as a reference, so a newer writer's blobs are safe.
+/// (`template`, attachment `blob`; an agent's payload or an ACP message moved to
+/// blobs names them in its data); for types this version does not know, any
+/// string that is a blob hash counts as a reference, so a newer writer's blobs are
+/// safe.
 pub fn referenced_blobs(log: &Log) -> Result<BTreeSet<BlobHash>, GcError> {
     referenced_blobs_with(log, |_| {})
 }
@@ -71,6 +73,10 @@ pub fn referenced_blobs_with(
                     referenced.extend(BlobHash::from_hex(&a.blob));
                 }
                 EventData::Unknown(u) => hashes_in(&u.data, &mut referenced),
+                // Large parts of agents' payloads and messages are stored as blobs
+                // named inside them.
+                EventData::AgentEvent(a) => hashes_in(&a.data, &mut referenced),
+                EventData::AcpMessage(m) => hashes_in(&m.message, &mut referenced),
                 _ => {}
             },
             Err(e) => {

@@ -1,50 +1,102 @@
 //! `POST /hook/{agent}`: `cmdlog hook` delivers an agent's hook payload here while
-//! the daemon holds the log. The same mapping and atomic append as the hook's own
-//! path (`src/agents`), after whatever waits in the spill folder.
+//! the daemon holds the log, once the daemon has proved itself (`GET
+//! /hook-proof`: a keyed hash of the hook's nonce with the key only this daemon
+//! and its user can read in `daemon.json`). The same mapping and atomic append as
+//! the hook's own path (`cmdlog_agents`), after whatever waits in the spill
+//! folder; a delivery id seen before is answered without a second append, so a
+//! hook that gave up waiting and spilled its payload never doubles it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::state::{ApiError, AppState};
-use cmdlog_agents::{AgentKind, Spill, append_to, batch_for, discovery_for, drain};
+use cmdlog_agents::{
+    AgentKind, RecentDeliveries, Spill, append_to, batch_for, discovery_for, drain,
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct HookQuery {
     redact: Option<bool>,
     received_at: Option<u64>,
+    delivery: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ProofQuery {
+    nonce: String,
+}
+
+/// `GET /hook-proof?nonce=N`: this daemon's log id and its proof for `N`.
+pub(super) async fn proof(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<ProofQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if query.nonce.is_empty() || query.nonce.len() > 128 {
+        return Err(ApiError::bad_request("nonce: 1 to 128 characters"));
+    }
+    let proof = state
+        .daemon
+        .proof(&query.nonce)
+        .ok_or_else(|| ApiError::internal("the daemon has no key"))?;
+    Ok(Json(json!({"logId": state.daemon.log_id, "proof": proof})))
 }
 
 pub(super) async fn hook(
     State(state): State<Arc<AppState>>,
     UrlPath(agent): UrlPath<String>,
     Query(query): Query<HookQuery>,
-    payload: String,
+    payload: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let kind = AgentKind::parse(&agent).map_err(|e| ApiError::bad_request(e.to_string()))?;
     // One payload at a time: a session's first payloads create it once.
-    let _one = state.hooks.lock().await;
+    let mut recent = state.hooks.lock().await;
     let log = Arc::clone(state.engine()?.log());
-    let workspace: PathBuf = state.workspace.clone();
+    let workspace = state.workspace.clone();
     let at = query
         .received_at
         .unwrap_or_else(cmdlog_common::time::now_ms);
     let redact = query.redact.unwrap_or(false);
-    let receipt = tokio::task::spawn_blocking(move || {
+    let delivery = query
+        .delivery
+        .filter(|d| d.starts_with("d-") && d.len() <= 64);
+    let mut known = recent.take();
+    let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
-        drain(&log, &Spill::for_log(log.path()), &discovery);
-        append_to(&log, batch_for(kind, &payload, redact, discovery), at)
+        drain(&log, &Spill::for_log(log.path()), &discovery, &mut known);
+        let known = known.get_or_insert_with(|| RecentDeliveries::from_log_tail(&log));
+        if let Some(d) = &delivery
+            && known.contains(d)
+        {
+            return (recent_of(known), Ok(None));
+        }
+        let batch = batch_for(kind, &payload, redact, delivery.as_deref(), discovery);
+        let receipt = append_to(&log, batch, at);
+        if receipt.is_ok()
+            && let Some(d) = &delivery
+        {
+            known.insert(d);
+        }
+        (recent_of(known), receipt.map(Some))
     })
     .await
-    .map_err(ApiError::internal)?
-    .map_err(|e| {
-        ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-            .code("not_recorded")
-    })?;
-    Ok(Json(json!({"first": receipt.first, "last": receipt.last})))
+    .map_err(ApiError::internal)?;
+    *recent = known;
+    match receipt {
+        Ok(Some(r)) => Ok(Json(json!({"first": r.first, "last": r.last}))),
+        Ok(None) => Ok(Json(json!({"duplicate": true}))),
+        Err(e) => Err(
+            ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+                .code("not_recorded"),
+        ),
+    }
+}
+
+fn recent_of(known: &mut RecentDeliveries) -> Option<RecentDeliveries> {
+    Some(std::mem::take(known))
 }

@@ -142,6 +142,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .collect();
     let mut app = Router::new()
         .route("/health", get(health))
+        .route("/hook-proof", get(hooks::proof))
         .merge(protected)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .layer(middleware::from_fn_with_state(
@@ -306,15 +307,18 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         .map_err(listen)?;
     let local = listener.local_addr().map_err(listen)?;
     let url = format!("http://{local}");
-    let daemon_json = cmdlog_agents::DaemonFile {
-        url: url.clone(),
-        pid: std::process::id(),
-    }
-    .write(log_path)
-    .map_err(|source| ServeError::DaemonFile {
-        path: cmdlog_agents::DaemonFile::path(log_path),
-        source,
-    })?;
+    let log_id = cmdlog_engine::read_identity(engine.log())
+        .ok()
+        .flatten()
+        .map(|i| i.id)
+        .unwrap_or_default();
+    let daemon = cmdlog_agents::DaemonFile::new(&url, &log_id);
+    let daemon_json = daemon
+        .write(log_path)
+        .map_err(|source| ServeError::DaemonFile {
+            path: cmdlog_agents::DaemonFile::path(log_path),
+            source,
+        })?;
     // A daemon bound to a non-loopback address (with its token) answers to any
     // name; a local one only to loopback names and those allowed.
     let hosts = config.addr.ip().is_loopback().then(|| {
@@ -338,7 +342,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
     let bridge = config
         .agent
         .map(|command| crate::agent::Bridge::new(command, workspace.clone()));
-    let state = AppState::new(engine, access, workspace, bridge.clone());
+    let state = AppState::new(engine, access, workspace, bridge.clone(), daemon);
     tokio::spawn(commands::announce_changes(
         Arc::downgrade(&state),
         Arc::clone(&state.commands_changed),

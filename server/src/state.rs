@@ -65,7 +65,9 @@ pub(crate) struct AppState {
     /// Records what turns and the agent produce, in order.
     pub recorder: Recorder,
     /// Serializes hook deliveries (`POST /hook/{agent}`).
-    pub hooks: tokio::sync::Mutex<()>,
+    pub hooks: tokio::sync::Mutex<Option<cmdlog_agents::RecentDeliveries>>,
+    /// What `daemon.json` says: the key hooks are checked with.
+    pub daemon: cmdlog_agents::DaemonFile,
     /// Cancelled when the daemon stops: event streams end.
     pub shutdown: CancellationToken,
     /// Woken by every registry change.
@@ -115,6 +117,7 @@ impl AppState {
         access: Access,
         workspace: PathBuf,
         bridge: Option<Arc<Bridge>>,
+        daemon: cmdlog_agents::DaemonFile,
     ) -> Arc<Self> {
         let commands_changed = Arc::new(tokio::sync::Notify::new());
         observe(&engine, &commands_changed);
@@ -125,7 +128,8 @@ impl AppState {
             },
             commands_changed,
             shutdown: CancellationToken::new(),
-            hooks: tokio::sync::Mutex::new(()),
+            hooks: tokio::sync::Mutex::new(None),
+            daemon,
             workspace,
             wire: WireIndex::default(),
             live: Mutex::new(HashMap::new()),

@@ -1,16 +1,16 @@
 //! `cmdlog hook <agent>`: what an agent's hooks run. It reads one hook payload on
-//! stdin and hands it to `cmdlog_agents::deliver`; it never gets in the agent's
-//! way: it prints nothing (on stdout or stderr: Gemini CLI and Qwen Code read
-//! stderr when stdout is empty), always exits 0, and waits at most a second for
-//! the log.
+//! stdin (to its end, any size) and hands it to `cmdlog_agents::deliver`; it never
+//! gets in the agent's way: it prints nothing (on stdout or stderr: Gemini CLI and
+//! Qwen Code read stderr when stdout is empty), always exits 0, and waits at most
+//! a second (`HOOK_WAIT`) for a daemon or the log.
 
-use std::io::Read;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use clap::Args;
-use cmdlog_agents::{AgentKind, PAYLOAD_BYTES_MAX, Spilled, deliver};
+use cmdlog_agents::{AgentKind, Spilled, deliver, hook_target, read_payload};
 
-use super::{CliError, Paths, VerbResult};
+use super::{CliError, VerbResult};
 
 #[derive(Args, Debug)]
 pub(crate) struct HookArgs {
@@ -23,34 +23,15 @@ pub(crate) struct HookArgs {
 }
 
 pub(crate) fn exec(workspace: Option<PathBuf>, log: Option<PathBuf>, args: HookArgs) -> VerbResult {
+    let started = Instant::now();
     let agent = AgentKind::parse(&args.agent).map_err(|e| CliError::usage(e.to_string()))?;
-    let mut text = String::new();
-    let _ = std::io::stdin()
-        .take(PAYLOAD_BYTES_MAX as u64)
-        .read_to_string(&mut text);
+    let payload = read_payload(std::io::stdin().lock()).unwrap_or_default();
     let received_at = cmdlog_common::time::now_ms();
-    // The project the agent works in: its own variable, else the payload's cwd.
-    let payload_cwd = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["cwd"].as_str().map(PathBuf::from));
-    let workspace = workspace
-        .or_else(|| {
-            agent
-                .project_dir_env()
-                .and_then(std::env::var_os)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .or(payload_cwd);
-    let Ok(paths) = Paths::new(workspace, log) else {
+    let current = std::env::current_dir().ok();
+    let Some(target) = hook_target(agent, workspace, log, &payload, current) else {
         return Ok(0);
     };
-    let item = Spilled {
-        agent: agent.name().into(),
-        redact: args.redact,
-        received_at,
-        payload: text,
-    };
-    deliver(&paths.log, &paths.workspace, item);
+    let item = Spilled::new(agent.name(), args.redact, received_at, payload);
+    deliver(&target, item, started);
     Ok(0)
 }

@@ -107,13 +107,28 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
         });
     }
     // Hook payloads that wait in the spill folder are not in the log yet.
-    let spilled = cmdlog_agents::Spill::for_log(log.path()).pending();
+    let spill = cmdlog_agents::Spill::for_log(log.path()).report();
+    let spilled = &spill.waiting;
     let mut out = render::Human::stdout(json);
     if json {
         let mut value = serde_json::to_value(&report).map_err(store_failure)?;
         value["log_id"] = serde_json::json!(identity.as_ref().map(|i| &i.id));
         value["spilled"] = serde_json::json!(
             spilled
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        );
+        value["spill_refused"] = serde_json::json!(
+            spill
+                .refused
+                .iter()
+                .map(|r| serde_json::json!({"path": r.path.display().to_string(), "why": r.why}))
+                .collect::<Vec<_>>()
+        );
+        value["spill_set_aside"] = serde_json::json!(
+            spill
+                .set_aside
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -151,6 +166,21 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
                     .parent()
                     .map(|d| d.display().to_string())
                     .unwrap_or_default()
+            )?;
+        }
+        for r in &spill.refused {
+            writeln!(
+                out,
+                "spill: ignored {}: {}; cmdlog did not write it (remove it if you did not either)",
+                r.path.display(),
+                r.why
+            )?;
+        }
+        for p in &spill.set_aside {
+            writeln!(
+                out,
+                "spill: set aside {}: the log could not take it; it is kept for you to read",
+                p.display()
             )?;
         }
         if report.is_clean() {

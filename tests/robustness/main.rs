@@ -2,6 +2,6 @@
 
 mod crash;
 mod faults;
+mod hostile;
 mod lifecycle_model;
 mod security;
-mod hostile;

@@ -1,0 +1,129 @@
+//! One hook payload into the log: its bytes made ready (`payload.rs`), secrets
+//! redacted when asked (and the redaction noted), mapped (`hook.rs`), the agent's
+//! expansion of a slash command checked against cmdlog's, then its blobs stored and
+//! its events appended as one atomic unit.
+
+use cmdlog_engine::{AgentEvent, Discovery, EventData, Observed};
+use cmdlog_store::{AppendError, BlobError, Log, ReadError, Receipt};
+
+use crate::append::Batch;
+use crate::kind::AgentKind;
+use crate::payload;
+use crate::plan::{Planned, PlannedData};
+use crate::{agreement, hook};
+
+/// Why a batch was not appended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendBatchError {
+    /// The log could not tell which sessions it has seen.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A blob of the payload could not be stored.
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// The append failed.
+    #[error(transparent)]
+    Append(#[from] AppendError),
+}
+
+impl AppendBatchError {
+    /// Whether trying again later can help (the log busy, the disk full), as
+    /// opposed to a payload the log can never take.
+    pub fn retryable(&self) -> bool {
+        !matches!(
+            self,
+            AppendBatchError::Append(
+                AppendError::RecordTooLarge { .. }
+                    | AppendError::BadStreamKey { .. }
+                    | AppendError::Empty
+            ) | AppendBatchError::Blob(BlobError::TooLarge { .. })
+        )
+    }
+}
+
+/// One payload of `agent` (its bytes as received), made ready to append under
+/// `delivery` (the payload's delivery id: every event's `observed.key`). The
+/// agent's expansion of a slash command is checked against cmdlog's
+/// (`discovery` is asked for only then). A payload that is not JSON is kept as
+/// text; one that is not UTF-8 read lossily, its raw bytes kept; large strings
+/// go to blobs — each change said by a note in the same append.
+pub fn batch_for(
+    agent: AgentKind,
+    bytes: &[u8],
+    redact: bool,
+    delivery: Option<&str>,
+    discovery: impl FnOnce() -> Option<Discovery>,
+) -> Batch {
+    let mut batch = Batch::new(agent.name());
+    let source = format!("{} hook", agent.name());
+    let observed = Some(Observed {
+        source: source.clone(),
+        key: delivery.map(str::to_string),
+        at: None,
+    });
+    let mut found = cmdlog_replay::Redaction::default();
+    let prepared = payload::prepare(
+        agent.name(),
+        bytes,
+        |v| {
+            if redact {
+                cmdlog_replay::redact_value(v, &mut found);
+            }
+        },
+        redact,
+    );
+    batch.blobs = prepared.blobs;
+    let note = |event: AgentEvent, session: Option<String>| Planned {
+        session,
+        observed: observed.clone(),
+        data: PlannedData::Ready(EventData::AgentEvent(event)),
+    };
+    let Some(payload) = prepared.json else {
+        batch.extend(vec![note(
+            AgentEvent {
+                agent: agent.name().into(),
+                event: "unreadable payload".into(),
+                data: serde_json::Value::String(prepared.text),
+            },
+            None,
+        )]);
+        batch.extend(prepared.notes.into_iter().map(|n| note(n, None)).collect());
+        batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
+        return batch;
+    };
+    let mut plan = hook::plan(agent, &payload, delivery);
+    if let Some(expansion) = &plan.expansion
+        && expansion.prompt.is_some()
+        && let Some(discovery) = discovery()
+        && let Some(check) = agreement::check(agent, &discovery, expansion)
+        && let Some(Planned {
+            data: PlannedData::DoneOf { agent_check, .. },
+            ..
+        }) = plan.events.get_mut(expansion.done_index)
+    {
+        *agent_check = Some(check);
+    }
+    let session = plan.session.clone();
+    batch.extend(plan.events);
+    batch.extend(
+        prepared
+            .notes
+            .into_iter()
+            .map(|n| note(n, session.clone()))
+            .collect(),
+    );
+    batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
+    batch
+}
+
+/// Appends `batch` to `log` (blocking): its blobs first (a failure after them
+/// leaves only blobs no event names, which gc collects), then its events in one
+/// atomic append, starting the sessions it names that the log has not seen.
+pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, AppendBatchError> {
+    for blob in std::mem::take(&mut batch.blobs) {
+        log.put_blob(blob)?;
+    }
+    batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
+    Ok(batch.append(log, at)?)
+}
