@@ -3,9 +3,12 @@
 //! secrets were replaced, then the payload's events; a `command/done` names the
 //! seq its run gets in the same append.
 
-use cmdlog_engine::{CommandDone, EventData, Mode, NewEvent, Redacted, SessionCreated};
+use cmdlog_engine::{
+    AgentEvent, CommandDone, EventData, Mode, NewEvent, Observed, Redacted, SessionCreated,
+};
 use cmdlog_store::{AppendError, AppendTicket, Log, NewRecord, ReadError, Receipt, Seq};
 
+use crate::limits::{BLOB_PART_BYTES, EVENT_INLINE_BYTES_MAX};
 use crate::plan::{Planned, PlannedData};
 
 /// What a payload (or a transcript's items) appends, ready to build.
@@ -160,6 +163,17 @@ impl Batch {
                 ),
             })
             .collect();
+        // An item too large for a record (a transcript's tool result of many
+        // megabytes) is stored as blobs, an agent/event naming them in its place.
+        let slots = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Ready(record) if record.bytes.len() > EVENT_INLINE_BYTES_MAX => {
+                    in_blobs(log, record, agent.as_deref(), at).map(Slot::Ready)
+                }
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<Slot>, AppendError>>()?;
         log.submit_built(move |first| {
             slots
                 .into_iter()
@@ -186,6 +200,54 @@ impl Batch {
         }
         self.submit(log, at)?.wait()
     }
+}
+
+/// `record` (too large to append) as blobs, and the record of an `agent/event`
+/// that names them, in the same session, with the same `observed`.
+fn in_blobs(
+    log: &Log,
+    record: NewRecord,
+    agent: Option<&str>,
+    at: u64,
+) -> Result<NewRecord, AppendError> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        type_name: String,
+        #[serde(default)]
+        session: Option<String>,
+        #[serde(default)]
+        observed: Option<Observed>,
+    }
+    let probe: Option<Probe> = serde_json::from_slice(&record.bytes).ok();
+    let mut hashes = Vec::new();
+    for part in record.bytes.chunks(BLOB_PART_BYTES) {
+        let hash = log
+            .put_blob(part.to_vec())
+            .map_err(|e| AppendError::Storage {
+                message: format!(
+                    "an item too large for a record could not be stored as blobs: {e}"
+                ),
+            })?;
+        hashes.push(hash.to_hex());
+    }
+    let agent_name = agent.unwrap_or("agent").to_string();
+    Ok(NewEvent {
+        at,
+        observed: probe.as_ref().and_then(|p| p.observed.clone()),
+        session: probe.as_ref().and_then(|p| p.session.clone()),
+        agent: Some(agent_name.clone()),
+        data: EventData::AgentEvent(AgentEvent {
+            agent: agent_name,
+            event: "item stored as blobs".into(),
+            data: serde_json::json!({
+                "type": probe.map(|p| p.type_name),
+                "bytes": record.bytes.len(),
+                "blobs": hashes,
+            }),
+        }),
+    }
+    .to_record())
 }
 
 /// An event encoded ahead, or a `command/done` waiting for its run's seq.

@@ -11,6 +11,9 @@ pub(crate) const STRING_INLINE_BYTES_MAX: usize = 1024 * 1024;
 /// A payload's JSON (after its large strings left) is at most this many bytes in
 /// the record.
 pub(crate) const PAYLOAD_INLINE_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// An event over this many bytes (a transcript item of many megabytes) is
+/// stored as blobs, an `agent/event` naming them in its place.
+pub(crate) const EVENT_INLINE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// The largest blob one part of a large payload becomes.
 pub(crate) const BLOB_PART_BYTES: usize = 16 * 1024 * 1024;
 /// How long a hook waits in all (for a daemon, then for the log) before it keeps
@@ -40,6 +43,8 @@ const _: () = assert!(IMPORT_CHUNK_EVENTS <= cmdlog_store::BATCH_RECORDS_MAX);
 const _: () = assert!(BLOB_PART_BYTES as u64 <= cmdlog_store::BLOB_BYTES_MAX);
 const _: () = assert!(PAYLOAD_INLINE_BYTES_MAX * 2 <= cmdlog_store::RECORD_BYTES_MAX);
 const _: () = assert!(STRING_INLINE_BYTES_MAX < PAYLOAD_INLINE_BYTES_MAX);
+const _: () = assert!(PAYLOAD_INLINE_BYTES_MAX < EVENT_INLINE_BYTES_MAX);
+const _: () = assert!(EVENT_INLINE_BYTES_MAX < cmdlog_store::RECORD_BYTES_MAX);
 // A spilled payload fits the spill entry read back.
 const _: () = assert!((PAYLOAD_BYTES_MAX as u64) * 4 / 3 + 4096 <= SPILL_ENTRY_BYTES_MAX);
 const _: () = assert!(DAEMON_CONNECT_WAIT.as_millis() < HOOK_WAIT.as_millis());

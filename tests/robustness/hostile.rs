@@ -513,3 +513,39 @@ fn a_hostile_agent_cannot_stop_or_pollute_the_proxy() {
         "the stray line is recorded"
     );
 }
+
+/// N10: a transcript item over a record's size (a tool result of 17 MiB) is stored
+/// as blobs; the import goes on, and a second import adds nothing.
+#[test]
+fn a_huge_transcript_item_is_kept_and_the_import_goes_on() {
+    let w = Workspace::new();
+    let big = "z".repeat(17 * 1024 * 1024);
+    let lines = [
+        r#"{"type":"user","uuid":"u1","sessionId":"cs-9","timestamp":"2026-08-01T10:00:00.000Z","message":{"role":"user","content":"hello"}}"#.to_string(),
+        r#"{"type":"assistant","uuid":"a1","sessionId":"cs-9","timestamp":"2026-08-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}],"stop_reason":"tool_use"}}"#.to_string(),
+        format!(r#"{{"type":"user","uuid":"u2","sessionId":"cs-9","timestamp":"2026-08-01T10:00:02.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"{big}"}}]}}}}"#),
+        r#"{"type":"user","uuid":"u3","sessionId":"cs-9","timestamp":"2026-08-01T10:01:00.000Z","message":{"role":"user","content":"after"}}"#.to_string(),
+    ];
+    let file = w.home.path().join(".claude/projects/-p/cs-9.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let first = w.json(&["import", "--from", "claude-code", "--json"]);
+    assert!(first["events"].as_u64().unwrap() >= 4, "{first}");
+    assert_eq!(prompts(&w), ["hello", "after"]);
+    let evs = events(&w);
+    let kept = evs
+        .iter()
+        .find(|e| e["data"]["event"] == "item stored as blobs")
+        .expect("the item is kept as blobs");
+    let mut whole = Vec::new();
+    for h in kept["data"]["data"]["blobs"].as_array().unwrap() {
+        whole.extend(w.run(&["blob", h.as_str().unwrap()]).stdout);
+    }
+    assert!(
+        whole.windows(big.len()).any(|win| win == big.as_bytes()),
+        "the result, whole"
+    );
+    let again = w.json(&["import", "--from", "claude-code", "--json"]);
+    assert_eq!(again["events"], 0, "{again}");
+    assert!(w.ok(&["verify"]).contains("ok: no violations"));
+}
