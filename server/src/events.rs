@@ -134,10 +134,17 @@ pub(super) async fn events(
                     let engine = state.engine().ok()?;
                     let log = Arc::clone(engine.log());
                     let take: Vec<Seq> = c.replay.drain(..c.replay.len().min(256)).collect();
-                    let events = tokio::task::spawn_blocking(move || read_seqs(&log, &take))
-                        .await
-                        .ok()?
-                        .ok()?;
+                    // At most the batch's bytes in hand (and at least one event): a
+                    // subscriber that does not read holds no more than that.
+                    let (events, unread) = tokio::task::spawn_blocking(move || {
+                        read_seqs(&log, &take, SSE_BATCH_BYTES_MAX)
+                    })
+                    .await
+                    .ok()?
+                    .ok()?;
+                    for seq in unread.into_iter().rev() {
+                        c.replay.push_front(seq);
+                    }
                     for e in events {
                         let f = SharedFrame::of(&e);
                         let before = c.next_id;
@@ -252,16 +259,27 @@ fn start(
     })
 }
 
-fn read_seqs(log: &Log, seqs: &[Seq]) -> Result<Vec<Event>, cmdlog_store::ReadError> {
-    let mut out = Vec::with_capacity(seqs.len());
-    for &seq in seqs {
-        if let Some(r) = log.get(seq)?
-            && let Ok(e) = Event::decode(r.seq, &r.bytes)
-        {
-            out.push(e);
+/// The events at `seqs`, in order, until they hold `bytes_max` bytes of records
+/// (at least one); the seqs not read yet come back too.
+fn read_seqs(
+    log: &Log,
+    seqs: &[Seq],
+    bytes_max: usize,
+) -> Result<(Vec<Event>, Vec<Seq>), cmdlog_store::ReadError> {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for (i, &seq) in seqs.iter().enumerate() {
+        if bytes >= bytes_max {
+            return Ok((out, seqs[i..].to_vec()));
+        }
+        if let Some(r) = log.get(seq)? {
+            bytes += r.bytes.len();
+            if let Ok(e) = Event::decode(r.seq, &r.bytes) {
+                out.push(e);
+            }
         }
     }
-    Ok(out)
+    Ok((out, Vec::new()))
 }
 
 /// Queues the frame of one of the session's events: shown ones with the next id,

@@ -39,6 +39,7 @@ mod prompts;
 mod serve;
 mod sessions;
 mod sse;
+mod stalled;
 mod state;
 mod turns;
 mod wire;

@@ -24,6 +24,9 @@ pub(crate) const SSE_BATCH_EVENTS_MAX: u64 = 1000;
 pub(crate) const SSE_COALESCE: Duration = Duration::from_millis(10);
 /// A read of at least this many events means load: the next one waits to coalesce.
 pub(crate) const SSE_BUSY_EVENTS: u64 = 32;
+/// A connection whose peer has not taken a waiting write for this long is closed
+/// (an SSE subscriber that stopped reading comes back with `Last-Event-ID`).
+pub(crate) const WRITE_STALL_MAX: Duration = Duration::from_secs(10);
 /// Longest `Last-Event-ID` accepted, in characters (a u64 has at most 20 digits).
 pub(crate) const LAST_EVENT_ID_CHARS_MAX: usize = 20;
 

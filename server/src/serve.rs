@@ -364,7 +364,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
     );
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();
-    let served = axum::serve(listener, app)
+    let served = axum::serve(crate::stalled::DeadlineListener(listener), app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             stopping.cancel();

@@ -549,3 +549,118 @@ fn a_huge_transcript_item_is_kept_and_the_import_goes_on() {
     assert_eq!(again["events"], 0, "{again}");
     assert!(w.ok(&["verify"]).contains("ok: no violations"));
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// F5: 40 events of ~1 MB, then 40 subscribers from `Last-Event-ID: 0` that never
+/// read: the daemon holds a bounded number of bytes for them, drops them once
+/// their writes stall, and a subscriber that comes back with its last id reads
+/// the rest from the log.
+#[test]
+fn subscribers_that_never_read_are_bounded_then_dropped() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let w = Workspace::new();
+    let d = w.serve(&[]);
+    let url = |p: &str| format!("{}{p}", d.url);
+    let http = cmdlog_test_support::daemon::http();
+    let (status, _) =
+        cmdlog_test_support::daemon::post(&url("/session"), serde_json::json!({"sessionId": "f5"}));
+    assert_eq!(status, 200);
+    let chunk = "x".repeat(900_000);
+    for i in 0..40 {
+        let res = http
+            .post(url("/session/f5/update"))
+            .header("content-type", "application/json")
+            .send(
+                serde_json::json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{i} {chunk}")}})
+                    .to_string(),
+            )
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = rss_kib(d.child.id());
+    let addr = d.url.trim_start_matches("http://").to_string();
+    // A subscriber from `Last-Event-ID: 0` that does not read, with a small
+    // receive buffer (set before connecting, so the window stays small), as a slow
+    // client over a real network has: the daemon's writes stall instead of all
+    // landing in the kernel.
+    let stalled = || {
+        let fd = rustix::net::socket(
+            rustix::net::AddressFamily::INET,
+            rustix::net::SocketType::STREAM,
+            None,
+        )
+        .unwrap();
+        rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 64 * 1024).unwrap();
+        let target: std::net::SocketAddr = addr.parse().unwrap();
+        rustix::net::connect(&fd, &target).unwrap();
+        let mut s = TcpStream::from(fd);
+        s.write_all(
+            format!("GET /session/f5/events HTTP/1.1\r\nhost: {addr}\r\nlast-event-id: 0\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        s
+    };
+    let idle: Vec<TcpStream> = (0..40).map(|_| stalled()).collect();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let held = rss_kib(d.child.id()).saturating_sub(before) / 1024;
+    eprintln!("40 never-reading subscribers over 36 MB: the daemon grew by {held} MiB");
+    assert!(held < 200, "the daemon grew by {held} MiB");
+    drop(idle);
+    // Past the write deadline a stalled connection is closed: reading it then gets
+    // what the kernel held, and its end.
+    let mut first = stalled();
+    std::thread::sleep(std::time::Duration::from_secs(15));
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let ended = loop {
+        match first.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+        if std::time::Instant::now() > give_up {
+            break false;
+        }
+    };
+    eprintln!("f5: read {} bytes, ended {ended}", got.len());
+    let text = String::from_utf8_lossy(&got);
+    assert!(ended, "the stalled subscriber was not dropped");
+    assert!(
+        !text.contains("replay_complete"),
+        "it got everything: not a stalled one"
+    );
+    let last_id: u64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .filter_map(|v| v.trim().parse().ok())
+        .max()
+        .unwrap_or(0);
+    // It comes back with the last id it saw and reads the rest from the log.
+    let rest = cmdlog_test_support::daemon::read_frames(
+        &url("/session/f5/events"),
+        Some(&last_id.to_string()),
+        |frames| frames.iter().any(|f| f.kind == "replay_complete"),
+    );
+    let ids: Vec<u64> = rest.iter().filter_map(|f| f.id).collect();
+    assert_eq!(
+        ids.first().copied(),
+        Some(last_id + 1),
+        "gapless after the drop"
+    );
+}
