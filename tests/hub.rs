@@ -430,12 +430,53 @@ fn credentials_reach_the_server_and_never_the_output() {
     let w = Workspace::new();
     fill(&w.log_path(), 3, 10, "x");
     let port = server.port;
-    // In the URL: works, and the URL is shown without them.
-    let out = w.ok(&["push", &format!("nats://team:s3cret-pw@127.0.0.1:{port}")]);
+    // In a URL on the command line (which every user can read in ps): refused
+    // before anything is sent, with the way out, and the password never shown.
+    let url = format!("nats://team:s3cret-pw@127.0.0.1:{port}");
+    for args in [
+        vec!["push", url.as_str()],
+        vec!["hub", "list", url.as_str()],
+        vec!["verify", "--against", url.as_str()],
+    ] {
+        let o = w.run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("hint:") && err.contains("NATS_URL"), "{err}");
+        assert!(!err.contains("s3cret-pw"), "{err}");
+    }
+    let o = w.run(&[
+        "push",
+        &server.url(),
+        "--password",
+        "s3cret-pw",
+        "--user",
+        "team",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a password flag on the command line"
+    );
+    // In NATS_URL: works, and the URL is shown without them.
+    let o = w.cmd(&["push"]).env("NATS_URL", &url).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         !out.contains("s3cret-pw") && out.contains(&format!("nats://127.0.0.1:{port}")),
         "{out}"
     );
+    // From a file.
+    let secret = w.ws.path().join("nats-password");
+    std::fs::write(&secret, "s3cret-pw\n").unwrap();
+    w.ok(&[
+        "hub",
+        "list",
+        &server.url(),
+        "--user",
+        "team",
+        "--password-file",
+        secret.to_str().unwrap(),
+    ]);
     // From the environment.
     let o = w
         .cmd(&["hub", "list", &server.url(), "--json"])
@@ -445,12 +486,11 @@ fn credentials_reach_the_server_and_never_the_output() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // A wrong password: refused, exit 5, neither password printed.
-    let o = w.run(&[
-        "push",
-        &format!("nats://team:wrong-pw@127.0.0.1:{port}"),
-        "--patience",
-        "1",
-    ]);
+    let o = w
+        .cmd(&["push", "--patience", "1"])
+        .env("NATS_URL", format!("nats://team:wrong-pw@127.0.0.1:{port}"))
+        .output()
+        .unwrap();
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

@@ -41,10 +41,11 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     if let Some(parent) = args.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(store_failure)?;
     }
+    let options = args.hub.options()?;
     let rt = runtime()?;
     let cloned = rt
         .block_on(async {
-            let hub = args.hub.options().connect().await?;
+            let hub = options.connect().await?;
             clone_log(&hub, &args.log_id, &args.output).await
         })
         .map_err(|e| match e {

@@ -41,7 +41,7 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
     let identity = identity(paths)?;
     let rt = runtime()?;
     let hub = rt
-        .block_on(args.hub.options().connect())
+        .block_on(args.hub.options()?.connect())
         .map_err(hub_failure)?;
     let host = cmdlog_engine::host_name();
     let mut pusher = rt

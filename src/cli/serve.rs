@@ -54,6 +54,9 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             args.addr
         )));
     }
+    if let Some(url) = &args.push {
+        super::hub::refuse_url_secrets(url)?;
+    }
     let agent = args
         .agent
         .as_deref()

@@ -46,6 +46,7 @@ fn hub_head(
         );
         return Ok(None);
     };
+    super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, stream);
     let rt = super::hub::runtime()?;
     let head = rt

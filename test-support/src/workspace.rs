@@ -107,6 +107,7 @@ impl Workspace {
             .env_remove("NATS_CA")
             .env_remove("NATS_CERT")
             .env_remove("NATS_KEY")
+            .env_remove("NATS_URL")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd
