@@ -505,3 +505,85 @@ fn credentials_reach_the_server_and_never_the_output() {
     let o = w.run(&["hub", "list", &server.url()]);
     assert_eq!(o.status.code(), Some(5));
 }
+
+/// N9: anyone who can publish to a log's subject adds a record that continues
+/// its chain. The honest log is not blocked: its next push goes past the foreign
+/// record (named), `verify --against` blames no rollback, `clone` and `hub audit`
+/// leave it out and name it; a real rollback is still told as one.
+#[test]
+fn a_forged_record_on_the_hub_is_named_and_blocks_nothing() {
+    let Some(server) = NatsServer::start("a_forged_record_on_the_hub_is_named_and_blocks_nothing")
+    else {
+        return;
+    };
+    let url = server.url();
+    let w = Workspace::new();
+    fill(&w.log_path(), 5, 20, "base");
+    w.ok(&["push", &url]);
+    let old = w.ws.path().join("old/log.redb");
+    copy_log(&w.log_path(), &old);
+    let (id, seq, hash) = verified(&w, &w.log_path());
+    // The forger: the next seq, its chain hash computed as the log would.
+    let forged = json!({"at": 1, "type": "agent/event", "agent": "x", "data": {"agent": "x", "event": "FORGED", "data": {}}}).to_string();
+    let prev = cmdlog_store::BlobHash::from_hex(&hash).unwrap().0;
+    let forged_hash =
+        cmdlog_store::BlobHash(cmdlog_store::chain_hash(&prev, seq + 1, forged.as_bytes()))
+            .to_hex();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = async_nats::connect(&url).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Cmdlog-Seq", (seq + 1).to_string().as_str());
+        headers.insert("Cmdlog-Hash", forged_hash.as_str());
+        headers.insert("Cmdlog-Host", "attacker");
+        js.publish_with_headers(format!("cmdlog.log.{id}"), headers, forged.clone().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    });
+    // The honest log goes on and pushes past it.
+    fill(&w.log_path(), 3, 20, "more");
+    let out = w.run(&["push", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("foreign record") && err.contains(&format!("claims seq {}", seq + 1)),
+        "{err}"
+    );
+    let (_, seq2, hash2) = verified(&w, &w.log_path());
+    // verify --against: no rollback blamed on the log; the foreign record named.
+    let out = w.run(&["verify", "--against", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    assert!(
+        !text.contains("rolled back") && err.contains("foreign record"),
+        "{err}"
+    );
+    // clone: the log, whole and the same, without the forged record.
+    let copy = w.ws.path().join("copy/log.redb");
+    let out = w.run(&["clone", &url, &id, "-o", copy.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("is not the log's"), "{err}");
+    assert_eq!(verified(&w, &copy), (id.clone(), seq2, hash2));
+    let cloned = w.ok(&["--log", copy.to_str().unwrap(), "log", "--json"]);
+    assert!(!cloned.contains("FORGED"));
+    // hub audit: works, and names it.
+    let out = w.run(&["hub", "audit", &url, "--json"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not the log's"));
+    // A real rollback is still one, and said for certain.
+    let out = w.run(&["--log", old.to_str().unwrap(), "push", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("was rolled back (this machine pushed further"),
+        "{err}"
+    );
+}

@@ -5,11 +5,12 @@ use std::path::Path;
 
 use cmdlog_store::{BlobHash, Head, Log, LogConfig, NewRecord, OpenError, StoreError};
 
+use crate::chain::Foreign;
 use crate::connect::Hub;
 use crate::error::HubError;
 use crate::layout::bucket;
 use crate::limits::CLONE_CHUNK_RECORDS;
-use crate::read::{each, head};
+use crate::read::{each, head, survey};
 
 /// Why a clone failed. A failed clone leaves no file.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,9 @@ pub enum CloneError {
 /// What a clone wrote.
 #[derive(Debug, Clone)]
 pub struct Cloned {
+    /// Messages on the log's subject that are not its chain (forged, or another
+    /// machine's with this id): left out.
+    pub foreign: Vec<Foreign>,
     /// Records appended.
     pub records: u64,
     /// Blobs fetched.
@@ -78,7 +82,8 @@ pub async fn clone_log(hub: &Hub, log_id: &str, output: &Path) -> Result<Cloned,
     let head = log.head();
     drop(log);
     match result {
-        Ok((records, blobs)) => Ok(Cloned {
+        Ok((records, blobs, foreign)) => Ok(Cloned {
+            foreign,
             records,
             blobs,
             head,
@@ -97,7 +102,7 @@ async fn rebuild(
     stream: &async_nats::jetstream::stream::Stream,
     log_id: &str,
     log: &Log,
-) -> Result<(u64, u64), CloneError> {
+) -> Result<(u64, u64, Vec<Foreign>), CloneError> {
     if head(hub, stream, log_id).await?.is_none() {
         return Err(hub
             .error(format!(
@@ -106,6 +111,11 @@ async fn rebuild(
             ))
             .into());
     }
+    // Which messages are the log's: its hash chain (a forged or foreign message
+    // on the subject is left out and reported).
+    let surveyed = survey(hub, stream, log_id).await?;
+    let chain: std::collections::HashSet<u64> = surveyed.chain().into_iter().collect();
+    let foreign = surveyed.foreign();
     let mut pending: Vec<NewRecord> = Vec::new();
     let mut last: Option<(u64, String)> = None;
     let mut next = 1u64;
@@ -131,7 +141,12 @@ async fn rebuild(
             }
             Ok(())
         };
-    let count = each(hub, stream, &hub.subject(log_id), |record| {
+    let mut count = 0;
+    each(hub, stream, &hub.subject(log_id), |record| {
+        if !chain.contains(&record.stream_seq) {
+            return Ok(true);
+        }
+        count += 1;
         if record.seq != next {
             stopped = Some(CloneError::OutOfOrder {
                 log: log_id.to_string(),
@@ -162,7 +177,7 @@ async fn rebuild(
     }
     flush(&mut pending, &last)?;
     let blobs = fetch_blobs(hub, log).await?;
-    Ok((count, blobs))
+    Ok((count, blobs, foreign))
 }
 
 /// The blobs the log's events reference, fetched and checked against their names.

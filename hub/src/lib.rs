@@ -27,18 +27,22 @@
 //! ```
 
 mod audit;
+mod chain;
 mod clone;
 mod connect;
 mod error;
 mod layout;
 mod limits;
+mod mark;
 mod push;
 mod read;
 
-pub use audit::{HubAuditFilter, HubRow, hub_audit};
+pub use audit::{HubAudit, HubAuditFilter, HubRow, hub_audit};
+pub use chain::{Foreign, Survey};
 pub use clone::{CloneError, Cloned, clone_log};
 pub use connect::{Hub, HubOptions, shown_url};
 pub use error::HubError;
 pub use layout::{DEFAULT_STREAM, HASH, HOST, SEQ, STREAM_KEY, all_logs, bucket, prefix, subject};
+pub use mark::PushMark;
 pub use push::{PushError, Pushed, Pusher, push, push_forever};
-pub use read::{HubHead, HubRecord, LogEntry, each, head, list};
+pub use read::{HubHead, HubRecord, LogEntry, LogOnHub, each, head, list, log_on_hub, survey};

@@ -18,13 +18,15 @@ use bytes::Bytes;
 use cmdlog_store::{BlobHash, Log, Record};
 use serde::Deserialize;
 
+use crate::chain::Foreign;
 use crate::connect::{Hub, HubOptions};
 use crate::error::HubError;
 use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, bucket};
 use crate::limits::{
     BATCH_BYTES, BATCH_RECORDS, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST, RETRY_MAX,
 };
-use crate::read::{HubHead, head};
+use crate::mark::PushMark;
+use crate::read::{HubHead, head, survey};
 use cmdlog_common::Backoff;
 
 /// Why a push stopped.
@@ -44,11 +46,17 @@ pub enum PushError {
         /// This log's hash there.
         local_hash: String,
     },
-    /// The hub holds seqs this log lacks: a rollback (or a restored old copy).
+    /// The hub holds seqs this log lacks: a rollback (or a restored old copy) —
+    /// certain when this machine pushed further than its log now goes; else the
+    /// hub's extra records may also be foreign (this machine has no record of
+    /// what it pushed).
     #[error(
-        "log {log} was rolled back: the hub holds seq {hub_seq} (hash {hub_hash}), this log ends at seq {local_seq} (hash {local_hash}); nothing was pushed (restore the newer log, or `cmdlog clone` it from the hub)"
+        "log {log} {}: the hub holds seq {hub_seq} (hash {hub_hash}), this log ends at seq {local_seq} (hash {local_hash}); nothing was pushed (restore the newer log, or `cmdlog clone` it from the hub)",
+        if *certain { "was rolled back (this machine pushed further than its log now goes)" } else { "was rolled back, or the hub's records after it are foreign (forged, or another machine's: this machine has no record of having pushed them)" }
     )]
     Rollback {
+        /// Whether this machine's record of what it pushed proves a rollback.
+        certain: bool,
         /// The log's id.
         log: String,
         /// The hub's head seq.
@@ -87,9 +95,19 @@ impl PushError {
     }
 }
 
+/// Where a round resumes past a foreign tail.
+struct Resume {
+    next: u64,
+    expected: u64,
+    foreign: Vec<Foreign>,
+}
+
 /// What a round pushed.
 #[derive(Debug, Clone, Default)]
 pub struct Pushed {
+    /// Messages on the log's subject this machine never pushed (forged, or
+    /// another machine's with this log's id), pushed past.
+    pub foreign: Vec<Foreign>,
     /// Records sent.
     pub records: u64,
     /// Their bytes.
@@ -159,30 +177,28 @@ impl Pusher {
         let there = head(&self.hub, &self.stream, &self.log_id).await?;
         let mut expected = 0;
         let mut next = 1;
+        let mut foreign = Vec::new();
         if let Some(h) = &there {
-            if h.seq > local.seq {
-                return Err(PushError::Rollback {
-                    log: self.log_id.clone(),
-                    hub_seq: h.seq,
-                    hub_hash: h.hash.clone(),
-                    local_seq: local.seq,
-                    local_hash: BlobHash(local.hash).to_hex(),
-                });
-            }
-            let ours = local_hash(log, h.seq)?;
-            if ours != h.hash {
-                return Err(PushError::Fork {
-                    log: self.log_id.clone(),
+            if h.seq <= local.seq && local_hash(log, h.seq)? == h.hash {
+                expected = h.stream_seq;
+                next = h.seq + 1;
+                PushMark {
                     seq: h.seq,
-                    hub_hash: h.hash.clone(),
-                    local_hash: ours,
-                });
+                    hash: h.hash.clone(),
+                }
+                .write(&self.hub.name, &self.log_id);
+            } else {
+                // The hub's last message is not this log's record: a foreign tail
+                // (forged, or another machine's), a local rollback, or a fork.
+                let resume = self.past_foreign(log, local.seq, h).await?;
+                expected = resume.expected;
+                next = resume.next;
+                foreign = resume.foreign;
             }
-            expected = h.stream_seq;
-            next = h.seq + 1;
         }
         let mut pushed = Pushed {
             head: there.clone(),
+            foreign,
             ..Pushed::default()
         };
         if next > local.seq {
@@ -237,6 +253,11 @@ impl Pusher {
                 }
                 Err(Conflict::Other(e)) => return Err(PushError::Hub(e)),
             }
+            PushMark {
+                seq: last_seq,
+                hash: last_hash.clone(),
+            }
+            .write(&self.hub.name, &self.log_id);
             pushed.records += batch.len() as u64;
             pushed.bytes += bytes as u64;
             progress(pushed.records);
@@ -250,6 +271,69 @@ impl Pusher {
             });
         }
         Ok(pushed)
+    }
+
+    /// Where pushing resumes when the hub's last message is not this log's: after
+    /// the last record this machine pushed (its mark), past what others added,
+    /// when the hub still holds that record and this log still has it; else the
+    /// rollback or fork is refused.
+    async fn past_foreign(
+        &self,
+        log: &Log,
+        local_seq: u64,
+        hub_head: &HubHead,
+    ) -> Result<Resume, PushError> {
+        let mark = PushMark::read(&self.hub.name, &self.log_id);
+        let survey = survey(&self.hub, &self.stream, &self.log_id).await?;
+        if let Some(m) = &mark
+            && m.seq <= local_seq
+            && local_hash(log, m.seq)? == m.hash
+            && survey.holds(m.seq, &m.hash).is_some()
+        {
+            // Ours up to the mark; and beyond it, ours if a round's answer was lost.
+            let mut ours = m.seq;
+            while ours < local_seq
+                && survey
+                    .holds(ours + 1, &local_hash(log, ours + 1)?)
+                    .is_some()
+            {
+                ours += 1;
+            }
+            let since = survey
+                .holds(ours, &local_hash(log, ours)?)
+                .unwrap_or_default();
+            let foreign = survey
+                .after(since)
+                .into_iter()
+                .map(|(stream_seq, seq, _)| Foreign {
+                    stream_seq,
+                    seq,
+                    why: "this machine never pushed it",
+                })
+                .collect();
+            return Ok(Resume {
+                next: ours + 1,
+                expected: survey.last_stream_seq(),
+                foreign,
+            });
+        }
+        if hub_head.seq > local_seq {
+            let pushed_further = mark.as_ref().is_some_and(|m| m.seq > local_seq);
+            return Err(PushError::Rollback {
+                log: self.log_id.clone(),
+                hub_seq: hub_head.seq,
+                hub_hash: hub_head.hash.clone(),
+                local_seq,
+                local_hash: local_hash(log, local_seq)?,
+                certain: pushed_further,
+            });
+        }
+        Err(PushError::Fork {
+            log: self.log_id.clone(),
+            seq: hub_head.seq,
+            hub_hash: hub_head.hash.clone(),
+            local_hash: local_hash(log, hub_head.seq)?,
+        })
     }
 
     /// One atomic batch; the stream sequence of its last message.
@@ -417,6 +501,7 @@ pub async fn push(
                 total.records += round.records;
                 total.bytes += round.bytes;
                 total.blobs += round.blobs;
+                total.foreign.extend(round.foreign);
                 total.head = round.head;
                 backoff.reset();
                 failing_since = None;

@@ -78,6 +78,22 @@ pub struct HubRecord {
     pub stream_seq: u64,
 }
 
+/// Surveys every message of log `log_id` on the hub: which are its chain and
+/// which are foreign.
+pub async fn survey(
+    hub: &Hub,
+    stream: &stream::Stream,
+    log_id: &str,
+) -> Result<crate::chain::Survey, HubError> {
+    let mut survey = crate::chain::Survey::default();
+    each(hub, stream, &hub.subject(log_id), |r| {
+        survey.add(r.stream_seq, r.seq, &r.bytes, &r.hash);
+        Ok(true)
+    })
+    .await?;
+    Ok(survey)
+}
+
 /// Reads every message on `filter` (a log's subject, or all logs') through an
 /// ordered consumer, calling `f` with each, until the stream's end as of the
 /// start. `f` returns false to stop.
@@ -203,4 +219,62 @@ pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, H
         });
     }
     Ok(out)
+}
+
+/// What a hub holds of one log, as `verify --against` compares it: the record
+/// this log should have reached — the last this machine pushed, when the hub
+/// still holds it, else the head of the log's chain on the hub — and the
+/// messages that are not the log's.
+#[derive(Debug, Clone)]
+pub struct LogOnHub {
+    /// The seq this log should have reached.
+    pub seq: u64,
+    /// Its chain hash, hex.
+    pub hash: String,
+    /// Whether that is this machine's own record of what it pushed.
+    pub pushed_from_here: bool,
+    /// Messages on the subject that are not the log's (past what this machine
+    /// pushed, or out of the chain).
+    pub foreign: Vec<crate::chain::Foreign>,
+}
+
+/// [`LogOnHub`] of `log_id`, if the hub holds anything of it.
+pub async fn log_on_hub(
+    hub: &Hub,
+    stream: &stream::Stream,
+    log_id: &str,
+) -> Result<Option<LogOnHub>, HubError> {
+    let surveyed = survey(hub, stream, log_id).await?;
+    let mark = crate::mark::PushMark::read(&hub.name, log_id);
+    if let Some(m) = mark
+        && let Some(stream_seq) = surveyed.holds(m.seq, &m.hash)
+    {
+        let mut foreign: Vec<crate::chain::Foreign> = surveyed
+            .after(stream_seq)
+            .into_iter()
+            .map(|(stream_seq, seq, _)| crate::chain::Foreign {
+                stream_seq,
+                seq,
+                why: "this machine never pushed it",
+            })
+            .collect();
+        for f in surveyed.foreign() {
+            if !foreign.iter().any(|g| g.stream_seq == f.stream_seq) {
+                foreign.push(f);
+            }
+        }
+        foreign.sort_by_key(|f| f.stream_seq);
+        return Ok(Some(LogOnHub {
+            seq: m.seq,
+            hash: m.hash,
+            pushed_from_here: true,
+            foreign,
+        }));
+    }
+    Ok(surveyed.head().map(|(seq, hash, _)| LogOnHub {
+        seq,
+        hash,
+        pushed_from_here: false,
+        foreign: surveyed.foreign(),
+    }))
 }

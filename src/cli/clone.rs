@@ -56,6 +56,15 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
             CloneError::Hub(e) => hub_failure(e),
             e => store_failure(e),
         })?;
+    for f in &cloned.foreign {
+        eprintln!(
+            "cmdlog: clone: stream message {} of log {} is not the log's (claims seq {}: {}): forged, or another machine's with this id; left out",
+            f.stream_seq,
+            render::clean(&args.log_id),
+            f.seq,
+            f.why
+        );
+    }
     let (count, blobs, head) = (cloned.records, cloned.blobs, cloned.head);
     let mut out = render::Human::stdout(json);
     let hash = BlobHash(head.hash).to_hex();

@@ -225,12 +225,22 @@ fn audit_all(
         agent,
         command,
     };
-    let rows = rt
+    let audit = rt
         .block_on(async {
             let hub = options.connect().await?;
             hub_audit(&hub, &filter).await
         })
         .map_err(hub_failure)?;
+    for (log_id, f) in &audit.foreign {
+        eprintln!(
+            "cmdlog: hub audit: stream message {} of log {} is not the log's (claims seq {}: {}): forged, or another machine's with this id; left out",
+            f.stream_seq,
+            render::clean(log_id),
+            f.seq,
+            f.why
+        );
+    }
+    let rows = audit.rows;
     let mut out = render::Human::stdout(json);
     if json {
         for r in &rows {

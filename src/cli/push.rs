@@ -70,6 +70,12 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
             }
             Err(e) => return Err(hub_failure(e)),
         };
+        for f in &pushed.foreign {
+            note(&format!(
+                "the hub holds a foreign record of log {} at stream message {} (claims seq {}: {}): forged, or another machine's with this id; pushed past it",
+                identity.id, f.stream_seq, f.seq, f.why
+            ));
+        }
         total.0 += pushed.records;
         total.1 += pushed.bytes;
         total.2 += pushed.blobs;

@@ -33,8 +33,10 @@ pub(crate) struct VerifyArgs {
     stream: String,
 }
 
-/// What the hub holds of this log, as a head to check: `None` when the log has no
-/// identity yet or the hub holds nothing of it (said on stderr).
+/// What the hub holds of this log, as a head to check (the last record this
+/// machine pushed when the hub still holds it; else the head of the log's chain
+/// there): `None` when the log has no identity yet or the hub holds nothing of it
+/// (said on stderr). Foreign records on the hub are named on stderr.
 fn hub_head(
     identity: Option<&LogIdentity>,
     url: &str,
@@ -49,15 +51,25 @@ fn hub_head(
     super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, stream);
     let rt = super::hub::runtime()?;
-    let head = rt
+    let held = rt
         .block_on(async {
             let hub = options.connect().await?;
             let stream = hub.existing_stream().await?;
-            cmdlog_hub::head(&hub, &stream, &identity.id).await
+            cmdlog_hub::log_on_hub(&hub, &stream, &identity.id).await
         })
         .map_err(hub_failure)?;
-    match head {
-        Some(h) => Ok(Some((h.seq, h.hash))),
+    match held {
+        Some(h) => {
+            // Messages on the log's subject that are not its own are the hub's
+            // problem, not a fault of this log: said, not counted as violations.
+            for f in &h.foreign {
+                eprintln!(
+                    "cmdlog: verify: the hub holds a foreign record of log {} at stream message {} (claims seq {}: {}): forged, or another machine's with this id",
+                    identity.id, f.stream_seq, f.seq, f.why
+                );
+            }
+            Ok(Some((h.seq, h.hash)))
+        }
         None => {
             eprintln!(
                 "cmdlog: verify: the hub holds nothing of log {} yet",

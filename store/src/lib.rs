@@ -40,3 +40,4 @@ pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY
 pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard};
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;
+pub use schema::chain as chain_hash;

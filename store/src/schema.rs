@@ -134,8 +134,10 @@ pub(crate) fn decode_record(value: &[u8]) -> Option<([u8; 32], Option<&str>, &[u
     Some((hash, key, bytes))
 }
 
-/// `h(n) = blake3(h(n-1) || seq(n) as 8 bytes LE || record_bytes(n))`.
-pub(crate) fn chain(prev: &[u8; 32], seq: u64, bytes: &[u8]) -> [u8; 32] {
+/// The hash chain's link: `h(n) = blake3(h(n-1) || seq(n) as 8 bytes LE ||
+/// record_bytes(n))`, `h(0)` 32 zero bytes. Every writer and checker of the chain
+/// (the store, a hub's reader) computes it here.
+pub fn chain(prev: &[u8; 32], seq: u64, bytes: &[u8]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(prev);
     hasher.update(&seq.to_le_bytes());
