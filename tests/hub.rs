@@ -587,3 +587,80 @@ fn a_forged_record_on_the_hub_is_named_and_blocks_nothing() {
         "{err}"
     );
 }
+
+/// The permissions `docs/hub.md` gives each machine keep it to its own log: it
+/// pushes, clones and audits, and a record it publishes on another log's subject
+/// is refused by the server.
+#[test]
+fn per_machine_permissions_keep_a_publisher_to_its_own_log() {
+    let w = Workspace::new();
+    w.ok(&["run", "/help"]);
+    let id = w.json(&["verify", "--json"])["log_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let config = w.ws.path().join("nats.conf");
+    std::fs::write(
+        &config,
+        format!(
+            r#"authorization {{
+  users = [
+    {{ user: "laptop", password: "pw-laptop",
+      permissions: {{
+        publish: {{ allow: ["cmdlog.log.{id}", "$JS.API.>", "$O.CMDLOG-blobs.>", "_INBOX.>"] }}
+        subscribe: {{ allow: ["_INBOX.>"] }}
+      }} }}
+  ]
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let Some(server) = NatsServer::start_with(
+        "per_machine_permissions_keep_a_publisher_to_its_own_log",
+        &["-c", config.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    let url = server.url();
+    let as_laptop = |args: &[&str]| {
+        w.cmd(args)
+            .env("NATS_USER", "laptop")
+            .env("NATS_PASSWORD", "pw-laptop")
+            .output()
+            .unwrap()
+    };
+    let o = as_laptop(&["push", &url]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let copy = w.ws.path().join("copy/log.redb");
+    let o = as_laptop(&["clone", &url, &id, "-o", copy.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Another log's subject: the server refuses the publish.
+    let other = "0123456789abcdef0123456789abcdef";
+    let refused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let client = async_nats::ConnectOptions::with_user_and_password(
+                "laptop".into(),
+                "pw-laptop".into(),
+            )
+            .connect(&url)
+            .await
+            .unwrap();
+            let js = async_nats::jetstream::new(client);
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Cmdlog-Seq", "1");
+            match js
+                .publish_with_headers(format!("cmdlog.log.{other}"), headers, "forged".into())
+                .await
+            {
+                Err(_) => true,
+                Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack)
+                    .await
+                    .map_or(true, |r| r.is_err()),
+            }
+        });
+    assert!(refused, "a machine published on another log's subject");
+}

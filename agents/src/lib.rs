@@ -53,4 +53,6 @@ pub use payload::read_payload;
 pub use record::{AppendBatchError, append_to, batch_for};
 pub use settings_file::{SettingsFile, locate_settings, read_settings, write_settings};
 pub use spill::{Refused, Spill, SpillReport, Spilled};
-pub use transcripts::{ImportError, ImportSummary, default_roots, files, import};
+pub use transcripts::{
+    ImportError, ImportSummary, TranscriptRead, default_roots, files, import, read_transcript,
+};

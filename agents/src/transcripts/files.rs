@@ -7,6 +7,26 @@ use super::transcript::Transcript;
 use super::{claude, codex, gemini, qwen};
 use crate::kind::AgentKind;
 
+/// What reading one transcript file found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TranscriptRead {
+    /// Items it holds.
+    pub items: usize,
+    /// Lines that did not parse.
+    pub malformed: usize,
+}
+
+/// Reads one transcript file of `agent`: how many items it holds, how many lines
+/// did not parse (what `import --from` reads, without a log; the fuzz targets call
+/// it).
+pub fn read_transcript(agent: AgentKind, path: &Path) -> std::io::Result<TranscriptRead> {
+    let t = read(agent, path)?;
+    Ok(TranscriptRead {
+        items: t.items.len(),
+        malformed: t.malformed.len(),
+    })
+}
+
 /// Reads one transcript file of `agent`.
 pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript> {
     match agent {

@@ -15,5 +15,5 @@ mod lenient;
 mod qwen;
 mod transcript;
 
-pub use files::{default_roots, files};
+pub use files::{TranscriptRead, default_roots, files, read_transcript};
 pub use importer::{ImportError, ImportSummary, import};
