@@ -276,7 +276,8 @@ pub fn install(
     })
 }
 
-/// Removes cmdlog's entries of `agent`; groups and events left empty go too.
+/// Removes cmdlog's entries of `agent`; groups, events and a `hooks` object left
+/// empty go too.
 pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, SettingsError> {
     if text.trim().is_empty() {
         return Ok(Edit {
@@ -326,6 +327,13 @@ pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, Sett
                 prop.remove();
             }
         }
+    }
+    // A `hooks` object that held only cmdlog's entries goes too.
+    if !cleared.is_empty()
+        && hooks.properties().is_empty()
+        && let Some(prop) = root.object_value().and_then(|o| o.get("hooks"))
+    {
+        prop.remove();
     }
     let after = if cleared.is_empty() {
         text.to_string()

@@ -34,6 +34,7 @@ mod kind;
 mod limits;
 mod payload;
 mod plan;
+mod pristine;
 mod record;
 mod settings_file;
 mod spill;
@@ -51,7 +52,10 @@ pub use kind::{AgentKind, UnknownAgent};
 pub use limits::{HOOK_WAIT, PAYLOAD_BYTES_MAX};
 pub use payload::read_payload;
 pub use record::{AppendBatchError, append_to, batch_for};
-pub use settings_file::{SettingsFile, locate_settings, read_settings, write_settings};
+pub use settings_file::{
+    SettingsFile, SettingsPlan, apply_settings, locate_settings, plan_install, plan_uninstall,
+    read_settings, write_settings,
+};
 pub use spill::{Refused, Spill, SpillReport, Spilled};
 pub use transcripts::{
     ImportError, ImportSummary, TranscriptRead, default_roots, files, import, read_transcript,

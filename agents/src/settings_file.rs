@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use cmdlog_common::private_fs::{self, Expect};
 
-use crate::install::{Edit, SettingsError};
+use crate::install::{Edit, SettingsError, install, uninstall};
+use crate::kind::AgentKind;
+use crate::pristine::{self, Pristine, text_hash};
 
 /// Largest settings file read, in bytes.
 const SETTINGS_BYTES_MAX: u64 = 4 * 1024 * 1024;
@@ -186,4 +188,132 @@ fn keep_original(target: &Path, text: &str) -> Result<PathBuf, SettingsError> {
         path: target.to_path_buf(),
         what: "no fresh name for its copy".into(),
     })
+}
+
+/// What `hooks install` or `hooks uninstall` will do to a settings file: the
+/// edit to show, and how it is written ([`apply_settings`]).
+#[derive(Debug, Clone)]
+pub struct SettingsPlan {
+    /// The text before and after.
+    pub edit: Edit,
+    action: Action,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    /// Write the new text, after remembering the file as it was (on cmdlog's
+    /// first install into it).
+    Install(Option<Pristine>),
+    /// Give the file back as it was before cmdlog's install: its text, or no
+    /// file (and none of the folders made for it).
+    Restore(Pristine),
+    /// Write the text with cmdlog's entries taken out (the user changed the file
+    /// since the install).
+    Remove,
+}
+
+impl SettingsPlan {
+    /// Whether applying it removes the file (there was none before cmdlog's).
+    pub fn removes_file(&self) -> bool {
+        matches!(&self.action, Action::Restore(p) if p.before.is_none())
+    }
+}
+
+/// Plans adding cmdlog's hooks of `agent` to `file`, whose text is `text`.
+pub fn plan_install(
+    file: &SettingsFile,
+    text: &str,
+    agent: AgentKind,
+    command: &str,
+) -> Result<SettingsPlan, SettingsError> {
+    let edit = install(&file.path, text, agent, command)?;
+    let record = edit.changed().then(|| {
+        let installed = text_hash(&edit.after);
+        match pristine::recall(&file.target, agent) {
+            // Installed before and untouched since: what came before that stays.
+            Some(earlier) if earlier.installed == text_hash(text) => Pristine {
+                installed,
+                ..earlier
+            },
+            _ => {
+                let exists = std::fs::symlink_metadata(&file.target).is_ok();
+                Pristine {
+                    path: file.target.clone(),
+                    agent: agent.name().to_string(),
+                    before: exists.then(|| text.to_string()),
+                    made_dirs: pristine::missing_dirs(&file.target),
+                    installed,
+                }
+            }
+        }
+    });
+    Ok(SettingsPlan {
+        edit,
+        action: Action::Install(record),
+    })
+}
+
+/// Plans taking cmdlog's hooks of `agent` out of `file`, whose text is `text`:
+/// the file as it was before the install when it is still exactly as cmdlog
+/// left it, else the file with cmdlog's entries removed.
+pub fn plan_uninstall(
+    file: &SettingsFile,
+    text: &str,
+    agent: AgentKind,
+) -> Result<SettingsPlan, SettingsError> {
+    let removed = uninstall(&file.path, text, agent)?;
+    match pristine::recall(&file.target, agent) {
+        Some(record) if record.installed == text_hash(text) && removed.changed() => {
+            Ok(SettingsPlan {
+                edit: Edit {
+                    before: text.to_string(),
+                    after: record.before.clone().unwrap_or_default(),
+                    events: removed.events,
+                },
+                action: Action::Restore(record),
+            })
+        }
+        _ => Ok(SettingsPlan {
+            edit: removed,
+            action: Action::Remove,
+        }),
+    }
+}
+
+/// Carries out `plan` on `file`; returns where the file as it was is kept.
+pub fn apply_settings(
+    file: &SettingsFile,
+    plan: &SettingsPlan,
+) -> Result<Option<PathBuf>, SettingsError> {
+    match &plan.action {
+        Action::Install(record) => {
+            if let Some(record) = record {
+                pristine::remember(record)
+                    .map_err(io_error("remember the original of", &file.path))?;
+            }
+            write_settings(file, &plan.edit)
+        }
+        Action::Remove => {
+            let kept = write_settings(file, &plan.edit)?;
+            pristine::forget(&file.target);
+            Ok(kept)
+        }
+        Action::Restore(record) => {
+            let kept = if record.before.is_some() {
+                write_settings(file, &plan.edit)?
+            } else {
+                let kept = keep_original(&file.target, &plan.edit.before)?;
+                std::fs::remove_file(&file.target).map_err(io_error("remove", &file.path))?;
+                // Only folders cmdlog made, and only while they are empty.
+                for dir in record.made_dirs.iter().rev() {
+                    if std::fs::remove_dir(dir).is_err() {
+                        break;
+                    }
+                }
+                Some(kept)
+            };
+            pristine::forget(&file.target);
+            Ok(kept)
+        }
+    }
 }

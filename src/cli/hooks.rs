@@ -67,19 +67,20 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
     let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
     let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
     let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
-    let edit = if installing {
+    let plan = if installing {
         let exe = std::env::current_exe()
             .map_err(|e| CliError::io(format!("cannot find cmdlog's own path: {e}")))?;
-        cmdlog_agents::install(
-            &path,
+        cmdlog_agents::plan_install(
+            &file,
             &before,
             agent,
             &cmdlog_agents::hook_command(&exe, agent),
         )
     } else {
-        cmdlog_agents::uninstall(&path, &before, agent)
+        cmdlog_agents::plan_uninstall(&file, &before, agent)
     }
     .map_err(settings_failure)?;
+    let edit = &plan.edit;
     let mut out = render::Human::stdout(false);
     if !edit.changed() {
         writeln!(
@@ -106,7 +107,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
-    let kept = cmdlog_agents::write_settings(&file, &edit).map_err(settings_failure)?;
+    let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
     writeln!(
         out,
         "{} {} event(s) in {}: {}",
@@ -115,6 +116,13 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         path.display(),
         edit.events.join(", ")
     )?;
+    if plan.removes_file() {
+        writeln!(
+            out,
+            "removed {}: there was no such file before cmdlog's install",
+            path.display()
+        )?;
+    }
     if let Some(kept) = kept {
         writeln!(out, "the file as it was is kept in {}", kept.display())?;
     }

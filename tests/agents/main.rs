@@ -1,8 +1,8 @@
 //! The agents people already run, recorded: `cmdlog hook <agent>` for every hook
 //! event of Claude Code, Codex, Gemini CLI and Qwen Code; concurrency; the spill
 //! folder under a held lock and a full disk; delivery through a daemon;
-//! `hooks install` on settings with comments and unknown keys; `import --from`
-//! idempotence and broken lines. Every payload and transcript here is written for
+//! `import --from` idempotence and broken lines; `hooks install|uninstall`
+//! (`settings.rs`). Every payload and transcript here is written for
 //! these tests from the agents' documented formats (docs/agents.md).
 
 use std::io::Write;
@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use cmdlog_test_support::Workspace;
+
+mod settings;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.
 fn hook(w: &Workspace, agent: &str, payload: &Value) -> Output {
@@ -644,79 +646,6 @@ fn an_unreadable_payload_and_redaction_are_recorded_not_refused() {
     // An unknown agent is the one thing the hook refuses: a misconfiguration.
     let o = hook_text(&w, "cursor", "{}", &[]);
     assert_eq!(o.status.code(), Some(2));
-}
-
-#[test]
-fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
-    let w = Workspace::new();
-    let original = "{\n  // mine\n  \"model\": \"opus\",\n  \"customThing\": {\"x\": [1, 2]},\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]\n  }\n}\n";
-    w.put("ws/.claude/settings.json", original);
-    let path = w.ws.path().join(".claude/settings.json");
-    let dry = w.ok(&["hooks", "install", "claude-code", "--dry-run"]);
-    assert!(
-        dry.contains("+") && dry.contains("hook claude-code") && dry.contains("dry run"),
-        "{dry}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&path).unwrap(),
-        original,
-        "a dry run writes nothing"
-    );
-    let done = w.ok(&["hooks", "install", "claude-code"]);
-    assert!(done.contains("hooked 11 event(s)"), "{done}");
-    let after = std::fs::read_to_string(&path).unwrap();
-    for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
-        assert!(after.contains(kept), "{kept}: {after}");
-    }
-    // The file as it was is kept in the private state folder, and said where.
-    let kept = done
-        .lines()
-        .find_map(|l| l.strip_prefix("the file as it was is kept in "))
-        .expect("the copy is named");
-    assert!(kept.starts_with(w.home.path().join(".local/state/cmdlog").to_str().unwrap()));
-    assert_eq!(std::fs::read_to_string(kept).unwrap(), original);
-    assert!(
-        !w.ws
-            .path()
-            .join(".claude/settings.json.cmdlog-backup")
-            .exists()
-    );
-    assert!(
-        w.ok(&["hooks", "install", "claude-code"])
-            .contains("nothing to do")
-    );
-    let out = w.ok(&["hooks", "uninstall", "claude-code"]);
-    assert!(out.contains("unhooked"), "{out}");
-    let back = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        back.contains("notify-send done") && !back.contains("hook claude-code"),
-        "{back}"
-    );
-    // The other agents' files, from nothing.
-    for (agent, file) in [
-        ("codex", ".codex/hooks.json"),
-        ("gemini", ".gemini/settings.json"),
-        ("qwen", ".qwen/settings.json"),
-    ] {
-        w.ok(&["hooks", "install", agent]);
-        let text = std::fs::read_to_string(w.ws.path().join(file)).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap();
-        assert!(
-            v["hooks"].as_object().unwrap().len() >= 6,
-            "{agent}: {text}"
-        );
-    }
-    // A settings file that does not parse is refused, and left as it was.
-    let broken = "{\n  \"general\": {\n    \"x\": 1,,\n  }\n}\n";
-    w.put("ws/.qwen/settings.json", broken);
-    let o = w.run(&["hooks", "install", "qwen"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(".qwen/settings.json:3:"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(w.ws.path().join(".qwen/settings.json")).unwrap(),
-        broken
-    );
 }
 
 #[test]

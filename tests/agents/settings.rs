@@ -1,0 +1,207 @@
+//! `cmdlog hooks install|uninstall` on the agents' settings files: comments,
+//! unknown keys and layout kept, broken files refused, and uninstall giving the
+//! user's file back byte for byte — the same text, or no file when there was
+//! none, through a link as well.
+
+use serde_json::Value;
+
+use cmdlog_test_support::Workspace;
+
+#[test]
+fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
+    let w = Workspace::new();
+    let original = "{\n  // mine\n  \"model\": \"opus\",\n  \"customThing\": {\"x\": [1, 2]},\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]\n  }\n}\n";
+    w.put("ws/.claude/settings.json", original);
+    let path = w.ws.path().join(".claude/settings.json");
+    let dry = w.ok(&["hooks", "install", "claude-code", "--dry-run"]);
+    assert!(
+        dry.contains("+") && dry.contains("hook claude-code") && dry.contains("dry run"),
+        "{dry}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        original,
+        "a dry run writes nothing"
+    );
+    let done = w.ok(&["hooks", "install", "claude-code"]);
+    assert!(done.contains("hooked 11 event(s)"), "{done}");
+    let after = std::fs::read_to_string(&path).unwrap();
+    for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
+        assert!(after.contains(kept), "{kept}: {after}");
+    }
+    // The file as it was is kept in the private state folder, and said where.
+    let kept = done
+        .lines()
+        .find_map(|l| l.strip_prefix("the file as it was is kept in "))
+        .expect("the copy is named");
+    assert!(kept.starts_with(w.home.path().join(".local/state/cmdlog").to_str().unwrap()));
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), original);
+    assert!(
+        !w.ws
+            .path()
+            .join(".claude/settings.json.cmdlog-backup")
+            .exists()
+    );
+    assert!(
+        w.ok(&["hooks", "install", "claude-code"])
+            .contains("nothing to do")
+    );
+    let out = w.ok(&["hooks", "uninstall", "claude-code"]);
+    assert!(out.contains("unhooked"), "{out}");
+    let back = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        back.contains("notify-send done") && !back.contains("hook claude-code"),
+        "{back}"
+    );
+    // The other agents' files, from nothing.
+    for (agent, file) in [
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("qwen", ".qwen/settings.json"),
+    ] {
+        w.ok(&["hooks", "install", agent]);
+        let text = std::fs::read_to_string(w.ws.path().join(file)).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            v["hooks"].as_object().unwrap().len() >= 6,
+            "{agent}: {text}"
+        );
+    }
+    // A settings file that does not parse is refused, and left as it was.
+    let broken = "{\n  \"general\": {\n    \"x\": 1,,\n  }\n}\n";
+    w.put("ws/.qwen/settings.json", broken);
+    let o = w.run(&["hooks", "install", "qwen"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(".qwen/settings.json:3:"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.path().join(".qwen/settings.json")).unwrap(),
+        broken
+    );
+}
+
+
+/// Installs and then uninstalls `agent`'s hooks in the workspace.
+fn install_then_uninstall(w: &Workspace, agent: &str) {
+    let done = w.ok(&["hooks", "install", agent]);
+    assert!(done.contains("hooked"), "{agent}: {done}");
+    let out = w.ok(&["hooks", "uninstall", agent]);
+    assert!(out.contains("unhooked"), "{agent}: {out}");
+}
+
+#[test]
+fn uninstall_gives_the_users_file_back_byte_for_byte() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = Workspace::new();
+    // Layouts the syntax-tree edit would not reproduce: tabs, one-line arrays,
+    // comments, no final newline, an empty hooks object of the user's own.
+    let originals = [
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "{\n\t// mine\n\t\"model\": \"opus\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}\n}",
+        ),
+        ("codex", ".codex/hooks.json", "{ \"hooks\": {} }\n"),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "{\n    \"ui\": {\"theme\": \"ANSI\"},\n    \"hooks\": {}\n}\n\n",
+        ),
+        ("qwen", ".qwen/settings.json", "{\"general\":{\"vimMode\":true}}"),
+    ];
+    for (agent, file, original) in originals {
+        w.put(&format!("ws/{file}"), original);
+        let path = w.ws.path().join(file);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        install_then_uninstall(&w, agent);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            original,
+            "{agent}: uninstall gives the file back as it was"
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "{agent}: its mode too");
+        assert!(
+            w.ok(&["hooks", "uninstall", agent])
+                .contains("nothing to do"),
+            "{agent}: a second uninstall changes nothing"
+        );
+    }
+}
+
+#[test]
+fn uninstall_removes_a_file_and_the_folders_that_were_not_there() {
+    let w = Workspace::new();
+    for (agent, dir, file) in [
+        ("codex", ".codex", "hooks.json"),
+        ("claude-code", ".claude", "settings.json"),
+        ("gemini", ".gemini", "settings.json"),
+        ("qwen", ".qwen", "settings.json"),
+    ] {
+        let folder = w.ws.path().join(dir);
+        assert!(!folder.exists());
+        w.ok(&["hooks", "install", agent]);
+        assert!(folder.join(file).is_file(), "{agent}: installed");
+        let out = w.ok(&["hooks", "uninstall", agent]);
+        assert!(out.contains("removed"), "{agent}: {out}");
+        assert!(
+            !folder.exists(),
+            "{agent}: no file and no folder left where there were none"
+        );
+    }
+    // A folder that held something else by then stays, with it.
+    w.ok(&["hooks", "install", "claude-code"]);
+    w.put("ws/.claude/commands/review.md", "Review $ARGUMENTS\n");
+    w.ok(&["hooks", "uninstall", "claude-code"]);
+    assert!(!w.ws.path().join(".claude/settings.json").exists());
+    assert!(w.ws.path().join(".claude/commands/review.md").is_file());
+}
+
+#[test]
+fn uninstall_through_a_link_restores_the_linked_file_and_keeps_the_link() {
+    let w = Workspace::new();
+    let original = "{\n  \"model\": \"sonnet\"\n}\n";
+    w.put("ws/dotfiles/claude.json", original);
+    std::fs::create_dir_all(w.ws.path().join(".claude")).unwrap();
+    let link = w.ws.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink("../dotfiles/claude.json", &link).unwrap();
+    w.ok(&["hooks", "install", "claude-code"]);
+    let installed = std::fs::read_to_string(w.ws.path().join("dotfiles/claude.json")).unwrap();
+    assert!(installed.contains("hook claude-code"), "{installed}");
+    w.ok(&["hooks", "uninstall", "claude-code"]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link is still a link"
+    );
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        std::path::Path::new("../dotfiles/claude.json")
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.path().join("dotfiles/claude.json")).unwrap(),
+        original
+    );
+}
+
+#[test]
+fn uninstall_after_the_user_edited_the_file_keeps_their_edit() {
+    let w = Workspace::new();
+    w.put("ws/.gemini/settings.json", "{\n  \"ui\": {\"theme\": \"ANSI\"}\n}\n");
+    w.ok(&["hooks", "install", "gemini"]);
+    let path = w.ws.path().join(".gemini/settings.json");
+    let installed = std::fs::read_to_string(&path).unwrap();
+    let edited = installed.replacen('{', "{\n  \"model\": {\"name\": \"gemini-3-pro\"},", 1);
+    std::fs::write(&path, &edited).unwrap();
+    w.ok(&["hooks", "uninstall", "gemini"]);
+    let back = std::fs::read_to_string(&path).unwrap();
+    let value: Value = serde_json::from_str(&back).unwrap();
+    assert_eq!(value["model"]["name"], "gemini-3-pro", "{back}");
+    assert_eq!(value["ui"]["theme"], "ANSI", "{back}");
+    assert!(
+        value.get("hooks").is_none(),
+        "no empty hooks object is left behind: {back}"
+    );
+}
