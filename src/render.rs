@@ -121,6 +121,9 @@ pub(crate) fn summary(event: &Event) -> String {
             None => String::new(),
         },
         EventData::ModelSwitched(m) => m.model.clone(),
+        EventData::SessionClosed(e) | EventData::SessionDied(e) | EventData::SessionEnded(e) => {
+            e.reason.clone().unwrap_or_default()
+        }
         EventData::DiscoveryWarning(w) => format!("{}: {}", w.path, w.message),
         EventData::SessionPrompt(p) => first_line(&p.text, 60),
         EventData::SessionUpdate(u) => {

@@ -184,9 +184,11 @@ where
         let data = match &how {
             None => EventData::SessionClosed(SessionEnded {
                 reason: Some("the ACP connection ended".into()),
+                details: None,
             }),
             Some(how) => EventData::SessionDied(SessionEnded {
                 reason: Some(format!("{how} (agent `{}`)", command.display())),
+                details: None,
             }),
         };
         let _ = proxy

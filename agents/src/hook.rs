@@ -7,7 +7,7 @@
 
 use cmdlog_engine::{
     AgentEvent, CommandRun, Delivery, EventData, InvocationSource, Mode, Observed, Outcome,
-    PermissionRequested, PermissionResolved, SessionPrompt,
+    PermissionRequested, PermissionResolved, SessionEnded, SessionPrompt,
 };
 use serde_json::{Map, Value, json};
 
@@ -146,20 +146,24 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
             let failed = payload
                 .pointer("/tool_response/error")
                 .is_some_and(|e| !e.is_null());
-            items.push(update(json!({
+            let mut call = json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": tool_call_id(payload),
                 "status": if failed { "failed" } else { "completed" },
                 "rawOutput": payload.get("tool_response").cloned().unwrap_or(Value::Null),
-            })));
+            });
+            with_input(&mut call, payload);
+            items.push(update(call));
         }
         "PostToolUseFailure" => {
-            items.push(update(json!({
+            let mut call = json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": tool_call_id(payload),
                 "status": "failed",
                 "rawOutput": {"error": payload.get("error").cloned().unwrap_or(Value::Null)},
-            })));
+            });
+            with_input(&mut call, payload);
+            items.push(update(call));
         }
         "PostToolBatch" => {
             for call in payload["tool_calls"].as_array().into_iter().flatten() {
@@ -203,6 +207,15 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
                 "stopReason": "end_turn",
             })));
         }
+        // The agent ended its session (and may resume it): why, and the rest of
+        // what it said.
+        "SessionEnd" => {
+            let details = rest_of(payload, &["reason"]);
+            items.push(ready(EventData::SessionEnded(SessionEnded {
+                reason: text(payload, "reason").map(str::to_string),
+                details: (!details.is_empty()).then_some(Value::Object(details)),
+            })));
+        }
         "StopFailure" => {
             items.push(update(json!({
                 "sessionUpdate": "turn_error",
@@ -213,23 +226,13 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
                 "code": payload.get("error_details").cloned().unwrap_or(Value::Null),
             })));
         }
-        // Everything else — SessionStart, SessionEnd (agents resume sessions, so an
-        // end does not close the log's session), notifications, compaction, model
-        // calls — kept as the agent gave it.
+        // Everything else — SessionStart, notifications, compaction, model calls —
+        // kept as the agent gave it.
         other => {
-            let data: Map<String, Value> = payload
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .filter(|(k, _)| !COMMON.contains(&k.as_str()))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
             items.push(ready(EventData::AgentEvent(AgentEvent {
                 agent: agent.name().into(),
                 event: other.into(),
-                data: Value::Object(data),
+                data: Value::Object(rest_of(payload, &[])),
             })));
         }
     }
@@ -246,6 +249,32 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
             .collect(),
         expansion,
     }
+}
+
+/// Adds the tool and the input that ran (after any other hook's `updatedInput`)
+/// to a tool call update, when the payload carries them: a `PostToolUse` without
+/// a `PreToolUse` before it still says what ran.
+fn with_input(update: &mut Value, payload: &Value) {
+    if let Some(tool) = text(payload, "tool_name") {
+        update["title"] = json!(tool);
+        update["kind"] = json!(tool_kind(tool));
+    }
+    if let Some(input) = payload.get("tool_input").filter(|i| !i.is_null()) {
+        update["rawInput"] = input.clone();
+    }
+}
+
+/// The payload's fields but the common ones and `also`.
+fn rest_of(payload: &Value, also: &[&str]) -> Map<String, Value> {
+    payload
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !COMMON.contains(&k.as_str()) && !also.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The tool call's id: the agent's, or (Gemini gives none) one derived from the

@@ -120,7 +120,11 @@ impl LogState {
                     self.set_streaming(event, false);
                 }
             }
-            EventData::SessionCancelled(_) => self.set_streaming(event, false),
+            // The agent ended its session: no turn runs on, and the session stays
+            // open (agents resume sessions).
+            EventData::SessionCancelled(_) | EventData::SessionEnded(_) => {
+                self.set_streaming(event, false)
+            }
             EventData::AttachmentAdmitted(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)

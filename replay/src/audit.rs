@@ -60,9 +60,10 @@ pub(crate) fn each_event(
 pub struct SessionSummary {
     /// The session id.
     pub id: String,
-    /// First event time, unix ms.
+    /// First event time, unix ms ([`Event::time`](cmdlog_engine::Event::time): the
+    /// agent's own, for what an agent reported).
     pub first_at: u64,
-    /// Last event time, unix ms.
+    /// Last event time, unix ms (as `first_at`).
     pub last_at: u64,
     /// Events in it.
     pub events: u64,
@@ -92,8 +93,8 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 order.push(id.clone());
                 SessionSummary {
                     id: id.clone(),
-                    first_at: e.at,
-                    last_at: e.at,
+                    first_at: e.time(),
+                    last_at: e.time(),
                     events: 0,
                     runs: 0,
                     errors: 0,
@@ -103,12 +104,18 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 }
             });
             s.events += 1;
-            s.first_at = s.first_at.min(e.at);
-            s.last_at = s.last_at.max(e.at);
+            s.first_at = s.first_at.min(e.time());
+            s.last_at = s.last_at.max(e.time());
             if let Some(a) = &e.agent
                 && !s.agents.contains(a)
             {
                 s.agents.insert(a.clone());
+            }
+            // An agent's session resumed after it ended it.
+            if matches!(e.data, EventData::SessionPrompt(_) | EventData::CommandRun(_))
+                && s.ended.as_deref() == Some("ended")
+            {
+                s.ended = None;
             }
             match &e.data {
                 EventData::CommandRun(_) => s.runs += 1,
@@ -120,6 +127,7 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 }
                 EventData::SessionClosed(_) => s.ended = Some("closed".into()),
                 EventData::SessionDied(_) => s.ended = Some("died".into()),
+                EventData::SessionEnded(_) => s.ended = Some("ended".into()),
                 _ => {}
             }
         },
@@ -149,7 +157,7 @@ pub struct AuditFilter {
 pub struct AuditRow {
     /// Seq of the run (the command id).
     pub seq: Seq,
-    /// When it started, unix ms.
+    /// When it started, unix ms (the agent's time for a run an agent reported).
     pub at: u64,
     /// Its session.
     pub session: Option<String>,
@@ -215,7 +223,7 @@ impl AuditFold {
                     .collect();
                 self.rows.push(AuditRow {
                     seq: e.seq,
-                    at: e.at,
+                    at: e.time(),
                     session: e.session.clone(),
                     agent: e.agent.clone(),
                     mode: run.mode,
@@ -261,7 +269,7 @@ pub fn audit(
         filter.session.as_deref(),
         |e| {
             fold.add(&e, |e, run| {
-                !(filter.since_ms.is_some_and(|since| e.at < since)
+                !(filter.since_ms.is_some_and(|since| e.time() < since)
                     || filter.command.as_deref().is_some_and(|c| c != run.name))
             })
         },

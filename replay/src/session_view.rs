@@ -9,7 +9,7 @@ use cmdlog_engine::{Delivery, Event, EventData, InvocationSource, Mode, Outcome,
 pub struct RunView {
     /// Seq of the run (the command id).
     pub seq: Seq,
-    /// When it started, unix ms.
+    /// When it started, unix ms (the agent's time for a run an agent reported).
     pub at: u64,
     /// The command.
     pub name: String,
@@ -75,7 +75,8 @@ pub struct SessionView {
     pub mode: Option<Mode>,
     /// The current model.
     pub model: Option<String>,
-    /// `closed` or `died`, with seq and reason.
+    /// `closed`, `died` or (by the agent, until it resumes the session) `ended`,
+    /// with seq and reason.
     pub ended: Option<(Seq, String, Option<String>)>,
     /// Command runs in order.
     pub runs: Vec<RunView>,
@@ -120,9 +121,16 @@ impl SessionView {
         }
         self.events += 1;
         self.span_ms = Some(match self.span_ms {
-            None => (event.at, event.at),
-            Some((first, _)) => (first, event.at),
+            None => (event.time(), event.time()),
+            Some((first, last)) => (first.min(event.time()), last.max(event.time())),
         });
+        if matches!(
+            event.data,
+            EventData::SessionPrompt(_) | EventData::CommandRun(_)
+        ) && self.ended.as_ref().is_some_and(|(_, how, _)| how == "ended")
+        {
+            self.ended = None;
+        }
         match &event.data {
             EventData::SessionCreated(c) => {
                 self.created.get_or_insert(event.seq);
@@ -139,10 +147,16 @@ impl SessionView {
                 self.ended
                     .get_or_insert((event.seq, "died".into(), e.reason.clone()));
             }
+            // The agent ended the session (a later prompt or run resumed it: above).
+            EventData::SessionEnded(e) => {
+                if self.ended.as_ref().is_none_or(|(_, how, _)| how == "ended") {
+                    self.ended = Some((event.seq, "ended".into(), e.reason.clone()));
+                }
+            }
             EventData::ModelSwitched(m) => self.model = Some(m.model.clone()),
             EventData::CommandRun(r) => self.runs.push(RunView {
                 seq: event.seq,
-                at: event.at,
+                at: event.time(),
                 name: r.name.clone(),
                 mode: r.mode,
                 source: r.source,

@@ -428,6 +428,7 @@ async fn watch_exit(
                     None,
                     EventData::SessionDied(SessionEnded {
                         reason: Some(format!("{how} (agent `{}`)", bridge.command.display())),
+                        details: None,
                     }),
                 )
                 .await;

@@ -38,7 +38,7 @@ pub(crate) fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io
             out,
             "{:>6}  {}  {:<22} {:<16} {}",
             event.seq,
-            render::utc(event.at),
+            render::utc(event.time()),
             event.data.type_name(),
             event.session.as_deref().unwrap_or("-"),
             render::summary(event)

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use cmdlog_test_support::Workspace;
 
+mod fidelity;
 mod settings;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.

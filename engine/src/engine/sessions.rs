@@ -83,7 +83,10 @@ impl Engine {
         self.append_session_event(
             session,
             None,
-            EventData::SessionClosed(SessionEnded { reason }),
+            EventData::SessionClosed(SessionEnded {
+                reason,
+                details: None,
+            }),
         )
         .await
     }

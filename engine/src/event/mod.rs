@@ -84,6 +84,8 @@ pub enum EventData {
     SessionClosed(SessionEnded),
     /// `session/died`
     SessionDied(SessionEnded),
+    /// `session/ended`: the agent ended the session (it may resume it later).
+    SessionEnded(SessionEnded),
     /// `session/prompt`
     SessionPrompt(SessionPrompt),
     /// `session/update`: an ACP-shaped payload kept as given.
@@ -135,6 +137,7 @@ impl EventData {
             EventData::SessionCreated(_) => "session/created",
             EventData::SessionClosed(_) => "session/closed",
             EventData::SessionDied(_) => "session/died",
+            EventData::SessionEnded(_) => "session/ended",
             EventData::SessionPrompt(_) => "session/prompt",
             EventData::SessionUpdate(_) => "session/update",
             EventData::PermissionRequested(_) => "permission/requested",
@@ -162,6 +165,7 @@ impl EventData {
             "session/created" => EventData::SessionCreated(de(data)?),
             "session/closed" => EventData::SessionClosed(de(data)?),
             "session/died" => EventData::SessionDied(de(data)?),
+            "session/ended" => EventData::SessionEnded(de(data)?),
             "session/prompt" => EventData::SessionPrompt(de(data)?),
             "session/update" => EventData::SessionUpdate(de(data)?),
             "permission/requested" => EventData::PermissionRequested(de(data)?),
@@ -332,6 +336,13 @@ impl<U: Serialize + ?Sized> SessionUpdateRef<'_, U> {
 }
 
 impl Event {
+    /// When it happened: the agent's own time for what was observed in an agent
+    /// (a hook payload's or a transcript's timestamp), else when cmdlog appended
+    /// it. Views show this; `at` stays the append time.
+    pub fn time(&self) -> u64 {
+        self.observed.as_ref().and_then(|o| o.at).unwrap_or(self.at)
+    }
+
     /// Decodes the record stored at `seq`.
     pub fn decode(seq: Seq, bytes: &[u8]) -> Result<Event, DecodeError> {
         let err = |e: serde_json::Error| DecodeError {
@@ -429,6 +440,10 @@ mod tests {
             mode: Some(Mode::Acp),
         }));
         round_trip(EventData::SessionClosed(SessionEnded::default()));
+        round_trip(EventData::SessionEnded(SessionEnded {
+            reason: Some("prompt_input_exit".into()),
+            details: Some(serde_json::json!({"exit_code": 0})),
+        }));
         round_trip(EventData::ModelSwitched(ModelSwitched {
             model: "m".into(),
         }));

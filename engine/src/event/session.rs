@@ -15,12 +15,16 @@ pub struct SessionCreated {
     pub mode: Option<Mode>,
 }
 
-/// `session/closed`, `session/died`
+/// `session/closed`, `session/died`, `session/ended`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct SessionEnded {
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What else the agent said about it (`session/ended`: the rest of its
+    /// payload), as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 /// How a prompt reached the model.
