@@ -49,6 +49,7 @@ fn fill(path: &Path, n: usize, tag: &str) {
                         event: "PostToolUse".into(),
                         data: json!({"tool_name": "Read", "tool_input": {"file_path": format!("/home/u/src/app/src/m{k}.rs")},
                             "tool_response": "fn main() { println!(\"hello\"); }\n".repeat(4)}),
+                        bookkeeping: false,
                     }),
                 };
                 NewRecord::new(event.encode()).stream(format!("s-{tag}-{}", k / 500))

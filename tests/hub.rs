@@ -34,6 +34,7 @@ fn fill(path: &Path, n: usize, size: usize, tag: &str) {
                         agent: "test".into(),
                         event: format!("{tag}-{i}"),
                         data: json!({ "pad": pad }),
+                        bookkeeping: false,
                     }),
                 };
                 NewRecord::new(event.encode())

@@ -245,6 +245,7 @@ fn in_blobs(
                 "bytes": record.bytes.len(),
                 "blobs": hashes,
             }),
+            bookkeeping: false,
         }),
     }
     .to_record())

@@ -233,6 +233,7 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
                 agent: agent.name().into(),
                 event: other.into(),
                 data: Value::Object(rest_of(payload, &[])),
+                bookkeeping: false,
             })));
         }
     }

@@ -98,6 +98,7 @@ pub(crate) fn prepare(
         agent: agent.to_string(),
         event: event.to_string(),
         data,
+        bookkeeping: false,
     };
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => std::borrow::Cow::Borrowed(text),

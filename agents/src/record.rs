@@ -85,6 +85,7 @@ pub fn batch_for(
                 agent: agent.name().into(),
                 event: "unreadable payload".into(),
                 data: serde_json::Value::String(prepared.text),
+                bookkeeping: false,
             },
             None,
         )]);

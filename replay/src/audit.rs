@@ -112,8 +112,10 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 s.agents.insert(a.clone());
             }
             // An agent's session resumed after it ended it.
-            if matches!(e.data, EventData::SessionPrompt(_) | EventData::CommandRun(_))
-                && s.ended.as_deref() == Some("ended")
+            if matches!(
+                e.data,
+                EventData::SessionPrompt(_) | EventData::CommandRun(_)
+            ) && s.ended.as_deref() == Some("ended")
             {
                 s.ended = None;
             }

@@ -127,7 +127,10 @@ impl SessionView {
         if matches!(
             event.data,
             EventData::SessionPrompt(_) | EventData::CommandRun(_)
-        ) && self.ended.as_ref().is_some_and(|(_, how, _)| how == "ended")
+        ) && self
+            .ended
+            .as_ref()
+            .is_some_and(|(_, how, _)| how == "ended")
         {
             self.ended = None;
         }

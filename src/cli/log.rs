@@ -28,6 +28,10 @@ pub(crate) struct LogArgs {
     /// Keep printing events as they commit
     #[arg(long)]
     follow: bool,
+    /// Also the agents' bookkeeping (token counts, snapshots, telemetry from
+    /// imported transcripts), which is left out otherwise unless --type asks
+    #[arg(long)]
+    all: bool,
 }
 
 pub(crate) fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io::Result<()> {
@@ -72,10 +76,10 @@ pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
         };
         for record in records {
             let event = Event::decode(record.seq, &record.bytes).map_err(store_failure)?;
-            let wanted = args
-                .type_prefix
-                .as_deref()
-                .is_none_or(|p| event.data.type_name().starts_with(p));
+            let wanted = match args.type_prefix.as_deref() {
+                Some(prefix) => event.data.type_name().starts_with(prefix),
+                None => args.all || !event.is_bookkeeping(),
+            };
             if wanted {
                 print_event(out, &event, json)?;
             }

@@ -57,7 +57,7 @@ fn assert_silent(o: &Output, what: &str) {
 
 /// The log's events, as `log --json` prints them.
 fn events(w: &Workspace) -> Vec<Value> {
-    w.ok(&["log", "--json"])
+    w.ok(&["log", "--json", "--all"])
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

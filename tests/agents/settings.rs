@@ -80,7 +80,6 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
     );
 }
 
-
 /// Installs and then uninstalls `agent`'s hooks in the workspace.
 fn install_then_uninstall(w: &Workspace, agent: &str) {
     let done = w.ok(&["hooks", "install", agent]);
@@ -107,7 +106,11 @@ fn uninstall_gives_the_users_file_back_byte_for_byte() {
             ".gemini/settings.json",
             "{\n    \"ui\": {\"theme\": \"ANSI\"},\n    \"hooks\": {}\n}\n\n",
         ),
-        ("qwen", ".qwen/settings.json", "{\"general\":{\"vimMode\":true}}"),
+        (
+            "qwen",
+            ".qwen/settings.json",
+            "{\"general\":{\"vimMode\":true}}",
+        ),
     ];
     for (agent, file, original) in originals {
         w.put(&format!("ws/{file}"), original);
@@ -189,7 +192,10 @@ fn uninstall_through_a_link_restores_the_linked_file_and_keeps_the_link() {
 #[test]
 fn uninstall_after_the_user_edited_the_file_keeps_their_edit() {
     let w = Workspace::new();
-    w.put("ws/.gemini/settings.json", "{\n  \"ui\": {\"theme\": \"ANSI\"}\n}\n");
+    w.put(
+        "ws/.gemini/settings.json",
+        "{\n  \"ui\": {\"theme\": \"ANSI\"}\n}\n",
+    );
     w.ok(&["hooks", "install", "gemini"]);
     let path = w.ws.path().join(".gemini/settings.json");
     let installed = std::fs::read_to_string(&path).unwrap();

@@ -119,7 +119,8 @@ impl Transcript {
         });
     }
 
-    /// Something with no typed event, kept as it was.
+    /// Something with no typed event, kept as it was: the agent's bookkeeping,
+    /// which the views leave out unless asked.
     pub(crate) fn other(
         &mut self,
         agent: AgentKind,
@@ -135,6 +136,7 @@ impl Transcript {
                 agent: agent.name().into(),
                 event: event.into(),
                 data,
+                bookkeeping: true,
             }),
         );
     }

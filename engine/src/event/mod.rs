@@ -343,6 +343,12 @@ impl Event {
         self.observed.as_ref().and_then(|o| o.at).unwrap_or(self.at)
     }
 
+    /// Whether it is an agent's bookkeeping, which the views leave out unless
+    /// asked (see [`AgentEvent::bookkeeping`]).
+    pub fn is_bookkeeping(&self) -> bool {
+        matches!(&self.data, EventData::AgentEvent(a) if a.bookkeeping)
+    }
+
     /// Decodes the record stored at `seq`.
     pub fn decode(seq: Seq, bytes: &[u8]) -> Result<Event, DecodeError> {
         let err = |e: serde_json::Error| DecodeError {

@@ -143,6 +143,11 @@ pub struct AgentEvent {
     /// What it said, as given (redacted when asked).
     #[serde(default)]
     pub data: serde_json::Value,
+    /// The agent's own bookkeeping (token counts, snapshots, telemetry, settings
+    /// echoes from a transcript): kept, and left out of the views unless asked
+    /// for (`--all`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bookkeeping: bool,
 }
 
 /// `log/redacted`: secrets were replaced before the events that follow it in the
