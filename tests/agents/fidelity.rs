@@ -202,3 +202,140 @@ fn a_codex_0171_rollout_imports_its_prompts_replies_failures_and_turn_ends() {
             .contains("world_state")
     );
 }
+
+/// Writes `lines` as a transcript file under the test's home.
+fn put_transcript(w: &Workspace, rel: &str, lines: &[&str]) {
+    let file = w.home.path().join(rel);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+}
+
+/// The texts of the session's prompts, in order.
+fn prompts_of(all: &[serde_json::Value], session: &str) -> Vec<String> {
+    all.iter()
+        .filter(|e| e["session"] == session && e["type"] == "session/prompt")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_gemini_061_chat_imports_its_command_runs_and_turn_ends_not_its_preamble() {
+    let w = Workspace::new();
+    // Written for this test from what Gemini CLI 0.61 writes: the preamble in the
+    // first $set, displayContent as parts, a tool result recorded twice, then a
+    // resume that rewrites every message without displayContent.
+    put_transcript(
+        &w,
+        ".gemini/tmp/proj/chats/session-2026-11-03T08-00-5a5a5a5a.jsonl",
+        &[
+            r#"{"sessionId":"5a5a5a5a-1111","projectHash":"h","startTime":"2026-11-03T08:00:00.000Z","lastUpdated":"2026-11-03T08:00:00.000Z","kind":"main"}"#,
+            r#"{"$set":{"messages":[{"id":"ctx","timestamp":"2026-11-03T08:00:00.001Z","type":"user","content":[{"text":"<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}}"#,
+            r#"{"id":"u1","timestamp":"2026-11-03T08:00:01.000Z","type":"user","content":[{"text":"Please review: a.ts\nEnd."}],"displayContent":[{"text":"/review   a.ts"}]}"#,
+            r#"{"id":"g1","timestamp":"2026-11-03T08:00:02.000Z","type":"gemini","content":"","thoughts":[],"model":"m"}"#,
+            r#"{"id":"g1","timestamp":"2026-11-03T08:00:02.000Z","type":"gemini","content":"","thoughts":[],"model":"m","toolCalls":[{"id":"read_file_1","name":"read_file","args":{"file_path":"a.ts"},"result":[{"functionResponse":{"id":"read_file_1","name":"read_file","response":{"output":"x"}}}],"status":"success","timestamp":"2026-11-03T08:00:03.000Z"}]}"#,
+            r#"{"id":"u2","timestamp":"2026-11-03T08:00:03.100Z","type":"user","content":[{"functionResponse":{"id":"read_file_1","name":"read_file","response":{"output":"x"}}}]}"#,
+            r#"{"id":"g2","timestamp":"2026-11-03T08:00:04.000Z","type":"gemini","content":"Looks fine.","thoughts":[{"subject":"Reading","description":"the file"}],"model":"m"}"#,
+            r#"{"sessionId":"5a5a5a5a-1111","projectHash":"h","startTime":"2026-11-03T09:00:00.000Z","lastUpdated":"2026-11-03T09:00:00.000Z","kind":"main"}"#,
+            r#"{"$set":{"messages":[{"id":"ctx","timestamp":"2026-11-03T09:00:00.000Z","type":"user","content":[{"text":"<session_context>\nThis is the Gemini CLI.\n</session_context>"}]},{"id":"u1","timestamp":"2026-11-03T09:00:00.000Z","type":"user","content":[{"text":"Please review: a.ts\nEnd."}]},{"id":"g1","timestamp":"2026-11-03T09:00:00.000Z","type":"gemini","content":[{"functionCall":{"id":"read_file_1","name":"read_file","args":{}}}]},{"id":"g1_response","timestamp":"2026-11-03T09:00:00.000Z","type":"user","content":[{"functionResponse":{"id":"read_file_1","name":"read_file","response":{"output":"x"}}}]},{"id":"g2","timestamp":"2026-11-03T09:00:00.000Z","type":"gemini","content":[{"text":"**Reading** the file","thought":true},{"text":"Looks fine."}]}]}}"#,
+            r#"{"id":"u3","timestamp":"2026-11-03T09:00:05.000Z","type":"user","content":[{"text":"thanks"}]}"#,
+            r#"{"id":"g3","timestamp":"2026-11-03T09:00:06.000Z","type":"gemini","content":"You are welcome.","model":"m"}"#,
+        ],
+    );
+    w.ok(&["import", "--from", "gemini"]);
+    let all = events(&w);
+    let session = "5a5a5a5a-1111";
+    assert_eq!(
+        prompts_of(&all, session),
+        ["thanks"],
+        "no preamble, no tool result as a prompt, the command not a prompt"
+    );
+    let run = all
+        .iter()
+        .find(|e| e["type"] == "command/run")
+        .expect("the slash command is a run");
+    assert_eq!(run["data"]["name"], "review");
+    assert_eq!(run["data"]["raw_input"], "   a.ts");
+    assert_eq!(
+        run["observed"]["at"].as_u64(),
+        cmdlog_common::time::parse_rfc3339("2026-11-03T08:00:01.000Z"),
+        "the resume's rewrite does not move it"
+    );
+    let done = all.iter().find(|e| e["type"] == "command/done").unwrap();
+    assert_eq!(
+        done["data"]["outcome"]["prompt"],
+        "Please review: a.ts\nEnd."
+    );
+    let replies: String = all
+        .iter()
+        .filter(|e| e["data"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|e| e["data"]["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        replies, "Looks fine.You are welcome.",
+        "no thought in the reply"
+    );
+    let ends = types_of(&all, session)
+        .iter()
+        .filter(|t| *t == "session/update:turn_complete")
+        .count();
+    assert_eq!(ends, 2, "each reply without a tool call ends a turn");
+}
+
+#[test]
+fn a_qwen_chat_settles_a_command_with_its_expansion_and_keeps_its_own_prompts_apart() {
+    let w = Workspace::new();
+    // Written for this test from what Qwen Code 0.24 writes in its UI: the
+    // invocation, its (empty) result, then the expansion; a hook's context; a
+    // prompt from Qwen's scheduler.
+    let common = r#""sessionId":"7a7a-q","cwd":"/p","version":"0.24.4""#;
+    let line = |rest: &str| format!("{{{common},{rest}}}");
+    let lines = [
+        line(
+            r#""uuid":"s1","timestamp":"2026-11-04T07:00:00.000Z","type":"system","subtype":"slash_command","systemPayload":{"phase":"invocation","rawCommand":"/review main","sentToModel":true}"#,
+        ),
+        line(
+            r#""uuid":"s2","timestamp":"2026-11-04T07:00:00.010Z","type":"system","subtype":"slash_command","systemPayload":{"phase":"result","rawCommand":"/review main","outputHistoryItems":[]}"#,
+        ),
+        line(
+            r#""uuid":"u1","timestamp":"2026-11-04T07:00:00.500Z","type":"user","provenance":"real_user","message":{"role":"user","parts":[{"text":"Review change $ARGUMENTS carefully.\n\n/review main"}]}"#,
+        ),
+        line(
+            r#""uuid":"a1","timestamp":"2026-11-04T07:00:01.000Z","type":"assistant","message":{"role":"model","parts":[{"text":"Reviewed."}]}"#,
+        ),
+        line(
+            r#""uuid":"u2","timestamp":"2026-11-04T07:01:00.000Z","type":"user","provenance":"real_user","message":{"role":"user","parts":[{"text":"fix it"},{"text":"<qwen:user-prompt-submit-context>\nbranch: main\n</qwen:user-prompt-submit-context>"}]}"#,
+        ),
+        line(
+            r#""uuid":"a2","timestamp":"2026-11-04T07:01:01.000Z","type":"assistant","message":{"role":"model","parts":[{"functionCall":{"id":"call_1","name":"run_shell_command","args":{"command":"make"}}}]}"#,
+        ),
+        line(
+            r#""uuid":"t1","timestamp":"2026-11-04T07:01:02.000Z","type":"tool_result","message":{"role":"user","parts":[{"functionResponse":{"id":"call_1","name":"run_shell_command","response":{"output":"ok"}}}]},"toolCallResult":{"callId":"call_1","status":"success","resultDisplay":"ok"}"#,
+        ),
+        line(
+            r#""uuid":"a3","timestamp":"2026-11-04T07:01:03.000Z","type":"assistant","message":{"role":"model","parts":[{"text":"Fixed."}]}"#,
+        ),
+        line(
+            r#""uuid":"c1","timestamp":"2026-11-04T08:00:00.000Z","type":"user","subtype":"cron","provenance":"system","systemPayload":{"displayText":"nightly check"},"message":{"role":"user","parts":[{"text":"nightly check"}]}"#,
+        ),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    put_transcript(&w, ".qwen/projects/-p/chats/7a7a-q.jsonl", &refs);
+    w.ok(&["import", "--from", "qwen"]);
+    let all = events(&w);
+    assert_eq!(prompts_of(&all, "7a7a-q"), ["fix it"]);
+    let done = all.iter().find(|e| e["type"] == "command/done").unwrap();
+    assert_eq!(
+        done["data"]["outcome"]["prompt"], "Review change $ARGUMENTS carefully.\n\n/review main",
+        "settled by its expansion, not by the empty result"
+    );
+    assert!(
+        all.iter()
+            .any(|e| e["data"]["event"] == "user/cron" && e["data"].get("bookkeeping").is_none()),
+        "the scheduler's prompt is kept, as itself, and shown"
+    );
+    let ends = types_of(&all, "7a7a-q")
+        .iter()
+        .filter(|t| *t == "session/update:turn_complete")
+        .count();
+    assert_eq!(ends, 2);
+}

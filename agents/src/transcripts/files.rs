@@ -54,9 +54,15 @@ pub fn default_roots(agent: AgentKind, home: &Path) -> Vec<PathBuf> {
             let root = env_dir("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
             vec![root.join("sessions"), root.join("archived_sessions")]
         }
-        AgentKind::Gemini => vec![home.join(".gemini/tmp")],
+        AgentKind::Gemini => vec![
+            env_dir("GEMINI_CLI_HOME")
+                .unwrap_or_else(|| home.to_path_buf())
+                .join(".gemini/tmp"),
+        ],
+        // QWEN_RUNTIME_DIR, else QWEN_HOME, else ~/.qwen (Qwen Code's Storage).
         AgentKind::Qwen => vec![
             env_dir("QWEN_RUNTIME_DIR")
+                .or_else(|| env_dir("QWEN_HOME"))
                 .unwrap_or_else(|| home.join(".qwen"))
                 .join("projects"),
         ],

@@ -4,7 +4,15 @@
 //! every message, `{"$rewindTo": id}` drops that message and the ones after), or
 //! the older `session-*.json`, one document with `messages`. A message is `user`,
 //! `gemini`, `info`, `error` or `warning`; a slash command's expansion is a
-//! `user` record whose `displayContent` holds the `/command` typed.
+//! `user` record whose `displayContent` (parts, in 0.61; a string before) holds
+//! the `/command` typed.
+//!
+//! Not every `user` record is a prompt: the `<session_context>` preamble Gemini
+//! writes first (and `<hook_context>`) is its own, and a record holding only a
+//! `functionResponse` repeats a tool result the `gemini` record already has. A
+//! `$set` of every message (a resumed session) rewrites the records it keeps
+//! without their `displayContent`, thoughts and times: the records read earlier
+//! win. A `gemini` record without tool calls ends the turn.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -17,17 +25,49 @@ use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::{AgentKind, text};
 
-/// A message's text: a string, or the `text` of its parts.
-fn message_text(content: &Value) -> String {
+/// A message's text: a string, or the `text` of its parts (`thought` parts
+/// when `thoughts`, the others otherwise).
+fn message_text(content: &Value, thoughts: bool) -> String {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(s) if !thoughts => s.clone(),
         Value::Array(parts) => parts
             .iter()
+            .filter(|p| p["thought"].as_bool().unwrap_or(false) == thoughts)
             .filter_map(|p| p["text"].as_str())
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),
     }
+}
+
+/// Whether a `user` record holds only tool results (`functionResponse` parts).
+fn only_tool_results(content: &Value) -> bool {
+    content.as_array().is_some_and(|parts| {
+        !parts.is_empty() && parts.iter().all(|p| p.get("functionResponse").is_some())
+    })
+}
+
+/// Gemini's own text in the user's turn, which it skips itself on resume.
+fn is_preamble(text: &str) -> bool {
+    let text = text.trim_start();
+    text.starts_with("<session_context>") || text.starts_with("<hook_context>")
+}
+
+/// `messages` after a `$set` of all of them: the records read earlier, where
+/// they are kept, as they were (the rewrite drops their `displayContent`,
+/// thoughts and times); the new ones as given.
+fn replace_all(messages: &mut Vec<Value>, all: &[Value]) {
+    let mut next = Vec::with_capacity(all.len());
+    for m in all {
+        let earlier = m["id"]
+            .as_str()
+            .and_then(|id| messages.iter().position(|e| e["id"] == id));
+        match earlier {
+            Some(i) => next.push(std::mem::take(&mut messages[i])),
+            None => next.push(m.clone()),
+        }
+    }
+    *messages = next;
 }
 
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
@@ -58,7 +98,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             };
             if let Some(set) = v.get("$set") {
                 if let Some(all) = set["messages"].as_array() {
-                    messages = all.clone();
+                    replace_all(&mut messages, all);
                 }
                 continue;
             }
@@ -89,13 +129,31 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             .map(str::to_string)
             .unwrap_or_else(|| format!("message {i}"));
         let at = text(m, "timestamp").and_then(parse_time);
-        let content = message_text(&m["content"]);
+        let content = message_text(&m["content"], false);
         match text(m, "type").unwrap_or("") {
-            "user" => match text(m, "displayContent").filter(|d| d.trim_start().starts_with('/')) {
-                Some(typed) => t.run(key, at, typed, Some(content), None),
-                None => t.prompt(key, at, content),
-            },
+            "user" if only_tool_results(&m["content"]) => {}
+            "user" if is_preamble(&content) => {
+                t.other(AgentKind::Gemini, key, at, "session_context", m.clone());
+            }
+            "user" => {
+                let typed = match &m["displayContent"] {
+                    Value::Null => None,
+                    shown => Some(message_text(shown, false)),
+                };
+                match typed.filter(|d| d.trim_start().starts_with('/')) {
+                    Some(typed) => t.run(key, at, &typed, Some(content), None),
+                    None => t.prompt(key, at, content),
+                }
+            }
             "gemini" => {
+                let rewritten_thoughts = message_text(&m["content"], true);
+                if !rewritten_thoughts.is_empty() {
+                    t.update(
+                        format!("{key}/thought"),
+                        at,
+                        chunk("agent_thought_chunk", &rewritten_thoughts),
+                    );
+                }
                 for (j, thought) in m["thoughts"].as_array().into_iter().flatten().enumerate() {
                     let said = format!(
                         "{}: {}",
@@ -135,6 +193,14 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                             ),
                         );
                     }
+                }
+                // A reply with no tool call to run is the end of the turn.
+                if m["toolCalls"].as_array().is_none_or(Vec::is_empty) {
+                    t.update(
+                        format!("{key}/end"),
+                        at,
+                        json!({"sessionUpdate": "turn_complete", "stopReason": "end_turn"}),
+                    );
                 }
             }
             kind => t.other(

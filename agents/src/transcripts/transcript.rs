@@ -46,12 +46,23 @@ impl Transcript {
 
     /// A prompt.
     pub(crate) fn prompt(&mut self, key: String, at: Option<u64>, text: String) {
+        self.prompt_as(key, at, text, Delivery::Idle);
+    }
+
+    /// A prompt delivered as `delivery` (a message typed while a turn ran).
+    pub(crate) fn prompt_as(
+        &mut self,
+        key: String,
+        at: Option<u64>,
+        text: String,
+        delivery: Delivery,
+    ) {
         self.push(
             key,
             at,
             EventData::SessionPrompt(SessionPrompt {
                 text,
-                delivery: Delivery::Idle,
+                delivery,
                 from_run: None,
                 injections: Vec::new(),
                 prompt_id: None,
@@ -129,6 +140,31 @@ impl Transcript {
         event: &str,
         data: Value,
     ) {
+        self.agent_event(agent, key, at, event, data, true);
+    }
+
+    /// Something with no typed event that a person auditing the session reads
+    /// (a prompt the agent's scheduler sent, say), kept as it was.
+    pub(crate) fn noted(
+        &mut self,
+        agent: AgentKind,
+        key: String,
+        at: Option<u64>,
+        event: &str,
+        data: Value,
+    ) {
+        self.agent_event(agent, key, at, event, data, false);
+    }
+
+    fn agent_event(
+        &mut self,
+        agent: AgentKind,
+        key: String,
+        at: Option<u64>,
+        event: &str,
+        data: Value,
+        bookkeeping: bool,
+    ) {
         self.push(
             key,
             at,
@@ -136,7 +172,7 @@ impl Transcript {
                 agent: agent.name().into(),
                 event: event.into(),
                 data,
-                bookkeeping: true,
+                bookkeeping,
             }),
         );
     }
