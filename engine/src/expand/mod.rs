@@ -76,8 +76,7 @@ pub fn expand(
         Dialect::Claude => claude::expand(template, input, &mut out)?,
         Dialect::Codex => codex::expand(template, input, &mut out)?,
         Dialect::GeminiCli => gemini::gemini_cli(template, input, &mut out)?,
-        Dialect::QwenToml => gemini::qwen(template, input, false, &mut out)?,
-        Dialect::QwenMarkdown => gemini::qwen(template, input, true, &mut out)?,
+        Dialect::QwenToml | Dialect::QwenMarkdown => gemini::qwen(template, input, &mut out)?,
         Dialect::OpenCode => opencode::expand(template, input, &mut out)?,
     }
     Ok(out.into_string())

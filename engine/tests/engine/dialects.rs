@@ -415,17 +415,19 @@ fn qwen_code_commands() {
             ],
         ),
         expect![[r#"
-        /review a.ts
-          b.ts
-        => [qwen] Review a.ts
-          b.ts carefully.
-        /plan   the   week  
-        => [qwen] Plan the   week
-        /ops.review now
-        => [qwen] Ops review
+            /review a.ts
+              b.ts
+            => [qwen] Review $ARGUMENTS carefully.
 
-        /ops.review now
-    "#]],
+            /review a.ts
+              b.ts
+            /plan   the   week  
+            => [qwen] Plan the   week
+            /ops.review now
+            => [qwen] Ops review
+
+            /ops.review now
+        "#]],
     );
 }
 
