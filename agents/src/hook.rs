@@ -27,6 +27,9 @@ pub(crate) struct HookPlan {
     pub events: Vec<Planned>,
     /// A slash command the agent expanded: what the agreement check compares.
     pub expansion: Option<Expansion>,
+    /// The index in `events` of a run recorded only if the agent's own
+    /// expansion hook did not record it (see `Batch::fallback_runs`).
+    pub fallback_run: Option<usize>,
 }
 
 /// A slash command the agent expanded itself.
@@ -65,12 +68,57 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
     });
     let mut items: Vec<PlannedData> = Vec::new();
     let mut expansion = None;
+    let mut fallback_run = None;
     let ready = |d: EventData| PlannedData::Ready(d);
     let update = |u: Value| PlannedData::Ready(EventData::SessionUpdate(u));
     match event {
         // A prompt, as the agent sends it to the model.
         "UserPromptSubmit" | "BeforeAgent" => {
             let prompt = text(payload, "prompt").unwrap_or("").to_string();
+            let submitted = text(payload, "submitted_prompt").filter(|s| !s.is_empty());
+            if prompt.is_empty() && submitted.is_none() {
+                // Qwen Code sends one after each tool result: nothing was prompted.
+                items.push(ready(EventData::AgentEvent(AgentEvent {
+                    agent: agent.name().into(),
+                    event: event.into(),
+                    data: Value::Object(rest_of(payload, &[])),
+                    bookkeeping: true,
+                })));
+                return finish(payload, session, observed, items, None, None);
+            }
+            // Qwen Code names the line typed beside its expansion: a slash command
+            // is a run, unless its UserPromptExpansion hook recorded it already.
+            if let Some(line) =
+                submitted.filter(|s| s.trim_start().starts_with('/') && *s != prompt)
+            {
+                let (name, raw_input) = split_line(line);
+                let run_index = items.len();
+                items.push(ready(EventData::CommandRun(CommandRun {
+                    registration: 0,
+                    name: name.clone(),
+                    mode: Mode::Interactive,
+                    source: InvocationSource::Agent,
+                    raw_input: Some(raw_input.clone()),
+                    attachments: Vec::new(),
+                    injections: Vec::new(),
+                })));
+                items.push(PlannedData::DoneOf {
+                    run_index,
+                    outcome: Outcome::Success {
+                        text: None,
+                        prompt: Some(prompt.clone()),
+                        source_event_seq: None,
+                    },
+                    agent_check: None,
+                });
+                fallback_run = Some(run_index);
+                expansion = Some(Expansion {
+                    name,
+                    raw_input,
+                    prompt: Some(prompt.clone()),
+                    done_index: run_index + 1,
+                });
+            }
             items.push(ready(EventData::SessionPrompt(SessionPrompt {
                 text: prompt,
                 delivery: Delivery::Idle,
@@ -237,6 +285,17 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
             })));
         }
     }
+    finish(payload, session, observed, items, expansion, fallback_run)
+}
+
+fn finish(
+    payload: &Value,
+    session: Option<String>,
+    observed: Option<Observed>,
+    items: Vec<PlannedData>,
+    expansion: Option<Expansion>,
+    fallback_run: Option<usize>,
+) -> HookPlan {
     HookPlan {
         session: session.clone(),
         cwd: text(payload, "cwd").map(str::to_string),
@@ -249,6 +308,17 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
             })
             .collect(),
         expansion,
+        fallback_run,
+    }
+}
+
+/// A slash line's command name and the text after it (`/review a b` →
+/// `review`, ` a b`).
+fn split_line(line: &str) -> (String, String) {
+    let body = line.trim().trim_start_matches('/');
+    match body.find(char::is_whitespace) {
+        Some(i) => (body[..i].to_string(), body[i..].to_string()),
+        None => (body.to_string(), String::new()),
     }
 }
 
@@ -281,8 +351,11 @@ fn rest_of(payload: &Value, also: &[&str]) -> Map<String, Value> {
 /// The tool call's id: the agent's, or (Gemini gives none) one derived from the
 /// tool and its input, the same before and after the call.
 fn tool_call_id(payload: &Value) -> String {
-    if let Some(id) = text(payload, "tool_use_id")
-        .or_else(|| text(payload, "tool_call_id"))
+    // Qwen Code gives both: a `tool_use_id` of its hooks' own in Pre/PostToolUse
+    // and the model's `tool_call_id`, the one its other events and transcript use.
+    if let Some(id) = text(payload, "tool_call_id")
+        .filter(|id| !id.is_empty())
+        .or_else(|| text(payload, "tool_use_id"))
         .filter(|id| !id.is_empty())
     {
         return id.to_string();

@@ -339,3 +339,85 @@ fn a_qwen_chat_settles_a_command_with_its_expansion_and_keeps_its_own_prompts_ap
         .count();
     assert_eq!(ends, 2);
 }
+
+#[test]
+fn qwen_hooks_record_each_command_once_no_empty_prompt_and_one_id_per_tool_call() {
+    let w = Workspace::new();
+    w.put(
+        "ws/.qwen/commands/review.md",
+        "Review change $ARGUMENTS carefully.\n",
+    );
+    let send = |session: &str, name: &str, fields: serde_json::Value| {
+        let mut p = json!({"session_id": session, "cwd": w.ws.path(), "hook_event_name": name,
+            "timestamp": "2026-11-05T10:00:00.000Z", "prompt_id": format!("{session}########0")});
+        for (k, v) in fields.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        assert!(hook(&w, "qwen", &p).status.success());
+    };
+    let expansion = "Review change $ARGUMENTS carefully.\n\n/review main";
+    // Qwen Code 0.24.4: the expansion hook first, then the prompt naming the line.
+    send(
+        "q-new",
+        "UserPromptExpansion",
+        json!({"command_name": "review", "command_args": "main", "prompt": expansion}),
+    );
+    send(
+        "q-new",
+        "UserPromptSubmit",
+        json!({"prompt": expansion, "submitted_prompt": "/review main"}),
+    );
+    send(
+        "q-new",
+        "PreToolUse",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+            "tool_use_id": "toolu_17_x", "tool_call_id": "call_1"}),
+    );
+    send(
+        "q-new",
+        "PostToolUse",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+            "tool_response": {"llmContent": "a"}, "tool_use_id": "toolu_17_x", "tool_call_id": "call_1"}),
+    );
+    send("q-new", "UserPromptSubmit", json!({"prompt": ""}));
+    // A release without the expansion hook: the prompt alone names the command.
+    send(
+        "q-old",
+        "UserPromptSubmit",
+        json!({"prompt": expansion, "submitted_prompt": "/review main"}),
+    );
+    let all = events(&w);
+    for session in ["q-new", "q-old"] {
+        let runs: Vec<_> = all
+            .iter()
+            .filter(|e| e["session"] == session && e["type"] == "command/run")
+            .collect();
+        assert_eq!(runs.len(), 1, "{session}: one run: {runs:?}");
+        assert_eq!(runs[0]["data"]["name"], "review");
+        assert_eq!(runs[0]["data"]["raw_input"], " main");
+        let done = all
+            .iter()
+            .find(|e| e["session"] == session && e["type"] == "command/done")
+            .unwrap();
+        assert_eq!(done["data"]["outcome"]["prompt"], expansion);
+        assert_eq!(
+            done["data"]["agent_check"]["identical"], true,
+            "{session}: cmdlog expands it as Qwen did: {done}"
+        );
+    }
+    assert_eq!(
+        prompts_of(&all, "q-new"),
+        [expansion],
+        "no empty prompt after the tool result"
+    );
+    let ids: Vec<_> = all
+        .iter()
+        .filter(|e| e["session"] == "q-new" && e["data"]["toolCallId"].is_string())
+        .map(|e| e["data"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["call_1", "call_1"],
+        "the model's id, before and after"
+    );
+}
