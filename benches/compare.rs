@@ -368,6 +368,7 @@ fn replay_and_reopen(rows: &mut Vec<Row>) {
                     source: InvocationSource::User,
                     raw_input: Some(String::new()),
                     attachments: vec![],
+                    release: None,
                 }))
                 .to_record(),
             );

@@ -21,7 +21,7 @@ enum Item {
     Event {
         session: Option<String>,
         agent: Option<String>,
-        data: EventData,
+        data: Box<EventData>,
     },
     Flush(oneshot::Sender<()>),
 }
@@ -47,7 +47,7 @@ impl Recorder {
                             session,
                             agent,
                             data,
-                        } => batch.push((session, agent, data)),
+                        } => batch.push((session, agent, *data)),
                         Item::Flush(done) => waiters.push(done),
                     }
                     if batch.len() < BATCH_MAX {
@@ -70,7 +70,7 @@ impl Recorder {
         let _ = self.tx.send(Item::Event {
             session: session.map(str::to_string),
             agent: agent.map(str::to_string),
-            data,
+            data: Box::new(data),
         });
     }
 

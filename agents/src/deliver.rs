@@ -165,6 +165,7 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
         &item.bytes(),
         item.redact,
         Some(&item.delivery),
+        item.release.as_deref(),
         discovery,
     );
     if append_to(&log, batch, item.received_at).is_err() {
@@ -200,14 +201,28 @@ pub fn drain(
                 let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
                 let delivery = Some(item.delivery.as_str()).filter(|d| !d.is_empty());
                 (
-                    batch_for(kind, &item.bytes(), item.redact, delivery, discovery),
+                    batch_for(
+                        kind,
+                        &item.bytes(),
+                        item.redact,
+                        delivery,
+                        item.release.as_deref(),
+                        discovery,
+                    ),
                     item.received_at,
                     item.delivery.clone(),
                 )
             }
             // Ours but not a spilled payload (damaged): kept in the log as text.
             Err(raw) => (
-                batch_for(AgentKind::ClaudeCode, raw.as_bytes(), false, None, || None),
+                batch_for(
+                    AgentKind::ClaudeCode,
+                    raw.as_bytes(),
+                    false,
+                    None,
+                    None,
+                    || None,
+                ),
                 cmdlog_common::time::now_ms(),
                 String::new(),
             ),
@@ -267,8 +282,17 @@ fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
         .into();
     let request = agent
         .post(format!(
-            "{}/hook/{}?redact={}&receivedAt={}&delivery={}",
-            daemon.url, item.agent, item.redact, item.received_at, item.delivery
+            "{}/hook/{}?redact={}&receivedAt={}&delivery={}{}",
+            daemon.url,
+            item.agent,
+            item.redact,
+            item.received_at,
+            item.delivery,
+            item.release
+                .as_deref()
+                .filter(|r| cmdlog_engine::parse_version(r).is_some())
+                .map(|r| format!("&release={r}"))
+                .unwrap_or_default()
         ))
         .header("content-type", "application/octet-stream")
         .header("x-cmdlog-hook-key", &daemon.key);

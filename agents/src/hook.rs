@@ -6,8 +6,9 @@
 //! mapping for is kept whole as `agent/event`.
 
 use cmdlog_engine::{
-    AgentEvent, CommandRun, Delivery, EventData, InvocationSource, Mode, Observed, Outcome,
-    PermissionRequested, PermissionResolved, SessionEnded, SessionPrompt,
+    AgentEvent, CommandRun, Delivery, Dialect, EventData, InvocationSource, KnownRelease, Mode,
+    Observed, Outcome, PermissionRequested, PermissionResolved, SessionEnded, SessionPrompt,
+    run_release,
 };
 use serde_json::{Map, Value, json};
 
@@ -56,7 +57,26 @@ const COMMON: [&str; 6] = [
 
 /// Maps one hook payload of `agent`; `delivery` (the payload's delivery id)
 /// becomes the events' `observed.key`.
-pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) -> HookPlan {
+pub(crate) fn plan(
+    agent: AgentKind,
+    payload: &Value,
+    delivery: Option<&str>,
+    release: Option<&str>,
+) -> HookPlan {
+    // The rules a Claude Code run was expanded by: its announced release's.
+    let run_release = (agent == AgentKind::ClaudeCode)
+        .then(|| {
+            let known: Vec<KnownRelease> = release
+                .map(|version| KnownRelease {
+                    agent: agent.name().into(),
+                    version: version.into(),
+                    from: "AI_AGENT".into(),
+                })
+                .into_iter()
+                .collect();
+            run_release(Dialect::Claude, &known)
+        })
+        .flatten();
     let event = text(payload, "hook_event_name").unwrap_or("unknown");
     let session = text(payload, "session_id")
         .filter(|s| !s.is_empty())
@@ -101,6 +121,7 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
                     raw_input: Some(raw_input.clone()),
                     attachments: Vec::new(),
                     injections: Vec::new(),
+                    release: None,
                 })));
                 items.push(PlannedData::DoneOf {
                     run_index,
@@ -161,6 +182,7 @@ pub(crate) fn plan(agent: AgentKind, payload: &Value, delivery: Option<&str>) ->
                 raw_input: Some(raw_input.clone()),
                 attachments: Vec::new(),
                 injections: Vec::new(),
+                release: run_release.clone(),
             })));
             items.push(PlannedData::DoneOf {
                 run_index,

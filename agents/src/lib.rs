@@ -20,7 +20,7 @@
 //! let agent = AgentKind::parse("claude").unwrap();
 //! assert_eq!(agent.name(), "claude-code");
 //! let payload = r#"{"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "hi"}"#;
-//! let batch = batch_for(agent, payload.as_bytes(), false, None, || None);
+//! let batch = batch_for(agent, payload.as_bytes(), false, None, None, || None);
 //! assert!(!batch.is_empty());
 //! ```
 
@@ -36,6 +36,7 @@ mod payload;
 mod plan;
 mod pristine;
 mod record;
+mod release;
 mod settings_file;
 mod spill;
 mod transcripts;
@@ -52,6 +53,7 @@ pub use kind::{AgentKind, UnknownAgent};
 pub use limits::{HOOK_WAIT, PAYLOAD_BYTES_MAX};
 pub use payload::read_payload;
 pub use record::{AppendBatchError, append_to, batch_for};
+pub use release::{hook_release, installed_releases};
 pub use settings_file::{
     SettingsFile, SettingsPlan, apply_settings, locate_settings, plan_install, plan_uninstall,
     read_settings, write_settings,

@@ -43,7 +43,8 @@ impl AppendBatchError {
 }
 
 /// One payload of `agent` (its bytes as received), made ready to append under
-/// `delivery` (the payload's delivery id: every event's `observed.key`). The
+/// `delivery` (the payload's delivery id: every event's `observed.key`), from
+/// the agent `release` it announced to its hook, if any. The
 /// agent's expansion of a slash command is checked against cmdlog's
 /// (`discovery` is asked for only then). A payload that is not JSON is kept as
 /// text; one that is not UTF-8 read lossily, its raw bytes kept; large strings
@@ -53,6 +54,7 @@ pub fn batch_for(
     bytes: &[u8],
     redact: bool,
     delivery: Option<&str>,
+    release: Option<&str>,
     discovery: impl FnOnce() -> Option<Discovery>,
 ) -> Batch {
     let mut batch = Batch::new(agent.name());
@@ -93,7 +95,7 @@ pub fn batch_for(
         batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
         return batch;
     };
-    let mut plan = hook::plan(agent, &payload, delivery);
+    let mut plan = hook::plan(agent, &payload, delivery, release);
     if let Some(expansion) = &plan.expansion
         && expansion.prompt.is_some()
         && let Some(discovery) = discovery()

@@ -43,6 +43,9 @@ pub struct Spilled {
     /// The payload's bytes (base64) when they are not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_base64: Option<String>,
+    /// The agent's release, as it announced it to its hook (`AI_AGENT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
 }
 
 impl Spilled {
@@ -71,6 +74,7 @@ impl Spilled {
             delivery,
             payload,
             payload_base64,
+            release: None,
         }
     }
 

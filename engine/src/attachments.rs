@@ -174,6 +174,20 @@ pub struct AdmittedBlock {
     pub blob: BlobHash,
 }
 
+/// Ends a prompt command's expansion with its admitted blocks, one line each,
+/// after a blank line (whether or not the expansion ended its last line).
+pub fn with_attachments(prompt: &mut String, blocks: &[AdmittedBlock]) {
+    if blocks.is_empty() {
+        return;
+    }
+    prompt.push_str(if prompt.ends_with('\n') { "\n" } else { "\n\n" });
+    prompt.push_str("Attachments:");
+    for block in blocks {
+        prompt.push('\n');
+        prompt.push_str(&block.prompt_line());
+    }
+}
+
 impl AdmittedBlock {
     /// The line a prompt command's expansion ends with for this block.
     pub fn prompt_line(&self) -> String {

@@ -46,7 +46,7 @@ mod workspace;
 
 pub use attachments::{
     AdmittedBlock, AttachmentLimits, FileReceiptResolver, ReceiptError, ResolvedFile,
-    SubmittedAttachment, WorkspaceReceipts, sniff,
+    SubmittedAttachment, WorkspaceReceipts, sniff, with_attachments,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use command::{
@@ -61,19 +61,22 @@ pub use discovery::{
 pub use engine::{
     BUILTIN_PRIORITY, CommandHandler, CommandResult, Disposer, Engine, EngineConfig,
     EngineOpenError, ExecuteError, ExecuteRequest, Execution, HandlerError, HandlerFuture,
-    Invocation, NewRegistration, OUTCOME_BYTES_MAX, ObserverId, RegisterError, ResolverHandle,
-    SessionError, api_provider, command_name, fold_log, fold_log_with, load_snapshot, render_help,
-    valid_id,
+    Invocation, KnownRelease, NewRegistration, OUTCOME_BYTES_MAX, ObserverId, RegisterError,
+    ResolverHandle, SessionError, api_provider, command_name, fold_log, fold_log_with,
+    load_snapshot, render_help, run_release, valid_id,
 };
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
     CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
     IDENTITY_STREAM, InvocationSource, LogIdentity, ModelSwitched, NewEvent, Observed, Origin,
-    Outcome, PermissionRequested, PermissionResolved, ProviderRef, Redacted, Registered, Scope,
-    Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef,
-    UnknownEvent, UnregisterReason, Unregistered, WalDiscarded, stream_key,
+    Outcome, PermissionRequested, PermissionResolved, ProviderRef, Redacted, Registered,
+    RunRelease, Scope, Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt,
+    SessionUpdateRef, UnknownEvent, UnregisterReason, Unregistered, WalDiscarded, stream_key,
 };
-pub use expand::{EXPANSION_BYTES_MAX, ExpandError, ExpandInput, derived_hint, expand, injections};
+pub use expand::{
+    EXPANSION_BYTES_MAX, ExpandError, ExpandInput, Version, derived_hint, expand, injections,
+    parse_version, release_rules,
+};
 
 pub use identity::{
     IdentityError, ensure_identity, ensure_identity_async, host_name, read_identity,

@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use cmdlog_engine::{
     AdmittedBlock, AttachmentAdmitted, CommandRun, CommandSpec, Dialect, Discovery, Event,
-    EventData, ExpandInput, Outcome, Registered, Seq, expand,
+    EventData, ExpandInput, Outcome, Registered, Seq, Version, expand, parse_version,
+    with_attachments,
 };
 use cmdlog_store::{BlobHash, Log};
 
@@ -93,22 +94,17 @@ fn expansion(
     command: &CommandSpec,
     raw_input: &str,
     blocks: &[AdmittedBlock],
+    release: Option<Version>,
 ) -> String {
     let mut prompt = match expand(
         template,
         command.dialect.unwrap_or(Dialect::Markdown),
-        &ExpandInput::new(command, raw_input),
+        &ExpandInput::new(command, raw_input).at_release(release),
     ) {
         Ok(p) => p,
         Err(e) => return format!("(refused) {e}"),
     };
-    if !blocks.is_empty() {
-        prompt.push_str("\n\nAttachments:");
-        for b in blocks {
-            prompt.push('\n');
-            prompt.push_str(&b.prompt_line());
-        }
-    }
+    with_attachments(&mut prompt, blocks);
     prompt
 }
 
@@ -200,7 +196,13 @@ pub fn drift(log: &Log, only: Option<Seq>, today: &Discovery) -> Result<DriftRep
                 })
             })
             .collect();
-        let then = expansion(&template, &registered.command, raw_input, &blocks);
+        // By the rules of the agent release the run was expanded by.
+        let release = run
+            .release
+            .as_ref()
+            .and_then(|r| r.version.as_deref())
+            .and_then(parse_version);
+        let then = expansion(&template, &registered.command, raw_input, &blocks, release);
         if then != recorded {
             row.status = DriftStatus::Regression;
             row.diff = Some(unified(
@@ -227,7 +229,7 @@ pub fn drift(log: &Log, only: Option<Seq>, today: &Discovery) -> Result<DriftRep
             (None, _) => {}
             (Some(_), None) => row.status = DriftStatus::FileGone,
             (Some(p), Some(d)) => {
-                let now = expansion(&d.template, &d.command, raw_input, &blocks);
+                let now = expansion(&d.template, &d.command, raw_input, &blocks, release);
                 if now != then {
                     row.status = DriftStatus::Drifted;
                     row.diff = Some(unified(

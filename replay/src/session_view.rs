@@ -151,10 +151,10 @@ impl SessionView {
                     .get_or_insert((event.seq, "died".into(), e.reason.clone()));
             }
             // The agent ended the session (a later prompt or run resumed it: above).
-            EventData::SessionEnded(e) => {
-                if self.ended.as_ref().is_none_or(|(_, how, _)| how == "ended") {
-                    self.ended = Some((event.seq, "ended".into(), e.reason.clone()));
-                }
+            EventData::SessionEnded(e)
+                if self.ended.as_ref().is_none_or(|(_, how, _)| how == "ended") =>
+            {
+                self.ended = Some((event.seq, "ended".into(), e.reason.clone()));
             }
             EventData::ModelSwitched(m) => self.model = Some(m.model.clone()),
             EventData::CommandRun(r) => self.runs.push(RunView {

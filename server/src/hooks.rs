@@ -25,6 +25,7 @@ pub(super) struct HookQuery {
     redact: Option<bool>,
     received_at: Option<u64>,
     delivery: Option<String>,
+    release: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -65,6 +66,9 @@ pub(super) async fn hook(
     let delivery = query
         .delivery
         .filter(|d| d.starts_with("d-") && d.len() <= 64);
+    let release = query
+        .release
+        .filter(|r| r.len() <= 32 && cmdlog_engine::parse_version(r).is_some());
     let mut known = recent.take();
     let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
@@ -75,7 +79,14 @@ pub(super) async fn hook(
         {
             return (recent_of(known), Ok(None));
         }
-        let batch = batch_for(kind, &payload, redact, delivery.as_deref(), discovery);
+        let batch = batch_for(
+            kind,
+            &payload,
+            redact,
+            delivery.as_deref(),
+            release.as_deref(),
+            discovery,
+        );
         let receipt = append_to(&log, batch, at);
         if receipt.is_ok()
             && let Some(d) = &delivery

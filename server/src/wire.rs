@@ -374,6 +374,7 @@ mod tests {
                 raw_input: Some(" me".into()),
                 attachments: vec![],
                 injections: vec![],
+                release: None,
             }),
         );
         let (kind, data) = project(&run, "s").unwrap();

@@ -1,6 +1,6 @@
 //! `cmdlog run`: execute one slash line and print its outcome.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -39,7 +39,13 @@ pub(crate) fn print_outcome(execution: &cmdlog_engine::Execution) -> VerbResult 
     match &execution.outcome {
         Outcome::Success { text, prompt, .. } => {
             if let Some(body) = prompt.as_deref().or(text.as_deref()) {
-                writeln!(render::Human::stdout(false), "{body}")?;
+                // Exactly the text (what the agent would send its model); a line
+                // end of our own only on a terminal, for the shell's prompt.
+                let mut out = render::Human::stdout(false);
+                write!(out, "{body}")?;
+                if !body.ends_with('\n') && std::io::stdout().is_terminal() {
+                    writeln!(out)?;
+                }
             }
             Ok(0)
         }
@@ -95,6 +101,7 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
         .collect();
     let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
     request.attachments = attachments;
+    request.releases = cmdlog_agents::installed_releases();
     let execution = engine.execute(request).await.map_err(|e| match e {
         ExecuteError::Session(_) => CliError::not_found(e.to_string()),
         other => store_failure(other),
@@ -107,6 +114,14 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
         )));
     };
     note_injections(&execution.name, &execution.injections);
+    if let Some(release) = execution.release.as_ref().filter(|r| r.from == "assumed") {
+        eprintln!(
+            "cmdlog: /{} expanded by the rules of {}: the installed release is not known (no `claude` on PATH); set CMDLOG_AGENT_RELEASES={}=X.Y.Z to name it",
+            render::clean(&execution.name),
+            release.rules,
+            release.agent
+        );
+    }
     let mut out = render::Human::stdout(json);
     if json {
         writeln!(

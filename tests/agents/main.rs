@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use cmdlog_test_support::Workspace;
 
 mod fidelity;
+mod releases;
 mod settings;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.

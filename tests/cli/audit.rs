@@ -72,6 +72,7 @@ fn history() -> Workspace {
                 source: InvocationSource::User,
                 raw_input: Some(String::new()),
                 attachments: vec![],
+                release: None,
             }),
         };
         log.append(vec![run.to_record()]).unwrap();
@@ -353,6 +354,7 @@ fn drift_reports_template_drift_and_engine_regressions() {
                     source: InvocationSource::User,
                     raw_input: Some(" d.rs".into()),
                     attachments: vec![],
+                    release: None,
                 }))
                 .to_record(),
             ])

@@ -318,7 +318,8 @@ fn edits_adds_and_deletes_show_up_as_exactly_the_matching_events() {
     assert_ne!(active_now["template"], active["template"]);
     assert_eq!(
         active["template"].as_str().unwrap(),
-        cmdlog_store::BlobHash::of(b"Review v1: $ARGUMENTS").to_hex()
+        // The body as Claude Code sends it: its final newline kept.
+        cmdlog_store::BlobHash::of(b"Review v1: $ARGUMENTS\n").to_hex()
     );
 }
 
@@ -344,10 +345,10 @@ fn broken_native_frontmatter_fails_with_path_and_line_but_claude_only_warns() {
     let o = w.run(&["run", "/deploy api"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Claude Code's first argument is `$0`: `$1` has none here, so it stays and the
-    // arguments are appended.
+    // arguments are appended after the body and its own final newline.
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
-        "Deploy $1\n\nARGUMENTS: api"
+        "Deploy $1\n\n\nARGUMENTS: api"
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

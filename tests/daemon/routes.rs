@@ -145,7 +145,8 @@ fn a_prompt_streams_its_expansion_and_ends_its_turn(s: &str, events: &str) -> St
     });
     assert_eq!(
         frames.last().unwrap().data["data"]["update"]["content"]["text"],
-        "Review lib.rs"
+        // The Claude command's body with its own final newline, as Claude sends it.
+        "Review lib.rs\n"
     );
     let (status, _) = post(
         &format!("{s}/update"),
@@ -666,7 +667,7 @@ fn command_files_reload_while_serving() {
     });
     assert_eq!(
         frames.last().unwrap().data["data"]["update"]["content"]["text"],
-        "Fresh x"
+        "Fresh x\n"
     );
     eprintln!("hot reload reached SSE subscribers in {elapsed:?}");
 }

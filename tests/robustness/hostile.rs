@@ -302,6 +302,7 @@ fn a_delivery_is_recorded_once_whichever_way_it_comes() {
         delivery: "d-0123456789abcdef".into(),
         payload: String::from_utf8(body.clone()).unwrap(),
         payload_base64: None,
+        release: None,
     };
     cmdlog_agents::Spill::for_log(&w.log_path())
         .keep(&spilled)

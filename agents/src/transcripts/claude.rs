@@ -42,6 +42,8 @@ struct Line<'a> {
     message: Message<'a>,
     /// A top-level `content` (system lines).
     content: Str<'a>,
+    /// The Claude Code release that wrote the line.
+    version: Str<'a>,
 }
 
 impl<'a> Shape<'a> for Line<'a> {
@@ -60,6 +62,7 @@ impl<'a> Shape<'a> for Line<'a> {
                 "isSidechain" => line.is_sidechain = map.next_value()?,
                 "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
                 "content" => line.content = map.next_value()?,
+                "version" => line.version = map.next_value()?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -236,6 +239,9 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
         if t.session.is_none() {
             t.session = line.session_id.as_deref().map(str::to_string);
         }
+        if let Some(version) = line.version.as_deref() {
+            t.release = Some(version.to_string());
+        }
         let key = line
             .uuid
             .as_deref()
@@ -257,6 +263,9 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             let body = body();
             let stdout = body.as_deref().and_then(|b| tag(b, "local-command-stdout"));
             if kind == "user" && meta && stdout.is_none() && body.is_some() {
+                // A prompt command: the line was submitted as the user's prompt
+                // (the hooks' UserPromptSubmit), then expanded.
+                t.prompt(format!("{ckey}#prompt"), cat, cline.clone());
                 t.run(ckey, cat, &cline, body.clone(), None);
                 continue;
             }

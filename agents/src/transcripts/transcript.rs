@@ -32,6 +32,9 @@ pub(crate) struct Transcript {
     pub malformed: Vec<usize>,
     /// Lines read.
     pub lines: usize,
+    /// The agent's release as the transcript names it (its latest line's), for
+    /// the runs that follow: the rules their expansions were made by.
+    pub release: Option<String>,
 }
 
 impl Transcript {
@@ -113,6 +116,7 @@ impl Transcript {
                 raw_input: Some(rest.to_string()),
                 attachments: Vec::new(),
                 injections: Vec::new(),
+                release: self.run_release(),
             })),
         });
         self.items.push(Item {
@@ -128,6 +132,19 @@ impl Transcript {
                 agent_check: None,
             },
         });
+    }
+
+    /// What a run records of the release whose rules expanded it: Claude Code's,
+    /// from the transcript's `version`.
+    fn run_release(&self) -> Option<cmdlog_engine::RunRelease> {
+        let version = self.release.as_ref()?;
+        let known = [cmdlog_engine::KnownRelease {
+            agent: "claude-code".into(),
+            version: version.clone(),
+            from: "transcript".into(),
+        }];
+        cmdlog_engine::run_release(cmdlog_engine::Dialect::Claude, &known)
+            .filter(|r| r.version.is_some())
     }
 
     /// Something with no typed event, kept as it was: the agent's bookkeeping,

@@ -255,6 +255,10 @@ pub(super) fn fallback_description(body: &str) -> String {
     cut(line, 100, 97)
 }
 
+fn kind_is_skill(item: Item) -> bool {
+    matches!(item, Item::Skill | Item::PluginSkill)
+}
+
 fn spec(
     name: CommandName,
     fm: &Frontmatter,
@@ -290,7 +294,18 @@ fn spec(
             format!("Plugin: {}", p.map_or("", |p| p.name.as_str())),
         ),
     };
-    let template = fm.body.trim().to_string();
+    // The body as Claude Code sends it: after a frontmatter, from its first
+    // character that is not whitespace; its end (a final newline) as written. A
+    // skill's starts with the folder it lives in.
+    let body = if fm.opened {
+        fm.body.trim_start()
+    } else {
+        fm.body.as_str()
+    };
+    let template = match (kind_is_skill(item), skill_dir) {
+        (true, Some(dir)) => format!("Base directory for this skill: {}\n\n{body}", dir.display()),
+        _ => body.to_string(),
+    };
     let mut command = CommandSpec::new(name, source, kind);
     command.source_label = label;
     command.command_type = Some(CommandType::Prompt);

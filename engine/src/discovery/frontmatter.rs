@@ -13,6 +13,8 @@ pub(crate) struct Frontmatter {
     pub(crate) raw: BTreeMap<String, String>,
     /// Everything after the closing `---`.
     pub(crate) body: String,
+    /// Whether the file opened with a frontmatter (`---`).
+    pub(crate) opened: bool,
 }
 
 /// Frontmatter that is not valid YAML (or not closed).
@@ -79,6 +81,7 @@ fn parse(text: &str, hints_as_text: bool) -> Result<Frontmatter, FrontmatterErro
             fields: BTreeMap::new(),
             raw: BTreeMap::new(),
             body: text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
+            opened: false,
         });
     };
     let fields = if yaml.trim().is_empty() {
@@ -102,6 +105,7 @@ fn parse(text: &str, hints_as_text: bool) -> Result<Frontmatter, FrontmatterErro
         fields,
         raw: raw_lines(yaml),
         body: body.to_string(),
+        opened: true,
     })
 }
 
@@ -169,11 +173,13 @@ pub(crate) fn parse_lenient(text: &str) -> (Frontmatter, Option<FrontmatterError
                     fields: raw_lines(yaml),
                     raw: raw_lines(yaml),
                     body: body.to_string(),
+                    opened: true,
                 },
                 _ => Frontmatter {
                     fields: BTreeMap::new(),
                     raw: BTreeMap::new(),
                     body: text.to_string(),
+                    opened: false,
                 },
             };
             (fm, Some(error))

@@ -14,9 +14,11 @@ use crate::attachments::{self, AdmittedBlock};
 use crate::command::{Dialect, Mode};
 use crate::event::{
     AttachmentAdmitted, CommandDone, CommandRun, EventData, InvocationSource, NewEvent, Outcome,
-    Seq,
+    RunRelease, Seq,
 };
-use crate::expand::{ExpandError, ExpandInput, expand, injections};
+use crate::expand::{
+    ExpandError, ExpandInput, Version, expand, injections, parse_version, release_rules,
+};
 use crate::parse::parse_line;
 use crate::registry::Registration;
 
@@ -37,6 +39,20 @@ pub struct ExecuteRequest {
     pub attachments: Vec<SubmittedAttachment>,
     /// Cancellation owned by the caller.
     pub cancel: CancellationToken,
+    /// The agents' releases the caller knows (`claude --version`, …): a command
+    /// of a dialect whose rules changed between releases expands by its agent's.
+    pub releases: Vec<KnownRelease>,
+}
+
+/// An agent release the caller found, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownRelease {
+    /// The agent: `claude-code`.
+    pub agent: String,
+    /// Its version, as it printed it (`2.1.332`).
+    pub version: String,
+    /// How it was found: `claude --version`, `AI_AGENT`, `transcript`.
+    pub from: String,
 }
 
 impl ExecuteRequest {
@@ -50,8 +66,30 @@ impl ExecuteRequest {
             source: InvocationSource::User,
             attachments: Vec::new(),
             cancel: CancellationToken::new(),
+            releases: Vec::new(),
         }
     }
+}
+
+/// What a run of a command in `dialect` records of the release whose rules
+/// expanded it (`None` for dialects whose rules did not change), given the
+/// releases known.
+pub fn run_release(dialect: Dialect, known: &[KnownRelease]) -> Option<RunRelease> {
+    let agent = match dialect {
+        Dialect::Claude => "claude-code",
+        _ => return None,
+    };
+    let found = known
+        .iter()
+        .find(|r| r.agent == agent)
+        .and_then(|r| parse_version(&r.version).map(|v| (r, v)));
+    let rules = release_rules(dialect, found.map(|(_, v)| v))?;
+    Some(RunRelease {
+        agent: agent.to_string(),
+        version: found.map(|(r, _)| r.version.trim().to_string()),
+        from: found.map_or_else(|| "assumed".to_string(), |(r, _)| r.from.clone()),
+        rules: rules.to_string(),
+    })
 }
 
 /// A settled execution.
@@ -71,6 +109,8 @@ pub struct Execution {
     /// Injections in its expansion that its agent would run or read and cmdlog did
     /// not (see [`crate::injections`]).
     pub injections: Vec<String>,
+    /// The agent release whose rules expanded it (see [`CommandRun::release`]).
+    pub release: Option<RunRelease>,
 }
 
 /// `execute` failed loudly: the run could not be recorded, or its success could not.
@@ -155,8 +195,15 @@ impl Engine {
         // A prompt command's expansion is a pure function of the template and the
         // input: made now, so the run can say which injections it holds.
         let expanding = Instant::now();
+        let release = command
+            .dialect
+            .and_then(|d| run_release(d, &request.releases));
+        let version = release
+            .as_ref()
+            .and_then(|r| r.version.as_deref())
+            .and_then(parse_version);
         let expanded = (refusal.is_none() && command.is_prompt())
-            .then(|| self.expand_prompt(&registration, &parsed.raw_input));
+            .then(|| self.expand_prompt(&registration, &parsed.raw_input, version));
         // The expansion is the prompt command's handler: its time counts as the run's.
         let expansion_us = expanding.elapsed().as_micros() as u64;
         let found_injections = match &expanded {
@@ -210,6 +257,7 @@ impl Engine {
             raw_input: command.record_input.then(|| parsed.raw_input.clone()),
             attachments: Vec::new(),
             injections: found_injections.clone(),
+            release: release.clone(),
         };
         let run_event = envelope(EventData::CommandRun(run));
         let count = admitted.len() as u64;
@@ -300,6 +348,7 @@ impl Engine {
             outcome,
             done,
             injections: found_injections,
+            release,
         }))
     }
 
@@ -320,13 +369,7 @@ impl Engine {
             return match expanded {
                 Ok(mut prompt) => {
                     // The model side fetches admitted blocks by their blob hashes.
-                    if !attachments.is_empty() {
-                        prompt.push_str("\n\nAttachments:");
-                        for block in &attachments {
-                            prompt.push('\n');
-                            prompt.push_str(&block.prompt_line());
-                        }
-                    }
+                    attachments::with_attachments(&mut prompt, &attachments);
                     Outcome::Success {
                         text: None,
                         prompt: Some(prompt),
@@ -405,6 +448,7 @@ impl Engine {
         &self,
         registration: &Registration,
         raw_input: &str,
+        release: Option<Version>,
     ) -> Result<String, ExpansionFailed> {
         let command = &registration.command;
         let name = command.name.as_str();
@@ -431,7 +475,7 @@ impl Engine {
         expand(
             &template,
             command.dialect.unwrap_or(Dialect::Markdown),
-            &ExpandInput::new(command, raw_input),
+            &ExpandInput::new(command, raw_input).at_release(release),
         )
         .map_err(|e| match e {
             // A usage error is the agent's own message, shown as it is.

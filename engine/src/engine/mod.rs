@@ -23,7 +23,9 @@ use crate::registry::Registration;
 use crate::state::LogState;
 
 pub use builtins::{BUILTIN_PRIORITY, render_help};
-pub use execute::{ExecuteError, ExecuteRequest, Execution, OUTCOME_BYTES_MAX};
+pub use execute::{
+    ExecuteError, ExecuteRequest, Execution, KnownRelease, OUTCOME_BYTES_MAX, run_release,
+};
 pub use handler::{
     CommandHandler, CommandResult, HandlerError, HandlerFuture, Invocation, NewRegistration,
     api_provider,

@@ -21,7 +21,7 @@ pub use registry::{
 };
 pub use runs::{
     AgentCheck, AttachmentAdmitted, AttachmentKind, CommandDone, CommandRun, InvocationSource,
-    Outcome,
+    Outcome, RunRelease,
 };
 pub use session::{
     AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, LogIdentity, ModelSwitched,
@@ -422,6 +422,7 @@ mod tests {
             source: InvocationSource::User,
             raw_input: Some(" x".into()),
             attachments: vec![],
+            release: None,
         }));
         round_trip(EventData::CommandDone(CommandDone {
             agent_check: None,

@@ -69,6 +69,25 @@ pub struct CommandRun {
     /// cmdlog did not (shell commands, file references), as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub injections: Vec<String>,
+    /// The agent release whose rules expanded it, for a dialect whose rules
+    /// changed between releases (Claude Code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<RunRelease>,
+}
+
+/// The agent release whose rules expanded a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRelease {
+    /// The agent: `claude-code`.
+    pub agent: String,
+    /// Its version, when it was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How it was known: `claude --version`, `AI_AGENT` (a hook's environment),
+    /// `transcript`; `assumed` when it was not, and the current rules applied.
+    pub from: String,
+    /// The rules applied: `Claude Code 2.1.210 and later`, ….
+    pub rules: String,
 }
 
 /// `command/done`

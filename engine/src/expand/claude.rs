@@ -1,9 +1,12 @@
 //! Claude Code's substitutions (code.claude.com/docs/en/skills, "Available string
-//! substitutions"; CHANGELOG 2.1.19, 2.1.163, 2.1.210, 2.1.233):
+//! substitutions"; CHANGELOG 2.1.19, 2.1.163, 2.1.210, 2.1.233; and what the
+//! releases 2.1.197 and 2.1.332 sent a model server of ours, `docs/dialects.md`):
 //!
-//! - `$ARGUMENTS` is the argument text as typed (quotes and newlines kept);
+//! - `$ARGUMENTS` is the argument text as typed (quotes and inner whitespace kept,
+//!   the ends trimmed);
 //! - `$ARGUMENTS[N]` and `$N` are 0-based shell-style words (`$0` is the first);
-//!   one with no such argument stays as written;
+//!   one with no such argument stays as written (since 2.1.210; before, it was
+//!   empty text and counted as a substitution);
 //! - named arguments (`arguments:` frontmatter) are `$name`, empty when missing;
 //! - `\$…` is a literal `$…`;
 //! - when arguments were given and nothing was substituted, the text gets
@@ -15,14 +18,21 @@
 use super::args::{ShellWords, shell_words};
 use super::{Bounded, ExpandError, ExpandInput};
 
-/// The argument text as Claude Code passes it: everything after the one separator
-/// following the name, trailing whitespace removed (the line is trimmed).
+/// The argument text as Claude Code passes it: everything after the name, with
+/// the whitespace at both ends removed.
 pub(super) fn arguments(raw_input: &str) -> &str {
-    let rest = match raw_input.chars().next() {
-        Some(c) if c.is_whitespace() => &raw_input[c.len_utf8()..],
-        _ => raw_input,
-    };
-    rest.trim_end()
+    raw_input.trim()
+}
+
+/// The first release that keeps a `$N` with no argument as written.
+const KEEPS_MISSING: super::Version = (2, 1, 210);
+
+/// Which rules apply for `release` (the current ones when it is unknown).
+pub(super) fn rules(release: Option<super::Version>) -> &'static str {
+    match release {
+        Some(v) if v < KEEPS_MISSING => "Claude Code before 2.1.210",
+        _ => "Claude Code 2.1.210 and later",
+    }
 }
 
 const WORDS: ShellWords = ShellWords {
@@ -50,6 +60,8 @@ pub(super) fn expand(
 ) -> Result<(), ExpandError> {
     let args = arguments(input.raw_input);
     let words = shell_words(args, WORDS);
+    // Before 2.1.210 a placeholder with no argument was empty text, and counted.
+    let empty_when_missing = input.release.is_some_and(|v| v < KEEPS_MISSING);
     let mut names: Vec<&str> = input
         .arguments
         .iter()
@@ -120,6 +132,12 @@ pub(super) fn expand(
             }
             continue;
         }
+        // Two backslashes escape nothing: both stay, and what follows is read.
+        if let Some(after) = rest.strip_prefix("\\\\") {
+            out.push("\\\\")?;
+            rest = after;
+            continue;
+        }
         if rest.starts_with('\\') {
             out.push("\\")?;
             rest = &rest[1..];
@@ -129,6 +147,10 @@ pub(super) fn expand(
         match find(after) {
             Found::Arg(len, Some(value)) => {
                 out.push(&value)?;
+                substituted = true;
+                rest = &after[len..];
+            }
+            Found::Arg(len, None) if empty_when_missing => {
                 substituted = true;
                 rest = &after[len..];
             }
@@ -171,10 +193,60 @@ mod tests {
             raw_input: raw,
             arguments: &names,
             variables: &vars,
+            release: None,
         };
         let mut out = Bounded::new(1 << 20);
         expand(template, &input, &mut out).unwrap();
         out.into_string()
+    }
+
+    fn at(release: crate::expand::Version, template: &str, raw: &str) -> String {
+        let vars = BTreeMap::new();
+        let input = ExpandInput {
+            name: "x",
+            raw_input: raw,
+            arguments: &[],
+            variables: &vars,
+            release: Some(release),
+        };
+        let mut out = Bounded::new(1 << 20);
+        expand(template, &input, &mut out).unwrap();
+        out.into_string()
+    }
+
+    /// What Claude Code 2.1.197 and 2.1.332 sent the model for these bodies
+    /// (`docs/dialects.md`).
+    #[test]
+    fn each_release_by_its_own_rules() {
+        let body = "R: ARGUMENTS=[$ARGUMENTS] one=[$1] two=[$2] p150=[$150] a0=[$ARGUMENTS[0]] zero=[$0]\n";
+        assert_eq!(
+            at((2, 1, 197), body, " a b"),
+            "R: ARGUMENTS=[a b] one=[b] two=[] p150=[] a0=[a] zero=[a]\n"
+        );
+        assert_eq!(
+            at((2, 1, 332), body, " a b"),
+            "R: ARGUMENTS=[a b] one=[b] two=[$2] p150=[$150] a0=[a] zero=[a]\n"
+        );
+        let numbered = "Only numbered: $1 and $2\n";
+        assert_eq!(at((2, 1, 197), numbered, " a"), "Only numbered:  and \n");
+        assert_eq!(
+            at((2, 1, 332), numbered, " a"),
+            "Only numbered: $1 and $2\n\n\nARGUMENTS: a"
+        );
+        assert_eq!(rules(Some((2, 1, 197))), "Claude Code before 2.1.210");
+        assert_eq!(rules(None), "Claude Code 2.1.210 and later");
+        for release in [(2, 1, 197), (2, 1, 332)] {
+            assert_eq!(
+                at(release, "dbl=[x\\\\$0 y] args=[$ARGUMENTS_x]", " a"),
+                "dbl=[x\\\\a y] args=[a_x]",
+                "two backslashes escape nothing"
+            );
+            assert_eq!(
+                at(release, "W: [$ARGUMENTS]", "    a    b   "),
+                "W: [a    b]",
+                "the arguments are trimmed at both ends"
+            );
+        }
     }
 
     #[test]

@@ -156,6 +156,7 @@ mod tests {
             raw_input: raw,
             arguments: &[],
             variables: &vars,
+            release: None,
         };
         let mut out = Bounded::new(1 << 20);
         expand(template, &input, &mut out).map(|()| out.into_string())

@@ -199,6 +199,7 @@ mod tests {
             raw_input: raw,
             arguments: &[],
             variables: &vars,
+            release: None,
         };
         let mut out = Bounded::new(1 << 20);
         match dialect {

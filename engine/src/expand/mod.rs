@@ -33,6 +33,34 @@ pub struct ExpandInput<'a> {
     pub arguments: &'a [String],
     /// Variables recorded at registration (`CLAUDE_PLUGIN_ROOT`, …).
     pub variables: &'a BTreeMap<String, String>,
+    /// The agent's release (`major.minor.patch`) whose rules apply, where they
+    /// changed between releases; `None`: the current rules.
+    pub release: Option<Version>,
+}
+
+/// An agent release's version: `major.minor.patch`, compared in that order.
+pub type Version = (u32, u32, u32);
+
+/// Reads `2.1.332` (anything after the third number, `2.1.332 (Claude Code)`, is
+/// ignored).
+pub fn parse_version(text: &str) -> Option<Version> {
+    let mut parts = text.trim().splitn(3, '.');
+    let major = parts.next()?.trim().parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let rest = parts.next()?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let patch = rest[..digits].parse().ok()?;
+    Some((major, minor, patch))
+}
+
+/// Which rules of its agent a dialect expands by, for `release` (`None`: not
+/// known, so the current rules are assumed): `None` for the dialects whose rules
+/// did not change between the releases cmdlog knows.
+pub fn release_rules(dialect: Dialect, release: Option<Version>) -> Option<&'static str> {
+    match dialect {
+        Dialect::Claude => Some(claude::rules(release)),
+        _ => None,
+    }
 }
 
 impl<'a> ExpandInput<'a> {
@@ -43,7 +71,13 @@ impl<'a> ExpandInput<'a> {
             raw_input,
             arguments: &command.arguments,
             variables: &command.variables,
+            release: None,
         }
+    }
+
+    /// The same input, expanded by the rules of `release`.
+    pub fn at_release(self, release: Option<Version>) -> Self {
+        ExpandInput { release, ..self }
     }
 }
 
@@ -156,6 +190,7 @@ mod tests {
             raw_input: &raw,
             arguments: &[],
             variables: &vars,
+            release: None,
         };
         for dialect in [
             Dialect::Markdown,

@@ -178,45 +178,61 @@ fn claude_code_expansions() {
         out.replace(&root, "~/plugins/tools")
             .replace(&skill, "ws/.claude/skills/deploy"),
         expect![[r#"
-        /review 42 high please
-        => [claude] Review PR 42 at priority high. Notes: 42 high please
-        /frontend:component Button
-        => [claude] # Make a component
+            /review 42 high please
+            => [claude] Review PR 42 at priority high. Notes: 42 high please
 
-        Create the component Button.
-        /deploy prod
-        => [claude] Deploy to prod in  from ws/.claude/skills/deploy.
-        /rate acme
-        => [claude] Quote $150/hour = $36,000 for acme; run awk '{print $1}'.
-        /tidy src/lib.rs
-        => [claude] Tidy the code.
+            /frontend:component Button
+            => [claude] # Make a component
 
-        ARGUMENTS: src/lib.rs
-        /tidy
-        => [claude] Tidy the code.
-        /trace   panicked at 'x'
-          at src/a.rs:3
-        => [claude] Explain this trace:
-          panicked at 'x'
-          at src/a.rs:3
-        /legacy a b
-        => [claude] Args: $@ ${@:2} {{args}}
+            Create the component Button.
 
-        ARGUMENTS: a b
-        /status
-        => [claude] Status:
-        !`git status --short`
-        See @src/main.rs and ask @alice.
-           injections: ["!`git status --short`", "@src/main.rs"]
-        /tools:help me
-        => [claude-plugins] Plugin help for me
-        /tools:ci:run fast
-        => [claude-plugins] Run CI with ~/plugins/tools/ci.sh fast
-        /fancy x.rs
-        => [claude-plugins] Format x.rs
-        /help
-        => [builtin] Success { text: Some("Commands available in non_interactive mode:\n\nBuilt-in:\n  /help                              List the commands available in this mode\n  /model [<model-id>]                Show or set the session model\n\nSkill:\n  /commit-message [context]          Write a commit message for the staged changes\n  /deploy <env> [region]             Deploy a service\n  /explain <path or symbol>          Explain how a piece of code works\n  /fix-tests [test name or command]  Find and fix the cause of failing tests\n\nCustom:\n  /frontend:component                Make a component\n  /legacy                            Args: $@ ${@:2} {{args}}\n  /rate                              Quote $150/hour = $36,000 for $0; run awk '{print $1}'.\n  /review [pr-number] [priority]     Review, my way\n  /status                            Status:\n  /tidy                              Tidy the code.\n  /trace                             Explain this trace:\n\nPlugin: tools:\n  /tools:ci:run                      Run CI with ${CLAUDE_PLUGIN_ROOT}/ci.sh $0\n  /tools:fancy                       Format fancily\n  /tools:help                        The plugin's help"), prompt: None, source_event_seq: None }
-    "#]],
+            /deploy prod
+            => [claude] Base directory for this skill: ws/.claude/skills/deploy
+
+            Deploy to prod in  from ws/.claude/skills/deploy.
+
+            /rate acme
+            => [claude] Quote $150/hour = $36,000 for acme; run awk '{print $1}'.
+
+            /tidy src/lib.rs
+            => [claude] Tidy the code.
+
+
+            ARGUMENTS: src/lib.rs
+            /tidy
+            => [claude] Tidy the code.
+
+            /trace   panicked at 'x'
+              at src/a.rs:3
+            => [claude] Explain this trace:
+            panicked at 'x'
+              at src/a.rs:3
+
+            /legacy a b
+            => [claude] Args: $@ ${@:2} {{args}}
+
+
+            ARGUMENTS: a b
+            /status
+            => [claude] Status:
+            !`git status --short`
+            See @src/main.rs and ask @alice.
+
+               injections: ["!`git status --short`", "@src/main.rs"]
+            /tools:help me
+            => [claude-plugins] Plugin help for me
+
+            /tools:ci:run fast
+            => [claude-plugins] Run CI with ~/plugins/tools/ci.sh fast
+
+            /fancy x.rs
+            => [claude-plugins] Base directory for this skill: ~/plugins/tools/skills/fmt
+
+            Format x.rs
+
+            /help
+            => [builtin] Success { text: Some("Commands available in non_interactive mode:\n\nBuilt-in:\n  /help                              List the commands available in this mode\n  /model [<model-id>]                Show or set the session model\n\nSkill:\n  /commit-message [context]          Write a commit message for the staged changes\n  /deploy <env> [region]             Deploy a service\n  /explain <path or symbol>          Explain how a piece of code works\n  /fix-tests [test name or command]  Find and fix the cause of failing tests\n\nCustom:\n  /frontend:component                Make a component\n  /legacy                            Args: $@ ${@:2} {{args}}\n  /rate                              Quote $150/hour = $36,000 for $0; run awk '{print $1}'.\n  /review [pr-number] [priority]     Review, my way\n  /status                            Status:\n  /tidy                              Tidy the code.\n  /trace                             Explain this trace:\n\nPlugin: tools:\n  /tools:ci:run                      Run CI with ${CLAUDE_PLUGIN_ROOT}/ci.sh $0\n  /tools:fancy                       Format fancily\n  /tools:help                        The plugin's help"), prompt: None, source_event_seq: None }
+        "#]],
     );
 }
 

@@ -175,10 +175,13 @@ fn resolution_and_expansion_match_the_agents() {
             => Deploy api to prod eu.
             /review src/lib.rs
             => Review src/lib.rs as the user likes it.
+
             /broken 'a b' c
             => Still works with a b
+
             /tools:lint --fix
             => Lint --fix
+
             /prompts:draft 42
             => Draft a PR for 42
 
@@ -322,7 +325,7 @@ fn sync_appends_only_changes_and_warns_once() {
                 format!("unregistered {b} FileRemoved"),
             ]
         );
-        assert_eq!(expand_line(&engine, "/a x").await, "A changed x");
+        assert_eq!(expand_line(&engine, "/a x").await, "A changed x\n");
         // The old template is what was active before the edit.
         let old = cmdlog_replay_free_state_at(&engine, head);
         assert_eq!(

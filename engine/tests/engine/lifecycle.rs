@@ -446,6 +446,7 @@ async fn reopen_closes_interrupted_runs_ends_stale_handlers_and_keeps_builtins()
             source: InvocationSource::User,
             raw_input: Some(String::new()),
             attachments: vec![],
+            release: None,
         }),
     };
     let orphan_seq = engine

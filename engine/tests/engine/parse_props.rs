@@ -24,6 +24,7 @@ fn run(template: &str, dialect: Dialect, raw_input: &str, names: &[String]) -> O
         raw_input,
         arguments: names,
         variables: &vars,
+        release: None,
     };
     expand(template, dialect, &input).ok()
 }

@@ -65,6 +65,7 @@ fn run(registration: Seq, name: &str) -> EventData {
         source: InvocationSource::User,
         raw_input: Some(String::new()),
         attachments: vec![],
+        release: None,
     })
 }
 
