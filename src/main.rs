@@ -130,7 +130,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Attach(args) => cli::attach::exec(args),
         Verb::Acp(args) => cli::acp::exec(&paths, args),
         Verb::Hook(_) => unreachable!("handled above"),
-        Verb::Hooks(args) => cli::hooks::exec(&paths, args),
+        Verb::Hooks(args) => cli::hooks::exec(&paths, args, json),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
         Verb::Push(args) => cli::push::exec(&paths, args, json),
         Verb::Clone(args) => cli::clone::exec(&paths, args, json),

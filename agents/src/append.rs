@@ -20,10 +20,6 @@ pub struct Batch {
     pub(crate) events: Vec<Planned>,
     /// Blob bodies stored before the events (large parts of a payload).
     pub(crate) blobs: Vec<Vec<u8>>,
-    /// Indices of `command/run`s planned only in case the agent did not report
-    /// the run itself: each is dropped, with its `command/done`, when its session
-    /// already shows a run since its last prompt.
-    pub(crate) fallback_runs: Vec<usize>,
 }
 
 impl Batch {
@@ -33,7 +29,6 @@ impl Batch {
             agent: agent.to_string(),
             events: Vec::new(),
             blobs: Vec::new(),
-            fallback_runs: Vec::new(),
         }
     }
 
@@ -69,70 +64,7 @@ impl Batch {
                 *run_index += offset;
             }
         }
-        for i in &mut self.fallback_runs {
-            *i += offset;
-        }
         self.events.extend(rest);
-    }
-
-    /// Marks the run at `index` (of the events added last, `first` being where
-    /// they start) as a fallback (see [`Batch::fallback_runs`]).
-    pub(crate) fn fallback_run(&mut self, index: usize) {
-        self.fallback_runs.push(index);
-    }
-
-    /// Drops the fallback runs whose session shows a run since its last prompt:
-    /// in the log before this batch (`run_since_prompt` answers for a session),
-    /// or earlier in the batch.
-    pub(crate) fn drop_repeated_runs(
-        &mut self,
-        mut run_since_prompt: impl FnMut(&str) -> Result<bool, ReadError>,
-    ) -> Result<(), ReadError> {
-        if self.fallback_runs.is_empty() {
-            return Ok(());
-        }
-        let mut since: std::collections::HashMap<String, bool> = Default::default();
-        let mut dropped = vec![false; self.events.len()];
-        for i in 0..self.events.len() {
-            let Some(session) = self.events[i].session.clone() else {
-                continue;
-            };
-            let ran = match since.get(&session) {
-                Some(ran) => *ran,
-                None => run_since_prompt(&session)?,
-            };
-            let now = match &self.events[i].data {
-                PlannedData::Ready(EventData::CommandRun(_)) => {
-                    if ran && self.fallback_runs.contains(&i) {
-                        dropped[i] = true;
-                    }
-                    true
-                }
-                PlannedData::DoneOf { run_index, .. } => {
-                    dropped[i] = dropped[*run_index];
-                    ran
-                }
-                PlannedData::Ready(EventData::SessionPrompt(_)) => false,
-                _ => ran,
-            };
-            since.insert(session, now);
-        }
-        let mut new_index = Vec::with_capacity(self.events.len());
-        let mut kept = Vec::with_capacity(self.events.len());
-        for (i, p) in std::mem::take(&mut self.events).into_iter().enumerate() {
-            new_index.push(kept.len());
-            if !dropped[i] {
-                kept.push(p);
-            }
-        }
-        for p in &mut kept {
-            if let PlannedData::DoneOf { run_index, .. } = &mut p.data {
-                *run_index = new_index[*run_index];
-            }
-        }
-        self.events = kept;
-        self.fallback_runs.clear();
-        Ok(())
     }
 
     /// Starts the session with `session/created` (interactive) when `is_new` says
@@ -158,6 +90,7 @@ impl Batch {
                     data: PlannedData::Ready(EventData::SessionCreated(SessionCreated {
                         mode: Some(Mode::Interactive),
                     })),
+                    tie: None,
                 });
             }
         }
@@ -178,6 +111,7 @@ impl Batch {
                 count,
                 kinds,
             })),
+            tie: None,
         }]);
     }
 

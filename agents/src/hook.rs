@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::{AgentKind, session_key, text, tool_kind};
-use crate::plan::{Planned, PlannedData};
+use crate::plan::{Planned, PlannedData, Tie};
 
 /// What one payload becomes.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,9 +28,6 @@ pub(crate) struct HookPlan {
     pub events: Vec<Planned>,
     /// A slash command the agent expanded: what the agreement check compares.
     pub expansion: Option<Expansion>,
-    /// The index in `events` of a run recorded only if the agent's own
-    /// expansion hook did not record it (see `Batch::fallback_runs`).
-    pub fallback_run: Option<usize>,
 }
 
 /// A slash command the agent expanded itself.
@@ -88,7 +85,8 @@ pub(crate) fn plan(
     });
     let mut items: Vec<PlannedData> = Vec::new();
     let mut expansion = None;
-    let mut fallback_run = None;
+    // Events tied to what the session holds (`tie.rs`), by index in `items`.
+    let mut ties: Vec<(usize, Tie)> = Vec::new();
     let ready = |d: EventData| PlannedData::Ready(d);
     let update = |u: Value| PlannedData::Ready(EventData::SessionUpdate(u));
     match event {
@@ -104,7 +102,7 @@ pub(crate) fn plan(
                     data: Value::Object(rest_of(payload, &[])),
                     bookkeeping: true,
                 })));
-                return finish(payload, session, observed, items, None, None);
+                return finish(payload, session, observed, items, None, ties);
             }
             // Qwen Code names the line typed beside its expansion: a slash command
             // is a run, unless its UserPromptExpansion hook recorded it already.
@@ -132,13 +130,16 @@ pub(crate) fn plan(
                     },
                     agent_check: None,
                 });
-                fallback_run = Some(run_index);
+                ties.push((run_index, Tie::FallbackRun));
                 expansion = Some(Expansion {
                     name,
                     raw_input,
                     prompt: Some(prompt.clone()),
                     done_index: run_index + 1,
                 });
+            }
+            if submitted.is_some_and(|s| s.trim_start().starts_with('/')) {
+                ties.push((items.len(), Tie::FromLatestRun));
             }
             items.push(ready(EventData::SessionPrompt(SessionPrompt {
                 text: prompt,
@@ -235,18 +236,36 @@ pub(crate) fn plan(
             with_input(&mut call, payload);
             items.push(update(call));
         }
+        // Every call of the batch, settled where nothing settled it yet: a call
+        // that was denied or blocked gets no PostToolUse. Without a status
+        // (Claude Code gives none) such a call did not run.
         "PostToolBatch" => {
             for call in payload["tool_calls"].as_array().into_iter().flatten() {
-                let failed = call["status"] == "error" || call["status"] == "failed";
-                items.push(update(json!({
+                let failed = !matches!(
+                    call["status"]
+                        .as_str()
+                        .or(call["execution_status"].as_str()),
+                    Some("success" | "completed")
+                );
+                let mut settled = json!({
                     "sessionUpdate": "tool_call_update",
                     "toolCallId": tool_call_id(call),
                     "status": if failed { "failed" } else { "completed" },
                     "rawOutput": call.get("tool_response").cloned().unwrap_or(Value::Null),
-                })));
+                });
+                with_input(&mut settled, call);
+                ties.push((items.len(), Tie::SettleIfOpen));
+                items.push(update(settled));
             }
         }
         "PermissionRequest" => {
+            // Claude Code 2.1.332 and Codex name no call: tied to the pending one.
+            if text(payload, "tool_use_id")
+                .or_else(|| text(payload, "tool_call_id"))
+                .is_none()
+            {
+                ties.push((items.len(), Tie::FindCall));
+            }
             items.push(ready(EventData::PermissionRequested(permission_request(
                 payload, "ask",
             ))));
@@ -275,6 +294,13 @@ pub(crate) fn plan(
             items.push(update(json!({
                 "sessionUpdate": "turn_complete",
                 "stopReason": "end_turn",
+            })));
+        }
+        // Codex: the user interrupted the turn (no Stop follows).
+        "Interrupt" => {
+            items.push(update(json!({
+                "sessionUpdate": "turn_complete",
+                "stopReason": "cancelled",
             })));
         }
         // The agent ended its session (and may resume it): why, and the rest of
@@ -307,7 +333,7 @@ pub(crate) fn plan(
             })));
         }
     }
-    finish(payload, session, observed, items, expansion, fallback_run)
+    finish(payload, session, observed, items, expansion, ties)
 }
 
 fn finish(
@@ -316,21 +342,22 @@ fn finish(
     observed: Option<Observed>,
     items: Vec<PlannedData>,
     expansion: Option<Expansion>,
-    fallback_run: Option<usize>,
+    ties: Vec<(usize, Tie)>,
 ) -> HookPlan {
     HookPlan {
         session: session.clone(),
         cwd: text(payload, "cwd").map(str::to_string),
         events: items
             .into_iter()
-            .map(|data| Planned {
+            .enumerate()
+            .map(|(i, data)| Planned {
                 session: session.clone(),
                 observed: observed.clone(),
                 data,
+                tie: ties.iter().find(|(at, _)| *at == i).map(|(_, tie)| *tie),
             })
             .collect(),
         expansion,
-        fallback_run,
     }
 }
 

@@ -51,6 +51,9 @@ pub enum SettingsError {
     },
 }
 
+/// The settings version Qwen Code 0.24 writes (`$version`).
+const QWEN_SETTINGS_VERSION: u64 = 4;
+
 /// Where the entries go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -61,8 +64,9 @@ pub enum Scope {
 }
 
 /// The hook events cmdlog listens to, per agent, and the timeout it asks for (in
-/// the agent's unit: seconds for Claude Code and Codex, milliseconds for Gemini
-/// CLI and Qwen Code).
+/// the agent's unit: seconds for Claude Code, Codex and Qwen Code, milliseconds
+/// for Gemini CLI). Codex clamps `SessionEnd` and `Interrupt` to 3 s, and warns
+/// at every start about a larger value.
 pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
     match agent {
         AgentKind::ClaudeCode => &[
@@ -72,6 +76,7 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("PreToolUse", 10),
             ("PostToolUse", 10),
             ("PostToolUseFailure", 10),
+            ("PostToolBatch", 10),
             ("PermissionRequest", 10),
             ("PermissionDenied", 10),
             ("Stop", 10),
@@ -85,6 +90,8 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("PermissionRequest", 10),
             ("PostToolUse", 10),
             ("Stop", 10),
+            ("Interrupt", 3),
+            ("SessionEnd", 3),
         ],
         AgentKind::Gemini => &[
             ("SessionStart", 10_000),
@@ -96,17 +103,18 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("SessionEnd", 5_000),
         ],
         AgentKind::Qwen => &[
-            ("SessionStart", 10_000),
-            ("UserPromptSubmit", 10_000),
-            ("UserPromptExpansion", 10_000),
-            ("PreToolUse", 10_000),
-            ("PostToolUse", 10_000),
-            ("PostToolUseFailure", 10_000),
-            ("PermissionRequest", 10_000),
-            ("PermissionDenied", 10_000),
-            ("Stop", 10_000),
-            ("StopFailure", 10_000),
-            ("SessionEnd", 5_000),
+            ("SessionStart", 10),
+            ("UserPromptSubmit", 10),
+            ("UserPromptExpansion", 10),
+            ("PreToolUse", 10),
+            ("PostToolUse", 10),
+            ("PostToolUseFailure", 10),
+            ("PostToolBatch", 10),
+            ("PermissionRequest", 10),
+            ("PermissionDenied", 10),
+            ("Stop", 10),
+            ("StopFailure", 10),
+            ("SessionEnd", 5),
         ],
     }
 }
@@ -132,7 +140,9 @@ pub fn settings_path(agent: AgentKind, scope: Scope, workspace: &Path, home: &Pa
             .unwrap_or_else(|| home.to_path_buf())
             .join(".gemini/settings.json"),
         (AgentKind::Qwen, Scope::Project) => workspace.join(".qwen/settings.json"),
-        (AgentKind::Qwen, Scope::User) => home.join(".qwen/settings.json"),
+        (AgentKind::Qwen, Scope::User) => env_dir("QWEN_HOME")
+            .unwrap_or_else(|| home.join(".qwen"))
+            .join("settings.json"),
     }
 }
 
@@ -167,6 +177,24 @@ fn is_ours(handler: &Value, agent: AgentKind) -> bool {
     handler["command"].as_str().is_some_and(|c| {
         c.contains("cmdlog") && c.trim_end().ends_with(&format!(" hook {}", agent.name()))
     })
+}
+
+/// How many of cmdlog's hook entries of `agent` a settings text holds (0 for a
+/// text that does not parse).
+pub(crate) fn hook_entries_of(text: &str, agent: AgentKind) -> usize {
+    let Ok(value) = jsonc_parser::parse_to_serde_value::<Value>(text, &Default::default()) else {
+        return 0;
+    };
+    value["hooks"]
+        .as_object()
+        .into_iter()
+        .flat_map(|events| events.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|group| group["hooks"].as_array())
+        .flatten()
+        .filter(|h| is_ours(h, agent))
+        .count()
 }
 
 /// What an edit did.
@@ -221,6 +249,12 @@ pub fn install(
     let Some(object) = object else {
         return Err(shape("the settings are not a JSON object".into()));
     };
+    // Qwen Code writes its settings version into a file that lacks it; a file
+    // cmdlog makes has it already, so Qwen leaves it as cmdlog wrote it (and
+    // uninstall can remove it).
+    if agent == AgentKind::Qwen && text.trim().is_empty() {
+        object.append("$version", CstInputValue::from(QWEN_SETTINGS_VERSION));
+    }
     let hooks = match object.get("hooks") {
         Some(prop) => prop
             .object_value()

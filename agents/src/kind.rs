@@ -22,8 +22,8 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
-    #[cfg(test)]
-    pub(crate) const ALL: [AgentKind; 4] = [
+    /// Every agent cmdlog knows.
+    pub const ALL: [AgentKind; 4] = [
         AgentKind::ClaudeCode,
         AgentKind::Codex,
         AgentKind::Gemini,

@@ -39,6 +39,8 @@ mod record;
 mod release;
 mod settings_file;
 mod spill;
+mod status;
+mod tie;
 mod transcripts;
 mod updates;
 
@@ -59,6 +61,7 @@ pub use settings_file::{
     read_settings, write_settings,
 };
 pub use spill::{Refused, Spill, SpillReport, Spilled};
+pub use status::{HookStatus, LastPayload, hooks_status};
 pub use transcripts::{
     ImportError, ImportSummary, TranscriptRead, default_roots, files, import, read_transcript,
 };

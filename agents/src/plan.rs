@@ -11,6 +11,8 @@ pub(crate) struct Planned {
     pub session: Option<String>,
     pub observed: Option<Observed>,
     pub data: PlannedData,
+    /// How it is tied to what its session already holds, if it is.
+    pub tie: Option<Tie>,
 }
 
 /// An event's data, or a `command/done` for a run planned in the same append.
@@ -26,4 +28,17 @@ pub(crate) enum PlannedData {
         outcome: Outcome,
         agent_check: Option<AgentCheck>,
     },
+}
+
+/// How a planned event is tied to its session (`tie.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tie {
+    /// A run, unless the session shows one since its last prompt.
+    FallbackRun,
+    /// A prompt that is the latest run's expansion.
+    FromLatestRun,
+    /// A tool call's settling, unless something settled it.
+    SettleIfOpen,
+    /// A permission request for the session's pending call of its tool and input.
+    FindCall,
 }

@@ -80,6 +80,7 @@ pub fn batch_for(
         session,
         observed: observed.clone(),
         data: PlannedData::Ready(EventData::AgentEvent(event)),
+        tie: None,
     };
     let Some(payload) = prepared.json else {
         batch.extend(vec![note(
@@ -108,11 +109,7 @@ pub fn batch_for(
         *agent_check = Some(check);
     }
     let session = plan.session.clone();
-    let first = batch.len();
     batch.extend(plan.events);
-    if let Some(run) = plan.fallback_run {
-        batch.fallback_run(first + run);
-    }
     batch.extend(
         prepared
             .notes
@@ -131,28 +128,7 @@ pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, Append
     for blob in std::mem::take(&mut batch.blobs) {
         log.put_blob(blob)?;
     }
-    batch.drop_repeated_runs(|s| run_since_prompt(log, s))?;
+    batch.tie(log)?;
     batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
     Ok(batch.append(log, at)?)
-}
-
-/// Whether `session`'s latest `command/run` in the log comes after its latest
-/// `session/prompt` (looking at its last events only).
-fn run_since_prompt(log: &Log, session: &str) -> Result<bool, ReadError> {
-    const LOOK_BACK: usize = 32;
-    let seqs = log.stream_seqs(session, 0)?;
-    for seq in seqs.iter().rev().take(LOOK_BACK) {
-        let Some(record) = log.get(*seq)? else {
-            continue;
-        };
-        let Ok(event) = cmdlog_engine::Event::decode(record.seq, &record.bytes) else {
-            continue;
-        };
-        match event.data {
-            EventData::CommandRun(_) => return Ok(true),
-            EventData::SessionPrompt(_) => return Ok(false),
-            _ => {}
-        }
-    }
-    Ok(false)
 }

@@ -1,6 +1,7 @@
 //! `cmdlog hooks install|uninstall <agent>`: cmdlog's entries in the agent's own
 //! hook settings (`cmdlog_agents::install` does the edit). It shows the diff, keeps the file
 //! as it was in the private state folder, and with `--dry-run` only shows.
+//! `cmdlog hooks status`: where they are installed, and when a payload last came.
 
 use std::io::Write;
 
@@ -23,6 +24,9 @@ enum HooksAction {
     Install(Target),
     /// Remove them
     Uninstall(Target),
+    /// Where cmdlog's hooks are installed, and when each agent's last payload
+    /// reached the log
+    Status,
 }
 
 #[derive(Args, Debug)]
@@ -52,10 +56,11 @@ fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
     }
 }
 
-pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
+pub(crate) fn exec(paths: &Paths, args: HooksArgs, json: bool) -> VerbResult {
     let (target, installing) = match args.action {
         HooksAction::Install(t) => (t, true),
         HooksAction::Uninstall(t) => (t, false),
+        HooksAction::Status => return status(paths, json),
     };
     let agent = AgentKind::parse(&target.agent).map_err(|e| CliError::usage(e.to_string()))?;
     let scope = match target.scope {
@@ -127,10 +132,63 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs) -> VerbResult {
         writeln!(out, "the file as it was is kept in {}", kept.display())?;
     }
     if installing && agent == AgentKind::Codex {
+        writeln!(out, "{CODEX_TRUST}")?;
+    }
+    Ok(0)
+}
+
+/// What Codex needs before it runs a hook it did not see before (Codex 0.171:
+/// it skips untrusted hooks without a word).
+const CODEX_TRUST: &str = "Codex runs these hooks only once you trust them, and says nothing while it skips them:
+  interactive: open /hooks in Codex and trust the cmdlog entries (again after each cmdlog reinstall: a changed command is untrusted);
+  headless (codex exec): trust them once interactively, or pass --dangerously-bypass-hook-trust for the run;
+  project hooks (.codex/hooks.json) also need the project trusted: `codex exec --trust`, or Codex's trust prompt.
+`cmdlog hooks status` says when Codex's last payload arrived.";
+
+/// `cmdlog hooks status`.
+fn status(paths: &Paths, json: bool) -> VerbResult {
+    let home = home()?;
+    let log = if paths.log.exists() {
+        Some(super::open::open_existing(paths)?)
+    } else {
+        None
+    };
+    let status = cmdlog_agents::hooks_status(&paths.workspace, &home, log.as_ref())
+        .map_err(super::store_failure)?;
+    let mut out = render::Human::stdout(json);
+    if json {
         writeln!(
             out,
-            "Codex runs a new hook only once you trust it: open /hooks in Codex and trust the cmdlog entries."
+            "{}",
+            serde_json::to_string(&status).map_err(super::store_failure)?
         )?;
+        return Ok(0);
+    }
+    for s in &status {
+        let installed = if s.installed.is_empty() {
+            "not installed".to_string()
+        } else {
+            s.installed
+                .iter()
+                .map(|(scope, path)| format!("{scope} {}", path.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let last = match (&s.last, s.installed.is_empty()) {
+            (Some(l), _) => format!(
+                "last payload {} (seq {}, {})",
+                render::utc(l.at),
+                l.seq,
+                l.event
+            ),
+            (None, true) => "no payload".to_string(),
+            (None, false) if s.agent == "codex" => {
+                "no payload has arrived: Codex skips hooks it does not trust (see `cmdlog hooks install codex`)"
+                    .to_string()
+            }
+            (None, false) => "no payload has arrived yet".to_string(),
+        };
+        writeln!(out, "{:<12} {installed}; {last}", s.agent)?;
     }
     Ok(0)
 }

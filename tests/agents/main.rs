@@ -16,6 +16,7 @@ use cmdlog_test_support::Workspace;
 mod fidelity;
 mod releases;
 mod settings;
+mod ties;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.
 fn hook(w: &Workspace, agent: &str, payload: &Value) -> Output {

@@ -24,7 +24,7 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
         "a dry run writes nothing"
     );
     let done = w.ok(&["hooks", "install", "claude-code"]);
-    assert!(done.contains("hooked 11 event(s)"), "{done}");
+    assert!(done.contains("hooked 12 event(s)"), "{done}");
     let after = std::fs::read_to_string(&path).unwrap();
     for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
         assert!(after.contains(kept), "{kept}: {after}");
@@ -209,5 +209,69 @@ fn uninstall_after_the_user_edited_the_file_keeps_their_edit() {
     assert!(
         value.get("hooks").is_none(),
         "no empty hooks object is left behind: {back}"
+    );
+}
+
+#[test]
+fn hooks_status_says_where_they_are_and_when_a_payload_last_came() {
+    let w = Workspace::new();
+    let status = w.ok(&["hooks", "status"]);
+    assert!(
+        status.lines().all(|l| l.contains("not installed")),
+        "{status}"
+    );
+    w.ok(&["hooks", "install", "codex"]);
+    w.ok(&["hooks", "install", "qwen"]);
+    let status = w.ok(&["hooks", "status"]);
+    let line = |agent: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(agent))
+            .unwrap_or_else(|| panic!("{agent}: {status}"))
+            .to_string()
+    };
+    assert!(
+        line("codex").contains(".codex/hooks.json")
+            && line("codex").contains("Codex skips hooks it does not trust"),
+        "a silent trust gate is named: {status}"
+    );
+    assert!(
+        line("qwen").contains("no payload has arrived yet"),
+        "{status}"
+    );
+    let payload = serde_json::json!({"session_id": "st-1", "cwd": w.ws.path(), "hook_event_name": "UserPromptSubmit", "prompt": "hi"});
+    let mut child = w
+        .cmd(&["hook", "qwen"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        payload.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    let report: Value = serde_json::from_str(&w.ok(&["hooks", "status", "--json"])).unwrap();
+    let qwen = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["agent"] == "qwen")
+        .unwrap();
+    assert_eq!(qwen["last"]["event"], "session/prompt", "{qwen}");
+    assert!(
+        report
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["agent"] == "codex" && s["last"].is_null())
+    );
+    let install = w.ok(&["hooks", "install", "claude-code"]);
+    assert!(!install.contains("--dangerously-bypass-hook-trust"));
+    w.ok(&["hooks", "uninstall", "codex"]);
+    let again = w.ok(&["hooks", "install", "codex"]);
+    assert!(
+        again.contains("--dangerously-bypass-hook-trust") && again.contains("/hooks"),
+        "headless and interactive trust explained: {again}"
     );
 }

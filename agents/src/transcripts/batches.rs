@@ -72,6 +72,7 @@ pub(crate) fn batches(
                     at: item.at,
                 }),
                 data,
+                tie: None,
             });
         }
         if pending.len() >= chunk {
