@@ -108,6 +108,9 @@ pub fn batch_for(
     {
         *agent_check = Some(check);
     }
+    if agent == AgentKind::Gemini && payload["hook_event_name"] == "AfterAgent" {
+        gemini_reply_from_chat(&payload, &mut plan.events);
+    }
     let session = plan.session.clone();
     batch.extend(plan.events);
     batch.extend(
@@ -131,4 +134,39 @@ pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, Append
     batch.tie(log)?;
     batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
     Ok(batch.append(log, at)?)
+}
+
+/// Gemini CLI 0.61's `AfterAgent` repeats the later chunks of a streamed reply in
+/// `prompt_response` (and says `[no response text]` for none): the reply is taken
+/// from its chat (`transcript_path`) when that is one of Gemini's chat files.
+fn gemini_reply_from_chat(payload: &serde_json::Value, events: &mut Vec<Planned>) {
+    let from_chat = payload["transcript_path"].as_str().and_then(|path| {
+        let home = std::env::var_os("GEMINI_CLI_HOME")
+            .filter(|v| !v.is_empty())
+            .or_else(|| std::env::var_os("HOME"))?;
+        let tmp = std::path::Path::new(&home).join(".gemini/tmp");
+        crate::transcripts::gemini_last_reply(std::path::Path::new(path), &tmp)
+    });
+    let said = payload["prompt_response"].as_str();
+    let reply = from_chat.or_else(|| {
+        said.filter(|s| *s != "[no response text]")
+            .map(str::to_string)
+    });
+    events.retain(|p| {
+        !matches!(&p.data, PlannedData::Ready(EventData::SessionUpdate(u)) if u["sessionUpdate"] == "agent_message_chunk")
+    });
+    if let Some(reply) = reply.filter(|r| !r.is_empty())
+        && let Some(first) = events.first()
+    {
+        let chunk = Planned {
+            session: first.session.clone(),
+            observed: first.observed.clone(),
+            data: PlannedData::Ready(EventData::SessionUpdate(serde_json::json!({
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": reply},
+            }))),
+            tie: None,
+        };
+        events.insert(0, chunk);
+    }
 }

@@ -6,7 +6,8 @@
 //!   prompt — the agent's own `UserPromptExpansion` recorded it;
 //! - a prompt that is a run's expansion names that run (`from_run`);
 //! - a tool call settled by a batch (`PostToolBatch`) is settled only if nothing
-//!   settled it yet — a call that was denied or blocked gets no `PostToolUse` —
+//!   settled it yet (else what the batch said is kept as bookkeeping) — a call
+//!   that was denied or blocked gets no `PostToolUse` —
 //!   and a permission request still open for it is then answered: rejected, the
 //!   call did not run;
 //! - a permission request that does not name its call (Claude Code 2.1.332 and
@@ -17,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cmdlog_engine::{Event, EventData, PermissionResolved, Seq};
+use cmdlog_engine::{AgentEvent, Event, EventData, PermissionResolved, Seq};
 use cmdlog_store::{Log, ReadError};
 use serde_json::{Value, json};
 
@@ -135,7 +136,15 @@ impl Batch {
                 (Some(Tie::SettleIfOpen), PlannedData::Ready(EventData::SessionUpdate(u))) => {
                     let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
                     if tail.settled.contains(&id) {
-                        dropped[i] = true;
+                        // Settled already: what the batch said of it is kept, as
+                        // the agent's bookkeeping.
+                        let said = std::mem::take(u);
+                        planned.data = PlannedData::Ready(EventData::AgentEvent(AgentEvent {
+                            agent: self.agent.clone(),
+                            event: "PostToolBatch".into(),
+                            data: said,
+                            bookkeeping: true,
+                        }));
                         continue;
                     }
                     if let Some(request) = tail.open_requests.get(&id) {

@@ -141,3 +141,67 @@ fn a_prompt_that_is_an_expansion_names_its_run_and_an_interrupt_ends_the_turn() 
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["data"]["stopReason"], "cancelled");
 }
+
+#[test]
+fn a_gemini_reply_is_read_from_its_chat_and_a_payload_names_no_other_file() {
+    let w = Workspace::new();
+    let chat = w
+        .home
+        .path()
+        .join(".gemini/tmp/proj/chats/session-2026-11-07T10-00-77777777.jsonl");
+    std::fs::create_dir_all(chat.parent().unwrap()).unwrap();
+    std::fs::write(
+        &chat,
+        concat!(
+            r#"{"sessionId":"77777777-g","projectHash":"h","kind":"main"}"#,
+            "\n",
+            r#"{"id":"g1","type":"gemini","content":"reply to: Say hello","model":"m"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    // Gemini CLI 0.61 repeats the later chunks of a streamed reply.
+    let garbled = "reply to: Say hello llo";
+    send(
+        &w,
+        "gemini",
+        "g-1",
+        "AfterAgent",
+        json!({"prompt_response": garbled, "transcript_path": chat}),
+    );
+    // A payload naming a file that is not one of Gemini's chats: not read.
+    let secret = w.ws.path().join("secret.txt");
+    std::fs::write(&secret, "do not copy me").unwrap();
+    send(
+        &w,
+        "gemini",
+        "g-2",
+        "AfterAgent",
+        json!({"prompt_response": "as said", "transcript_path": secret}),
+    );
+    send(
+        &w,
+        "gemini",
+        "g-3",
+        "AfterAgent",
+        json!({"prompt_response": "[no response text]"}),
+    );
+    let all = events(&w);
+    let replies = |s: &str| -> Vec<Value> {
+        of(&all, s, "agent_message_chunk")
+            .iter()
+            .map(|e| e["data"]["content"]["text"].clone())
+            .collect()
+    };
+    assert_eq!(replies("g-1"), [json!("reply to: Say hello")]);
+    assert_eq!(replies("g-2"), [json!("as said")]);
+    assert!(replies("g-3").is_empty(), "a placeholder is no reply");
+    assert!(
+        !serde_json::to_string(&all)
+            .unwrap()
+            .contains("do not copy me")
+    );
+    for s in ["g-1", "g-2", "g-3"] {
+        assert_eq!(of(&all, s, "turn_complete").len(), 1, "{s}");
+    }
+}

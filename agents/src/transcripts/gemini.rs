@@ -214,3 +214,40 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     }
     Ok(t)
 }
+
+/// Largest chat file read for [`last_reply`].
+const CHAT_BYTES_MAX: u64 = 16 * 1024 * 1024;
+
+/// The text of the last `gemini` record of the chat at `path`: Gemini CLI 0.61's
+/// `AfterAgent` hook gives a reply streamed in several chunks with the later
+/// chunks repeated (`prompt_response`), while its chat has the reply as given.
+/// `path` comes from a payload: it is read only when it is one of Gemini's chat
+/// files under `gemini_tmp` (`~/.gemini/tmp`), a regular file of this user within
+/// the size limit, opened without following a link.
+pub(crate) fn last_reply(path: &Path, gemini_tmp: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let root = std::fs::canonicalize(gemini_tmp).ok()?;
+    let name = real.file_name()?.to_str()?;
+    let in_chats = real
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "chats");
+    if !real.starts_with(&root) || !in_chats || !name.starts_with("session-") || real != path {
+        return None;
+    }
+    let bytes = cmdlog_common::private_fs::read_untrusted(
+        &real,
+        cmdlog_common::private_fs::Expect {
+            bytes_max: CHAT_BYTES_MAX,
+            private: false,
+        },
+    )
+    .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().rev().find_map(|line| {
+        let v: Value = serde_json::from_str(line).ok()?;
+        (v["type"] == "gemini" && v["toolCalls"].as_array().is_none_or(Vec::is_empty))
+            .then(|| message_text(&v["content"], false))
+            .filter(|t| !t.is_empty())
+    })
+}

@@ -16,4 +16,5 @@ mod qwen;
 mod transcript;
 
 pub use files::{TranscriptRead, default_roots, files, read_transcript};
+pub(crate) use gemini::last_reply as gemini_last_reply;
 pub use importer::{ImportError, ImportSummary, import};
