@@ -36,8 +36,7 @@ fn run_json(w: &Workspace, envs: &[(&str, &str)]) -> (Value, String) {
 fn last_run(w: &Workspace) -> Value {
     events(w)
         .into_iter()
-        .filter(|e| e["type"] == "command/run")
-        .last()
+        .rfind(|e| e["type"] == "command/run")
         .unwrap()
 }
 
