@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use cmdlog_test_support::Workspace;
 
 mod fidelity;
+mod real;
 mod releases;
 mod settings;
 mod ties;
