@@ -215,20 +215,56 @@ impl Edit {
     }
 }
 
-/// A settings file that is not JSON (with comments): its path, line and column.
-fn parse(path: &Path, text: &str) -> Result<CstRootNode, SettingsError> {
+/// What `agent` itself accepts in its settings file, so cmdlog edits no file the
+/// agent would refuse to load (and never run a hook from). Claude Code 2.1 and
+/// Codex 0.171 read strict JSON (Claude Code drops a file with a comment or a
+/// trailing comma, and says "These settings did not load"); Gemini CLI 0.61 and
+/// Qwen Code 0.24 strip `//` and `/* */` comments (`strip-json-comments`) and then
+/// read strict JSON. Checked against the pinned CLIs (docs/agents.md).
+fn syntax_of(agent: AgentKind) -> ParseOptions {
+    ParseOptions {
+        allow_comments: matches!(agent, AgentKind::Gemini | AgentKind::Qwen),
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+/// A settings file `agent` would not load: its path, line and column.
+fn parse(path: &Path, text: &str, agent: AgentKind) -> Result<CstRootNode, SettingsError> {
     let source = if text.trim().is_empty() { "{}" } else { text };
-    CstRootNode::parse(source, &ParseOptions::default()).map_err(|e| {
-        let offset = e.range().start.min(source.len());
-        let line = source[..offset].matches('\n').count() + 1;
-        let column = offset - source[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
-        SettingsError::Syntax {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message: e.kind().to_string(),
-        }
-    })
+    // The CST keeps comments whatever the options say, so the file is first read
+    // as the agent reads it, then as a tree to edit.
+    let syntax = syntax_of(agent);
+    jsonc_parser::parse_to_value(source, &syntax)
+        .map(drop)
+        .and_then(|()| CstRootNode::parse(source, &syntax))
+        .map_err(|e| {
+            let offset = e.range().start.min(source.len());
+            let line = source[..offset].matches('\n').count() + 1;
+            let column = offset - source[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
+            let reads = if syntax_of(agent).allow_comments {
+                "JSON with comments"
+            } else {
+                "strict JSON"
+            };
+            SettingsError::Syntax {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: format!(
+                    "{} ({} reads this file as {reads}, and would not load it)",
+                    e.kind(),
+                    agent.display_name()
+                ),
+            }
+        })
 }
 
 /// Adds cmdlog's entry to every event of `agent` that lacks one.
@@ -242,7 +278,7 @@ pub fn install(
         path: path.to_path_buf(),
         what,
     };
-    let root = parse(path, text)?;
+    let root = parse(path, text, agent)?;
     let object = root
         .object_value()
         .or_else(|| root.value().is_none().then(|| root.object_value_or_set()));
@@ -320,7 +356,7 @@ pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, Sett
             events: Vec::new(),
         });
     }
-    let root = parse(path, text)?;
+    let root = parse(path, text, agent)?;
     let Some(hooks) = root
         .object_value()
         .and_then(|o| o.get("hooks"))
@@ -396,17 +432,17 @@ mod tests {
       }
     ]
   },
-  "permissions": { "allow": ["Read"] }, // trailing comment
+  "permissions": { "allow": ["Read"] } // trailing comment
 }
 "#;
 
     #[test]
     fn install_keeps_everything_else_and_is_idempotent() {
-        let path = Path::new("/p/.claude/settings.json");
-        let cmd = "/usr/bin/cmdlog hook claude-code";
-        let edit = install(path, SETTINGS, AgentKind::ClaudeCode, cmd).unwrap();
+        let path = Path::new("/p/.qwen/settings.json");
+        let cmd = "/usr/bin/cmdlog hook qwen";
+        let edit = install(path, SETTINGS, AgentKind::Qwen, cmd).unwrap();
         assert!(edit.changed());
-        assert_eq!(edit.events.len(), events(AgentKind::ClaudeCode).len());
+        assert_eq!(edit.events.len(), events(AgentKind::Qwen).len());
         for kept in [
             "// The user's own settings",
             "~/bin/guard.sh",
@@ -420,9 +456,9 @@ mod tests {
             jsonc_parser::parse_to_serde_value::<Value>(&edit.after, &Default::default()).unwrap();
         assert_eq!(value["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
         assert_eq!(value["hooks"]["SessionEnd"][0]["hooks"][0]["command"], cmd);
-        let again = install(path, &edit.after, AgentKind::ClaudeCode, cmd).unwrap();
+        let again = install(path, &edit.after, AgentKind::Qwen, cmd).unwrap();
         assert!(!again.changed() && again.events.is_empty());
-        let removed = uninstall(path, &edit.after, AgentKind::ClaudeCode).unwrap();
+        let removed = uninstall(path, &edit.after, AgentKind::Qwen).unwrap();
         let back = jsonc_parser::parse_to_serde_value::<Value>(&removed.after, &Default::default())
             .unwrap();
         assert_eq!(back["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
@@ -459,5 +495,42 @@ mod tests {
         .unwrap();
         let v: Value = serde_json::from_str(&fresh.after).unwrap();
         assert_eq!(v["hooks"]["BeforeAgent"][0]["hooks"][0]["name"], "cmdlog");
+    }
+
+    #[test]
+    fn a_file_the_agent_would_not_load_is_refused_as_the_agent_reads_it() {
+        let refused = |text: &str, agent: AgentKind| {
+            install(Path::new("/p/settings.json"), text, agent, "cmdlog hook x")
+                .unwrap_err()
+                .to_string()
+        };
+        // A missing comma: every agent refuses the file, and so does cmdlog.
+        for agent in AgentKind::ALL {
+            let e = refused("{\n  \"env\": {}\n  \"model\": \"x\"\n}\n", agent);
+            // Where the comma belongs: after `{}` on line 2.
+            assert!(e.starts_with("/p/settings.json:2:12: "), "{agent:?}: {e}");
+            assert!(e.contains(agent.display_name()), "{e}");
+        }
+        // A trailing comma: strict JSON for all four.
+        for agent in AgentKind::ALL {
+            refused("{\"model\": \"x\",}", agent);
+        }
+        // Comments: Claude Code and Codex read strict JSON; Gemini CLI and Qwen
+        // Code strip comments first.
+        let commented = "// mine\n{\"model\": \"x\" /* kept */}\n";
+        for agent in [AgentKind::ClaudeCode, AgentKind::Codex] {
+            let e = refused(commented, agent);
+            assert!(e.starts_with("/p/settings.json:1:1: "), "{e}");
+            assert!(e.contains("strict JSON"), "{e}");
+        }
+        for agent in [AgentKind::Gemini, AgentKind::Qwen] {
+            let edit = install(Path::new("/p/s.json"), commented, agent, "cmdlog hook x").unwrap();
+            assert!(edit.after.contains("/* kept */"), "{}", edit.after);
+        }
+        // Single quotes and bare names are not JSON for any of them.
+        for agent in AgentKind::ALL {
+            refused("{'model': 1}", agent);
+            refused("{model: 1}", agent);
+        }
     }
 }

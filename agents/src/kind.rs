@@ -51,6 +51,16 @@ impl AgentKind {
         }
     }
 
+    /// Its product name, for messages to a person.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            AgentKind::ClaudeCode => "Claude Code",
+            AgentKind::Codex => "Codex",
+            AgentKind::Gemini => "Gemini CLI",
+            AgentKind::Qwen => "Qwen Code",
+        }
+    }
+
     /// The environment variable the agent sets to its project folder for hooks.
     pub fn project_dir_env(self) -> Option<&'static str> {
         match self {

@@ -11,11 +11,12 @@ use cmdlog_test_support::Workspace;
 fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
     let w = Workspace::new();
     let original = "{\n  // mine\n  \"model\": \"opus\",\n  \"customThing\": {\"x\": [1, 2]},\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]\n  }\n}\n";
-    w.put("ws/.claude/settings.json", original);
-    let path = w.ws.path().join(".claude/settings.json");
-    let dry = w.ok(&["hooks", "install", "claude-code", "--dry-run"]);
+    // Qwen Code reads comments in its settings (it strips them first).
+    w.put("ws/.qwen/settings.json", original);
+    let path = w.ws.path().join(".qwen/settings.json");
+    let dry = w.ok(&["hooks", "install", "qwen", "--dry-run"]);
     assert!(
-        dry.contains("+") && dry.contains("hook claude-code") && dry.contains("dry run"),
+        dry.contains("+") && dry.contains("hook qwen") && dry.contains("dry run"),
         "{dry}"
     );
     assert_eq!(
@@ -23,7 +24,7 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
         original,
         "a dry run writes nothing"
     );
-    let done = w.ok(&["hooks", "install", "claude-code"]);
+    let done = w.ok(&["hooks", "install", "qwen"]);
     assert!(done.contains("hooked 12 event(s)"), "{done}");
     let after = std::fs::read_to_string(&path).unwrap();
     for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
@@ -39,25 +40,25 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
     assert!(
         !w.ws
             .path()
-            .join(".claude/settings.json.cmdlog-backup")
+            .join(".qwen/settings.json.cmdlog-backup")
             .exists()
     );
     assert!(
-        w.ok(&["hooks", "install", "claude-code"])
+        w.ok(&["hooks", "install", "qwen"])
             .contains("nothing to do")
     );
-    let out = w.ok(&["hooks", "uninstall", "claude-code"]);
+    let out = w.ok(&["hooks", "uninstall", "qwen"]);
     assert!(out.contains("unhooked"), "{out}");
     let back = std::fs::read_to_string(&path).unwrap();
     assert!(
-        back.contains("notify-send done") && !back.contains("hook claude-code"),
+        back.contains("notify-send done") && !back.contains("hook qwen"),
         "{back}"
     );
     // The other agents' files, from nothing.
     for (agent, file) in [
         ("codex", ".codex/hooks.json"),
         ("gemini", ".gemini/settings.json"),
-        ("qwen", ".qwen/settings.json"),
+        ("claude-code", ".claude/settings.json"),
     ] {
         w.ok(&["hooks", "install", agent]);
         let text = std::fs::read_to_string(w.ws.path().join(file)).unwrap();
@@ -78,6 +79,41 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
         std::fs::read_to_string(w.ws.path().join(".qwen/settings.json")).unwrap(),
         broken
     );
+    // A file the agent itself would not load is refused as the agent reads it:
+    // Claude Code and Codex read strict JSON (no comments), and no agent reads
+    // a missing comma. Refused with where, and left as it was.
+    for (agent, file, text, at) in [
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "{\n  // mine\n  \"model\": \"opus\"\n}\n",
+            ":2:3: ",
+        ),
+        (
+            "codex",
+            ".codex/hooks.json",
+            "{\"hooks\": {}\n \"x\": 1}",
+            ":1:13: ",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "{\"a\": 1\n\"b\": 2}",
+            ":1:8: ",
+        ),
+    ] {
+        w.put(&format!("ws/{file}"), text);
+        let o = w.run(&["hooks", "install", agent]);
+        assert_eq!(o.status.code(), Some(2), "{agent}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("{file}{at}")), "{agent}: {err}");
+        assert!(err.contains("would not load it"), "{agent}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws.path().join(file)).unwrap(),
+            text,
+            "{agent}"
+        );
+    }
 }
 
 /// Installs and then uninstalls `agent`'s hooks in the workspace.
@@ -93,18 +129,19 @@ fn uninstall_gives_the_users_file_back_byte_for_byte() {
     use std::os::unix::fs::PermissionsExt;
     let w = Workspace::new();
     // Layouts the syntax-tree edit would not reproduce: tabs, one-line arrays,
-    // comments, no final newline, an empty hooks object of the user's own.
+    // comments (where the agent reads them), no final newline, an empty hooks
+    // object of the user's own.
     let originals = [
         (
             "claude-code",
             ".claude/settings.json",
-            "{\n\t// mine\n\t\"model\": \"opus\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}\n}",
+            "{\n\t\"model\": \"opus\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}\n}",
         ),
         ("codex", ".codex/hooks.json", "{ \"hooks\": {} }\n"),
         (
             "gemini",
             ".gemini/settings.json",
-            "{\n    \"ui\": {\"theme\": \"ANSI\"},\n    \"hooks\": {}\n}\n\n",
+            "{\n    // mine\n    \"ui\": {\"theme\": \"ANSI\"},\n    \"hooks\": {}\n}\n\n",
         ),
         (
             "qwen",

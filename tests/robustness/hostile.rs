@@ -20,7 +20,7 @@ fn hooks_install_writes_through_no_planted_link() {
     let keys = w.home.path().join(".ssh/authorized_keys");
     std::fs::create_dir_all(keys.parent().unwrap()).unwrap();
     std::fs::write(&keys, "ssh-ed25519 AAAA mine\n").unwrap();
-    let settings = "{\n  /* ssh-ed25519 AAAA attacker */\n  \"model\": \"opus\"\n}\n";
+    let settings = "{\n  \"note\": \"\\nssh-ed25519 AAAA attacker\\n\",\n  \"model\": \"opus\"\n}\n";
     w.put("ws/.claude/settings.json", settings);
     let dir = w.ws.path().join(".claude");
     symlink(&keys, dir.join("settings.json.cmdlog-backup")).unwrap();
