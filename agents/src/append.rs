@@ -20,6 +20,8 @@ pub struct Batch {
     pub(crate) events: Vec<Planned>,
     /// Blob bodies stored before the events (large parts of a payload).
     pub(crate) blobs: Vec<Vec<u8>>,
+    /// The mode of the sessions it starts, when the agent said it.
+    pub(crate) mode: Option<Mode>,
 }
 
 impl Batch {
@@ -29,6 +31,19 @@ impl Batch {
             agent: agent.to_string(),
             events: Vec::new(),
             blobs: Vec::new(),
+            mode: None,
+        }
+    }
+
+    /// Says the session runs in `mode` (when known): the mode of the sessions it
+    /// starts and of its command runs.
+    pub(crate) fn set_mode(&mut self, mode: Option<Mode>) {
+        let Some(mode) = mode else { return };
+        self.mode = Some(mode);
+        for p in &mut self.events {
+            if let PlannedData::Ready(EventData::CommandRun(run)) = &mut p.data {
+                run.mode = mode;
+            }
         }
     }
 
@@ -67,8 +82,8 @@ impl Batch {
         self.events.extend(rest);
     }
 
-    /// Starts the session with `session/created` (interactive) when `is_new` says
-    /// the log has not seen it.
+    /// Starts the session with `session/created` (in the batch's mode, when the
+    /// agent said it) when `is_new` says the log has not seen it.
     pub(crate) fn create_sessions(
         &mut self,
         mut is_new: impl FnMut(&str) -> Result<bool, ReadError>,
@@ -88,7 +103,7 @@ impl Batch {
                     session: Some(s),
                     observed: self.events.first().and_then(|p| p.observed.clone()),
                     data: PlannedData::Ready(EventData::SessionCreated(SessionCreated {
-                        mode: Some(Mode::Interactive),
+                        mode: self.mode,
                     })),
                     tie: None,
                 });

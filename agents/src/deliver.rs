@@ -166,6 +166,7 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
         item.redact,
         Some(&item.delivery),
         item.release.as_deref(),
+        item.mode(),
         discovery,
     );
     if append_to(&log, batch, item.received_at).is_err() {
@@ -207,6 +208,7 @@ pub fn drain(
                         item.redact,
                         delivery,
                         item.release.as_deref(),
+                        item.mode(),
                         discovery,
                     ),
                     item.received_at,
@@ -219,6 +221,7 @@ pub fn drain(
                     AgentKind::ClaudeCode,
                     raw.as_bytes(),
                     false,
+                    None,
                     None,
                     None,
                     || None,
@@ -282,7 +285,7 @@ fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
         .into();
     let request = agent
         .post(format!(
-            "{}/hook/{}?redact={}&receivedAt={}&delivery={}{}",
+            "{}/hook/{}?redact={}&receivedAt={}&delivery={}{}{}",
             daemon.url,
             item.agent,
             item.redact,
@@ -292,6 +295,9 @@ fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
                 .as_deref()
                 .filter(|r| cmdlog_engine::parse_version(r).is_some())
                 .map(|r| format!("&release={r}"))
+                .unwrap_or_default(),
+            item.mode()
+                .map(|m| format!("&mode={}", m.as_str()))
                 .unwrap_or_default()
         ))
         .header("content-type", "application/octet-stream")

@@ -20,7 +20,7 @@
 //! let agent = AgentKind::parse("claude").unwrap();
 //! assert_eq!(agent.name(), "claude-code");
 //! let payload = r#"{"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "hi"}"#;
-//! let batch = batch_for(agent, payload.as_bytes(), false, None, None, || None);
+//! let batch = batch_for(agent, payload.as_bytes(), false, None, None, None, || None);
 //! assert!(!batch.is_empty());
 //! ```
 
@@ -28,6 +28,7 @@ mod agreement;
 mod append;
 mod daemon;
 mod deliver;
+mod headless;
 mod hook;
 mod install;
 mod kind;
@@ -47,6 +48,7 @@ mod updates;
 pub use append::Batch;
 pub use daemon::DaemonFile;
 pub use deliver::{HookTarget, RecentDeliveries, deliver, discovery_for, drain, hook_target};
+pub use headless::hook_mode;
 pub use install::{
     Edit, Scope, SettingsError, events, hook_command, install, settings_path, settings_roots,
     uninstall,

@@ -3,7 +3,7 @@
 //! expansion of a slash command checked against cmdlog's, then its blobs stored and
 //! its events appended as one atomic unit.
 
-use cmdlog_engine::{AgentEvent, Discovery, EventData, Observed};
+use cmdlog_engine::{AgentEvent, Discovery, EventData, Mode, Observed};
 use cmdlog_store::{AppendError, BlobError, Log, ReadError, Receipt};
 
 use crate::append::Batch;
@@ -44,7 +44,8 @@ impl AppendBatchError {
 
 /// One payload of `agent` (its bytes as received), made ready to append under
 /// `delivery` (the payload's delivery id: every event's `observed.key`), from
-/// the agent `release` it announced to its hook, if any. The
+/// the agent `release` it announced to its hook, if any, in the session `mode`
+/// the agent told its hook ([`crate::hook_mode`]), if it did. The
 /// agent's expansion of a slash command is checked against cmdlog's
 /// (`discovery` is asked for only then). A payload that is not JSON is kept as
 /// text; one that is not UTF-8 read lossily, its raw bytes kept; large strings
@@ -55,6 +56,7 @@ pub fn batch_for(
     redact: bool,
     delivery: Option<&str>,
     release: Option<&str>,
+    mode: Option<Mode>,
     discovery: impl FnOnce() -> Option<Discovery>,
 ) -> Batch {
     let mut batch = Batch::new(agent.name());
@@ -121,6 +123,7 @@ pub fn batch_for(
             .collect(),
     );
     batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
+    batch.set_mode(mode);
     batch
 }
 

@@ -46,9 +46,18 @@ pub struct Spilled {
     /// The agent's release, as it announced it to its hook (`AI_AGENT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<String>,
+    /// The session's mode (`interactive`, `non_interactive`), as the agent told
+    /// its hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 impl Spilled {
+    /// The session's mode as the hook was told it.
+    pub fn mode(&self) -> Option<cmdlog_engine::Mode> {
+        self.mode.as_deref().and_then(cmdlog_engine::Mode::parse)
+    }
+
     /// A payload of `agent` received at `received_at` (unix ms), with a fresh
     /// delivery id.
     pub fn new(agent: &str, redact: bool, received_at: u64, bytes: Vec<u8>) -> Spilled {
@@ -75,6 +84,7 @@ impl Spilled {
             payload,
             payload_base64,
             release: None,
+            mode: None,
         }
     }
 

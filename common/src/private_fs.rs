@@ -120,24 +120,8 @@ pub struct Expect {
 /// regular file of at most `expect.bytes_max` bytes, and (with `expect.private`)
 /// owned by this user with no group or other bits.
 pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                refused(
-                    path,
-                    "is a symbolic link, which cmdlog does not follow here",
-                )
-            } else {
-                e
-            }
-        })?;
+    let file = open_untrusted(path)?;
     let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(refused(path, "is not a regular file"));
-    }
     if expect.private {
         check_private(path, &meta, false)?;
     }
@@ -157,6 +141,39 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
         return Err(refused(path, "grew past its limit while it was read"));
     }
     Ok(bytes)
+}
+
+/// Reads at most the first `bytes_max` bytes of a file cmdlog did not write,
+/// opened as [`read_untrusted`] opens it (no link followed, no blocking, a
+/// regular file), whatever its length.
+pub fn read_untrusted_head(path: &Path, bytes_max: u64) -> io::Result<Vec<u8>> {
+    let file = open_untrusted(path)?;
+    let mut bytes = Vec::new();
+    file.take(bytes_max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens a file for reading without following a link or blocking; refuses
+/// anything but a regular file.
+fn open_untrusted(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                refused(
+                    path,
+                    "is a symbolic link, which cmdlog does not follow here",
+                )
+            } else {
+                e
+            }
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(refused(path, "is not a regular file"));
+    }
+    Ok(file)
 }
 
 /// The user's folder for cmdlog's own state (made owner-only): see

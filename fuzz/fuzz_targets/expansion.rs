@@ -20,14 +20,19 @@ libfuzzer_sys::fuzz_target!(|data: (&str, &str, &str)| {
     let (template, input, name) = data;
     let names = vec![name.to_string(), "arg".to_string()];
     let variables = BTreeMap::from([("CLAUDE_PLUGIN_ROOT".to_string(), name.to_string())]);
+    // The current rules, and an older release's where they differ.
+    let releases = [None, cmdlog_engine::parse_version("2.1.197")];
     for dialect in DIALECTS {
-        let input = ExpandInput {
-            name: "x",
-            raw_input: input,
-            arguments: &names,
-            variables: &variables,
-        };
-        let _ = expand(template, dialect, &input);
+        for release in releases {
+            let input = ExpandInput {
+                name: "x",
+                raw_input: input,
+                arguments: &names,
+                variables: &variables,
+                release,
+            };
+            let _ = expand(template, dialect, &input);
+        }
         let _ = cmdlog_engine::injections(template, dialect);
     }
 });

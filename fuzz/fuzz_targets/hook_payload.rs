@@ -7,6 +7,6 @@ libfuzzer_sys::fuzz_target!(|data: (u8, bool, &[u8])| {
     let (which, redact, bytes) = data;
     let agent = [AgentKind::ClaudeCode, AgentKind::Codex, AgentKind::Gemini, AgentKind::Qwen]
         [usize::from(which % 4)];
-    let batch = batch_for(agent, bytes, redact, Some("d-0123456789abcdef"), || None);
+    let batch = batch_for(agent, bytes, redact, Some("d-0123456789abcdef"), None, None, || None);
     assert!(!batch.is_empty(), "a payload always records something");
 });

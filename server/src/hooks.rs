@@ -26,6 +26,7 @@ pub(super) struct HookQuery {
     received_at: Option<u64>,
     delivery: Option<String>,
     release: Option<String>,
+    mode: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +70,11 @@ pub(super) async fn hook(
     let release = query
         .release
         .filter(|r| r.len() <= 32 && cmdlog_engine::parse_version(r).is_some());
+    let mode = query
+        .mode
+        .as_deref()
+        .and_then(cmdlog_engine::Mode::parse)
+        .filter(|m| *m != cmdlog_engine::Mode::Acp);
     let mut known = recent.take();
     let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
@@ -85,6 +91,7 @@ pub(super) async fn hook(
             redact,
             delivery.as_deref(),
             release.as_deref(),
+            mode,
             discovery,
         );
         let receipt = append_to(&log, batch, at);

@@ -31,10 +31,12 @@ pub(crate) fn exec(workspace: Option<PathBuf>, log: Option<PathBuf>, args: HookA
     let Some(target) = hook_target(agent, workspace, log, &payload, current) else {
         return Ok(0);
     };
+    let mode = cmdlog_agents::hook_mode(agent, &payload);
     let mut item = Spilled::new(agent.name(), args.redact, received_at, payload);
     item.release = cmdlog_agents::hook_release()
         .filter(|r| r.agent == agent.name())
         .map(|r| r.version);
+    item.mode = mode.map(|m| m.as_str().to_string());
     deliver(&target, item, started);
     Ok(0)
 }

@@ -99,6 +99,7 @@ impl Workspace {
             .env_remove("QWEN_HOME")
             .env_remove("CMDLOG_AGENT_RELEASES")
             .env_remove("AI_AGENT")
+            .env_remove("CLAUDE_CODE_ENTRYPOINT")
             .env_remove("CMDLOG_HUB_STREAM")
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_CONFIG_HOME")

@@ -20,7 +20,8 @@ fn hooks_install_writes_through_no_planted_link() {
     let keys = w.home.path().join(".ssh/authorized_keys");
     std::fs::create_dir_all(keys.parent().unwrap()).unwrap();
     std::fs::write(&keys, "ssh-ed25519 AAAA mine\n").unwrap();
-    let settings = "{\n  \"note\": \"\\nssh-ed25519 AAAA attacker\\n\",\n  \"model\": \"opus\"\n}\n";
+    let settings =
+        "{\n  \"note\": \"\\nssh-ed25519 AAAA attacker\\n\",\n  \"model\": \"opus\"\n}\n";
     w.put("ws/.claude/settings.json", settings);
     let dir = w.ws.path().join(".claude");
     symlink(&keys, dir.join("settings.json.cmdlog-backup")).unwrap();
@@ -295,15 +296,8 @@ fn a_delivery_is_recorded_once_whichever_way_it_comes() {
     assert_eq!(post(), 200);
     assert_eq!(post(), 200);
     // The same delivery, as a hook that gave up waiting would have spilled it.
-    let spilled = cmdlog_agents::Spilled {
-        agent: "codex".into(),
-        redact: false,
-        received_at: 5,
-        delivery: "d-0123456789abcdef".into(),
-        payload: String::from_utf8(body.clone()).unwrap(),
-        payload_base64: None,
-        release: None,
-    };
+    let mut spilled = cmdlog_agents::Spilled::new("codex", false, 5, body.clone());
+    spilled.delivery = "d-0123456789abcdef".into();
     cmdlog_agents::Spill::for_log(&w.log_path())
         .keep(&spilled)
         .unwrap();

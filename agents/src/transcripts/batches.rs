@@ -31,6 +31,7 @@ pub(crate) fn batches(
         .clone()
         .or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
+    let mode = transcript.mode;
     let mut skipped = 0;
     let mut out: Vec<Batch> = Vec::new();
     let mut pending: Vec<Planned> = Vec::new();
@@ -78,12 +79,14 @@ pub(crate) fn batches(
         if pending.len() >= chunk {
             let mut batch = Batch::new(agent.name());
             batch.extend(std::mem::take(&mut pending));
+            batch.set_mode(mode);
             out.push(batch);
         }
     }
     if !pending.is_empty() {
         let mut batch = Batch::new(agent.name());
         batch.extend(pending);
+        batch.set_mode(mode);
         out.push(batch);
     }
     (out, skipped)

@@ -44,6 +44,8 @@ struct Line<'a> {
     content: Str<'a>,
     /// The Claude Code release that wrote the line.
     version: Str<'a>,
+    /// How the session was started (`cli`, `sdk-cli` for `-p`, …).
+    entrypoint: Str<'a>,
 }
 
 impl<'a> Shape<'a> for Line<'a> {
@@ -58,6 +60,7 @@ impl<'a> Shape<'a> for Line<'a> {
                 "uuid" => line.uuid = map.next_value()?,
                 "sessionId" => line.session_id = map.next_value()?,
                 "timestamp" => line.timestamp = map.next_value()?,
+                "entrypoint" => line.entrypoint = map.next_value()?,
                 "isMeta" => line.is_meta = map.next_value()?,
                 "isSidechain" => line.is_sidechain = map.next_value()?,
                 "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
@@ -241,6 +244,12 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
         }
         if let Some(version) = line.version.as_deref() {
             t.release = Some(version.to_string());
+        }
+        if t.mode.is_none() {
+            t.mode = line
+                .entrypoint
+                .as_deref()
+                .and_then(crate::headless::claude_entrypoint_mode);
         }
         let key = line
             .uuid

@@ -47,6 +47,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
         match (text(&v, "type").unwrap_or(""), inner) {
             ("session_meta", _) => {
                 t.session = text(payload, "id").map(str::to_string);
+                t.mode = text(payload, "source").and_then(crate::headless::codex_source_mode);
                 t.other(AgentKind::Codex, key, at, "session_meta", payload.clone());
             }
             ("event_msg", "item_completed") => {

@@ -35,6 +35,8 @@ pub(crate) struct Transcript {
     /// The agent's release as the transcript names it (its latest line's), for
     /// the runs that follow: the rules their expansions were made by.
     pub release: Option<String>,
+    /// The session's mode, where the transcript says it (docs/agents.md).
+    pub mode: Option<Mode>,
 }
 
 impl Transcript {
