@@ -294,6 +294,11 @@ for (const release of RELEASES) {
       for (const r of s.runs) {
         const created = ofSession(s.log, r.session).filter((e) => e.type === "session/created");
         assert.equal(created.length, 1, `${r.label}: session/created for ${r.session}:\n${show(created)}`);
+        // -p is headless: Claude Code tells its hooks CLAUDE_CODE_ENTRYPOINT=sdk-cli.
+        assert.equal(created[0].data.mode, "non_interactive", `${r.label}: the session's mode`);
+        for (const run of ofSession(s.log, r.session).filter((e) => e.type === "command/run")) {
+          assert.equal(run.data.mode, "non_interactive", `${r.label}: /${run.data.name}'s mode`);
+        }
       }
     });
 

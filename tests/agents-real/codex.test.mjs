@@ -263,6 +263,8 @@ test("headless sessions: the hook log holds Codex's session ids, prompts, replie
       const created = ofSession(log, r.session).filter((e) => e.type === "session/created");
       assert.equal(created.length, 1, `${name}: session/created for Codex's session ${r.session}: ${created.length}\nlog sessions: ${[...new Set(log.map((e) => e.session))].join(", ")}`);
       assert.equal(created[0].agent, "codex", `${name}: the session's agent`);
+      // codex exec is headless: its rollout's session_meta says source "exec".
+      assert.equal(created[0].data?.mode, "non_interactive", `${name}: the session's mode`);
     }
   });
 
