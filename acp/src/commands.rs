@@ -1,7 +1,9 @@
 //! An ACP agent's own commands (its `available_commands_update`) in cmdlog's
 //! registry, as the `acp-agent` provider: a slash line naming one is logged as a
-//! run and handed to the agent unchanged; cmdlog's own commands of the same name
-//! win (they rank above it).
+//! run and handed to the agent unchanged. Inside a bridge the agent's commands
+//! win: they rank above every command of cmdlog's, and cmdlog's built-ins yield
+//! (a bridge's prompts run with them off), so `/model` and `/help` are the
+//! agent's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,8 +14,11 @@ use cmdlog_engine::{
 };
 use serde_json::Value;
 
-/// The provider's priority: below every command file, above bundled skills.
-pub const AGENT_PROVIDER_PRIORITY: i32 = 50;
+/// The provider's priority: above every command of cmdlog's, built-ins included
+/// ([`cmdlog_engine::BUILTIN_PRIORITY`]), so the agent's command of a name wins.
+pub const AGENT_PROVIDER_PRIORITY: i32 = 2000;
+
+const _: () = assert!(AGENT_PROVIDER_PRIORITY > cmdlog_engine::BUILTIN_PRIORITY);
 
 /// The agent's commands registered, by name.
 pub struct AgentCommands {
@@ -125,24 +130,23 @@ fn registration(name: &str, command: &Value, label: &str, item: u32) -> Option<N
     })
 }
 
-/// The list a client sees: the agent's commands and cmdlog's, cmdlog's entry
-/// replacing the agent's where both have a name (cmdlog's runs).
+/// The list a client sees: the agent's commands as it sent them (each one's
+/// `_meta` too), then cmdlog's of the names the agent does not have.
 pub fn merge(agent: &Value, ours: &Value) -> Value {
-    let ours = ours.as_array().cloned().unwrap_or_default();
-    let taken: std::collections::HashSet<&str> =
-        ours.iter().filter_map(|c| c["name"].as_str()).collect();
-    let mut out: Vec<Value> = agent
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| {
-            c["name"]
-                .as_str()
-                .is_some_and(|n| !taken.contains(n.trim_start_matches('/')))
-        })
-        .cloned()
+    let agent = agent.as_array().cloned().unwrap_or_default();
+    let taken: std::collections::HashSet<String> = agent
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .map(|n| n.trim_start_matches('/').to_string())
         .collect();
-    out.extend(ours.iter().cloned());
+    let mut out = agent;
+    out.extend(
+        ours.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["name"].as_str().is_some_and(|n| !taken.contains(n)))
+            .cloned(),
+    );
     Value::Array(out)
 }
 
@@ -152,8 +156,11 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn cmdlog_commands_replace_the_agents_of_the_same_name() {
-        let agent = json!([{"name": "review", "description": "agent's"}, {"name": "compress", "description": "c"}]);
+    fn the_agents_commands_win_and_keep_their_meta() {
+        let agent = json!([
+            {"name": "review", "description": "agent's", "_meta": {"source": "skill"}},
+            {"name": "compress", "description": "c"}
+        ]);
         let ours = json!([{"name": "review", "description": "ours"}, {"name": "greet", "description": "g"}]);
         let merged = merge(&agent, &ours);
         let names: Vec<&str> = merged
@@ -162,7 +169,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["compress", "review", "greet"]);
-        assert_eq!(merged[1]["description"], "ours");
+        assert_eq!(names, ["review", "compress", "greet"]);
+        assert_eq!(merged[0], agent[0], "the agent's entry as it sent it");
     }
 }

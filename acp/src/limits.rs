@@ -7,6 +7,9 @@ pub const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// How long the agent may go on after the editor closed its side, before the
 /// proxy ends it.
 pub(crate) const EDITOR_GONE_GRACE: Duration = Duration::from_secs(5);
+/// How long after a new session the proxy waits for the agent's command list
+/// before it tells the editor cmdlog's commands alone.
+pub(crate) const AGENT_LIST_WAIT: Duration = Duration::from_millis(300);
 /// A message over this many bytes is recorded as a blob (a record holds less).
 pub(crate) const RECORD_INLINE_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// The largest blob one part of a large event becomes.

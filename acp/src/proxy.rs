@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cmdlog_engine::{
-    AcpDirection, CancellationToken, Engine, EventData, Mode, PermissionRequested,
-    PermissionResolved, SessionEnded, valid_id,
+    AcpDirection, BUILTIN_PROVIDER, CancellationToken, Engine, EventData, Mode,
+    PermissionRequested, PermissionResolved, SessionEnded, valid_id,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
-use crate::limits::EDITOR_GONE_GRACE;
+use crate::limits::{AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
@@ -36,8 +36,13 @@ enum ClientAsked {
 
 /// What the agent asked the editor.
 enum AgentAsked {
-    Permission { session: String, request_id: String },
-    Other,
+    Permission {
+        session: String,
+        request_id: String,
+    },
+    /// Anything else, in the log's session it names (the editor's answer is
+    /// recorded there too).
+    Other(Option<String>),
 }
 
 struct Proxy {
@@ -50,7 +55,8 @@ struct Proxy {
     agent_asked: Mutex<HashMap<String, AgentAsked>>,
     /// Sessions seen, by the agent's session id: their log key.
     sessions: Mutex<HashMap<String, String>>,
-    /// Each session's latest list from the agent.
+    /// Each session's latest command list from the agent: the whole update,
+    /// its `_meta` too.
     agent_lists: Mutex<HashMap<String, Value>>,
     to_client: mpsc::UnboundedSender<String>,
     /// Taken when the editor closes its side: the agent's stdin closes with it.
@@ -288,7 +294,10 @@ impl Proxy {
                         // Durable before the agent acts on it.
                         self.recorder.flush().await;
                     }
-                    _ => self.message(None, AcpDirection::ToAgent, message),
+                    Some(AgentAsked::Other(session)) => {
+                        self.message(session.as_deref(), AcpDirection::ToAgent, message)
+                    }
+                    None => self.message(None, AcpDirection::ToAgent, message),
                 }
             }
             _ => {
@@ -315,6 +324,7 @@ impl Proxy {
             blocks: &blocks,
             prompt_id: &prompt_id,
             cancel: CancellationToken::new(),
+            builtins: false,
         };
         let forward = match through_registry(&self.engine, &self.recorder, turn).await {
             Ok(RegistryTurn::Answered {
@@ -391,7 +401,7 @@ impl Proxy {
         );
     }
 
-    async fn on_agent_line(&self, line: String) {
+    async fn on_agent_line(self: &Arc<Self>, line: String) {
         let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
             if !line.trim().is_empty() {
                 self.not_protocol(&line);
@@ -439,7 +449,16 @@ impl Proxy {
                         self.message(session.as_deref(), AcpDirection::FromAgent, message);
                         let _ = self.to_client.send(line);
                         if let (Some(sid), Some(session)) = (sid, session) {
-                            self.send_commands(&sid, &session);
+                            // Agents send their list right after this answer: the
+                            // editor gets one list, the merged one. cmdlog's alone
+                            // only when the agent has sent none by then.
+                            let proxy = Arc::clone(self);
+                            tokio::spawn(async move {
+                                tokio::time::sleep(AGENT_LIST_WAIT).await;
+                                if !lock(&proxy.agent_lists).contains_key(&sid) {
+                                    proxy.send_commands(&sid, &session);
+                                }
+                            });
                         }
                     }
                     Some(ClientAsked::Prompt { session, prompt_id }) => {
@@ -485,7 +504,7 @@ impl Proxy {
                     let list = update["availableCommands"].clone();
                     let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
                     self.message(Some(&session), AcpDirection::FromAgent, message.clone());
-                    lock(&self.agent_lists).insert(sid.clone(), list.clone());
+                    lock(&self.agent_lists).insert(sid.clone(), update.clone());
                     self.commands.sync(&self.engine, &list).await;
                     self.send_commands(&sid, &session);
                     return;
@@ -519,7 +538,7 @@ impl Proxy {
                     }
                     _ => {
                         self.message(session.as_deref(), AcpDirection::FromAgent, message.clone());
-                        AgentAsked::Other
+                        AgentAsked::Other(session)
                     }
                 };
                 lock(&self.agent_asked).insert(id_key(id), asked);
@@ -562,15 +581,18 @@ impl Proxy {
             self.engine
                 .list(&self.agent_name(), Mode::Acp)
                 .iter()
-                .filter(|r| r.provider.id != "acp-agent")
+                .filter(|r| !["acp-agent", BUILTIN_PROVIDER].contains(&r.provider.id.as_str()))
                 .map(|r| r.command.acp_available_command())
                 .collect(),
         );
         let agent = lock(&self.agent_lists)
             .get(agent_session)
             .cloned()
-            .unwrap_or_else(|| json!([]));
-        let update = json!({"sessionUpdate": "available_commands_update", "availableCommands": merge(&agent, &ours)});
+            .unwrap_or_else(|| json!({}));
+        let mut update = json!({"sessionUpdate": "available_commands_update", "availableCommands": merge(&agent["availableCommands"], &ours)});
+        if let Some(meta) = agent.get("_meta") {
+            update["_meta"] = meta.clone();
+        }
         self.recorder.record(
             Some(session),
             None,

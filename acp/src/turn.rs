@@ -1,5 +1,6 @@
 //! A prompt turn as cmdlog bridges it, the same for the stdio proxy and the
-//! daemon: cmdlog's registry sees the prompt first; a command that answers the
+//! daemon: cmdlog's registry sees the prompt first — the agent's own commands
+//! ranked above cmdlog's, cmdlog's built-ins off; a command that answers the
 //! line itself ends the turn there (its answer is the agent's message, recorded),
 //! and anything else goes on to the agent, expanded where a prompt command matched.
 
@@ -28,6 +29,9 @@ pub struct TurnPrompt<'a> {
     pub prompt_id: &'a str,
     /// Cancels a command the registry runs for the prompt.
     pub cancel: CancellationToken,
+    /// Whether cmdlog's built-ins answer: not in front of an agent, whose own
+    /// `/help` and `/model` are the ones that mean something there.
+    pub builtins: bool,
 }
 
 /// What the registry made of a prompt.
@@ -86,6 +90,7 @@ pub async fn through_registry(
     // A turn an earlier process left open does not hold this one back.
     request.behavior = Some(StreamingBehavior::FollowUp);
     request.prompt_id = Some(prompt.prompt_id.to_string());
+    request.builtins = prompt.builtins;
     request.blocks = prompt
         .blocks
         .iter()

@@ -59,11 +59,11 @@ pub use discovery::{
     parse_toml_command, unknown_command_hints, watch_roots,
 };
 pub use engine::{
-    BUILTIN_PRIORITY, CommandHandler, CommandResult, Disposer, Engine, EngineConfig,
-    EngineOpenError, ExecuteError, ExecuteRequest, Execution, HandlerError, HandlerFuture,
-    Invocation, KnownRelease, NewRegistration, OUTCOME_BYTES_MAX, ObserverId, RegisterError,
-    ResolverHandle, SessionError, api_provider, command_name, fold_log, fold_log_with,
-    load_snapshot, render_help, run_release, valid_id,
+    BUILTIN_PRIORITY, BUILTIN_PROVIDER, CommandHandler, CommandResult, Disposer, Engine,
+    EngineConfig, EngineOpenError, ExecuteError, ExecuteRequest, Execution, HandlerError,
+    HandlerFuture, Invocation, KnownRelease, NewRegistration, OUTCOME_BYTES_MAX, ObserverId,
+    RegisterError, ResolverHandle, SessionError, api_provider, command_name, fold_log,
+    fold_log_with, load_snapshot, render_help, run_release, valid_id,
 };
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,

@@ -5,7 +5,9 @@ use cmdlog_store::AppendError;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Mode;
-use crate::engine::{Engine, ExecuteError, ExecuteRequest, Execution, SessionError};
+use crate::engine::{
+    BUILTIN_PROVIDER, Engine, ExecuteError, ExecuteRequest, Execution, SessionError,
+};
 use crate::event::{Delivery, EventData, InvocationSource, Outcome, Seq, SessionPrompt};
 use crate::parse::parse_line;
 
@@ -46,6 +48,10 @@ pub struct PromptRequest {
     pub prompt_id: Option<String>,
     /// ACP content blocks sent beside the text (images, resources), recorded with it.
     pub blocks: Vec<serde_json::Value>,
+    /// Whether cmdlog's built-in commands (`/help`, `/model`) answer. A bridge to
+    /// an agent turns them off: the agent's own `/help` and `/model` are the ones
+    /// that mean something there, so the line goes on to it as typed.
+    pub builtins: bool,
 }
 
 impl PromptRequest {
@@ -60,6 +66,7 @@ impl PromptRequest {
             cancel: CancellationToken::new(),
             prompt_id: None,
             blocks: Vec::new(),
+            builtins: true,
         }
     }
 }
@@ -121,9 +128,18 @@ impl From<AppendError> for PromptError {
 }
 
 impl Engine {
-    fn command_kind(&self, agent: &str, mode: Mode, text: &str) -> Option<(String, bool)> {
+    fn command_kind(
+        &self,
+        agent: &str,
+        mode: Mode,
+        text: &str,
+        builtins: bool,
+    ) -> Option<(String, bool)> {
         let parsed = parse_line(text)?;
         let r = self.find(agent, mode, parsed.name.as_str())?;
+        if !builtins && r.provider.id == BUILTIN_PROVIDER {
+            return None;
+        }
         Some((r.command.name.to_string(), r.command.is_prompt()))
     }
 
@@ -147,7 +163,8 @@ impl Engine {
     pub async fn prompt(&self, request: PromptRequest) -> Result<PromptOutcome, PromptError> {
         let mut text = request.text.clone();
         let mut runs = Vec::new();
-        if let Some((_, false)) = self.command_kind(&request.agent, request.mode, &text) {
+        let builtins = request.builtins;
+        if let Some((_, false)) = self.command_kind(&request.agent, request.mode, &text, builtins) {
             let ex = self.run_line(&request, &text).await?;
             match &ex.outcome {
                 Outcome::Success {
@@ -162,7 +179,7 @@ impl Engine {
         }
         let mut from_run = None;
         let mut found_injections = Vec::new();
-        if let Some((_, true)) = self.command_kind(&request.agent, request.mode, &text) {
+        if let Some((_, true)) = self.command_kind(&request.agent, request.mode, &text, builtins) {
             let ex = self.run_line(&request, &text).await?;
             match &ex.outcome {
                 Outcome::Success {
@@ -223,7 +240,7 @@ impl Engine {
             .session(session)
             .and_then(|s| s.mode)
             .unwrap_or(Mode::NonInteractive);
-        if let Some((name, false)) = self.command_kind(agent, mode, text) {
+        if let Some((name, false)) = self.command_kind(agent, mode, text, true) {
             return Err(PromptError::HandlerNotQueued { name });
         }
         Ok(self

@@ -20,6 +20,9 @@ pub(crate) struct Bridge {
     pub(crate) restarts: Mutex<Restarts>,
     /// The agent's commands, registered.
     pub(crate) commands: AgentCommands,
+    /// Each daemon session's latest command list from the agent, the whole
+    /// update (its `_meta` too): the list the session's clients see is built on it.
+    pub(crate) agent_lists: Mutex<HashMap<String, Value>>,
 }
 
 #[derive(Default)]
@@ -58,6 +61,7 @@ impl Bridge {
             generation: AtomicU64::new(0),
             restarts: Mutex::new(Restarts::default()),
             commands: AgentCommands::new(&command_label),
+            agent_lists: Mutex::new(HashMap::new()),
         })
     }
 }

@@ -269,11 +269,18 @@ impl Bridge {
                     // The agent's list joins the registry; the session hears the
                     // merged list (commands.rs). Its own message is kept as sent.
                     let list = update["availableCommands"].clone();
+                    self.agent_lists
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(session.clone(), update.clone());
                     let (bridge, st) = (Arc::clone(self), Arc::clone(state));
+                    let session_for_list = session.clone();
                     tokio::spawn(async move {
                         if let Ok(engine) = st.engine() {
                             bridge.commands.sync(&engine, &list).await;
                         }
+                        // Its `_meta` may have changed where the registry did not.
+                        st.announce_commands(&session_for_list);
                     });
                     state.recorder.message(
                         Some(&session),

@@ -6,8 +6,8 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use cmdlog_engine::{EventData, Mode};
-use serde_json::json;
+use cmdlog_engine::{BUILTIN_PROVIDER, EventData, Mode};
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::sse;
@@ -24,9 +24,9 @@ impl AppState {
             return;
         };
         let agent = s.agent.unwrap_or_else(|| "main".into());
-        let list = sse::available_commands(&engine.list(&agent, s.mode.unwrap_or(Mode::Acp)));
+        let update = self.commands_update(session, &agent, s.mode.unwrap_or(Mode::Acp));
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        list.to_string().hash(&mut hasher);
+        update.to_string().hash(&mut hasher);
         let hash = hasher.finish();
         let live = self.live(session);
         let mut last = live.commands.lock().unwrap_or_else(|p| p.into_inner());
@@ -34,14 +34,50 @@ impl AppState {
             return;
         }
         *last = Some(hash);
-        self.recorder.record(
-            Some(session),
-            None,
-            EventData::SessionUpdate(json!({
+        self.recorder
+            .record(Some(session), None, EventData::SessionUpdate(update));
+    }
+
+    /// The `available_commands_update` a session's clients see. Without an agent:
+    /// the registry's commands. With one: the agent's list as it sent it, each
+    /// entry's `_meta` too, then cmdlog's command files of names it lacks —
+    /// cmdlog's built-ins yield to the agent's — and the update's `_meta` without
+    /// `availableSkillDetails` (skill bodies and paths), as `qwen serve` does.
+    pub(crate) fn commands_update(&self, session: &str, agent: &str, mode: Mode) -> Value {
+        let Ok(engine) = self.engine() else {
+            return json!({"sessionUpdate": "available_commands_update", "availableCommands": []});
+        };
+        let list = engine.list(agent, mode);
+        let Some(bridge) = &self.bridge else {
+            return json!({
                 "sessionUpdate": "available_commands_update",
-                "availableCommands": list,
-            })),
-        );
+                "availableCommands": sse::available_commands(&list),
+            });
+        };
+        let ours: Vec<_> = list
+            .into_iter()
+            .filter(|r| !["acp-agent", BUILTIN_PROVIDER].contains(&r.provider.id.as_str()))
+            .collect();
+        let from_agent = bridge
+            .agent_lists
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let mut update = json!({
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": cmdlog_acp::merge(
+                &from_agent["availableCommands"],
+                &sse::available_commands(&ours),
+            ),
+        });
+        if let Some(Value::Object(meta)) = from_agent.get("_meta") {
+            let mut meta = meta.clone();
+            meta.remove("availableSkillDetails");
+            update["_meta"] = Value::Object(meta);
+        }
+        update
     }
 }
 

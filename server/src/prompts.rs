@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 
 use crate::limits::QUEUE_MAX;
 use crate::live::Queued;
-use crate::sse::{self};
 use crate::state::{ApiError, AppState, body};
 
 /// Reads a prompt body: `{"prompt": [ContentBlock…]}` (qwen serve, ACP), or
@@ -335,12 +334,13 @@ pub(super) async fn supported_commands(
             .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, format!("unknown mode {m:?}")))?,
     };
     let agent = session.agent.unwrap_or_else(|| "main".into());
-    let list = state.engine()?.list(&agent, mode);
+    state.engine()?;
+    let update = state.commands_update(&id, &agent, mode);
     Ok(Json(json!({
         "v": 1,
         "sessionId": id,
         "mode": mode,
-        "availableCommands": sse::available_commands(&list),
-        "availableSkills": [],
+        "availableCommands": update["availableCommands"],
+        "availableSkills": update.pointer("/_meta/availableSkills").cloned().unwrap_or_else(|| json!([])),
     })))
 }

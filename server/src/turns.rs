@@ -225,6 +225,8 @@ async fn turn(
         blocks: &prompt.blocks,
         prompt_id: &prompt.prompt_id,
         cancel: cancel.clone(),
+        // Behind an agent, its `/help` and `/model` are the ones that count.
+        builtins: state.bridge.is_none(),
     };
     let blocks = match through_registry(&engine, &state.recorder, turn).await {
         Err(e) => return TurnEnd::Failed(e.to_string(), None),

@@ -106,13 +106,18 @@ fn agent_commands_join_the_list(ctx: &Bridged<'_>) {
                 .iter()
                 .any(|c| c["name"] == "compress")
     });
-    let list = &frames.last().unwrap().data["data"]["update"]["availableCommands"];
-    assert!(
-        list.as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["name"] == "greet")
-    );
+    let update = &frames.last().unwrap().data["data"]["update"];
+    let list = update["availableCommands"].as_array().unwrap();
+    assert!(list.iter().any(|c| c["name"] == "greet"));
+    // The agent's entries as it sent them, its `_meta` too; cmdlog's built-ins
+    // yield to the agent's (issue 24, D1 and D4).
+    let model: Vec<&Value> = list.iter().filter(|c| c["name"] == "model").collect();
+    assert_eq!(model.len(), 1, "{list:#?}");
+    assert_eq!(model[0]["_meta"]["source"], "builtin-command");
+    assert!(!list.iter().any(|c| c["name"] == "help"), "{list:#?}");
+    assert_eq!(update["_meta"]["availableSkills"], json!(["tidy"]));
+    let (_, supported) = get(&format!("{}/supported-commands", ctx.s));
+    assert_eq!(supported["availableSkills"], json!(["tidy"]), "{supported}");
 }
 
 fn a_plain_prompt_streams_the_answer(ctx: &Bridged<'_>) {
@@ -175,6 +180,16 @@ fn commands_expand_or_pass_through(ctx: &Bridged<'_>) {
         prompts,
         ["hello there", "Say hello to world.", "/compress now"]
     );
+    // `/model` typed in a prompt is the agent's: it hears the line as typed.
+    let (_, p) = post(&format!("{s}/prompt"), text("/model large"));
+    until(events, &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete"
+    });
+    let last = agent_log(log_path)
+        .into_iter()
+        .rfind(|m| m["method"] == "session/prompt")
+        .unwrap();
+    assert_eq!(last["params"]["prompt"][0]["text"], "/model large");
 }
 
 fn a_permission_vote_reaches_the_agent(ctx: &Bridged<'_>) {
@@ -411,12 +426,6 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
             .iter()
             .any(|m| m["params"]["update"]["content"]["text"] == "Say hello to proxy.")
     );
-    // A cmdlog handler answers itself: the agent never hears of it.
-    c.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/help"}]}}));
-    assert_eq!(
-        c.until(|m| m["id"] == 4)["result"]["stopReason"],
-        "end_turn"
-    );
     // The agent asks permission of the editor; the answer goes back through.
     c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "permission"}]}}));
     let ask = c.until(|m| m["method"] == "session/request_permission");
@@ -449,8 +458,134 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
     }
     let o = w.run(&["audit", "--session", &sid]);
     let audit = String::from_utf8_lossy(&o.stdout);
+    assert!(audit.contains("/greet proxy"), "{audit}");
+}
+
+/// Starts `cmdlog acp` in front of the scripted agent, the agent's reads logged
+/// to `agent_log`.
+fn acp_proxy(w: &Workspace, agent_log: &std::path::Path) -> Stdio2 {
+    let mut words = vec!["acp", "--"];
+    let script = agent_script();
+    words.extend(script.split(' '));
+    let mut child = w
+        .cmd(&words)
+        .env("AGENT_LOG", agent_log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let input = child.stdin.take().unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(serde_json::from_str::<Value>(&line).expect("only JSON-RPC on stdout"));
+        }
+    });
+    Stdio2 {
+        child,
+        input,
+        lines,
+        seen: Vec::new(),
+    }
+}
+
+/// D1, D4, D6, D7 of issue 24: inside `cmdlog acp` the agent's commands win —
+/// `/model` and `/help` reach the agent as typed, and so does a command file of
+/// cmdlog's that the agent also has; the editor gets one command list, the
+/// agent's entries and `_meta` as it sent them; the editor's answers to the
+/// agent's requests are logged in their session.
+#[test]
+fn inside_the_acp_proxy_the_agents_commands_win() {
+    let w = workspace();
+    w.put(
+        "ws/.cmdlog/commands/compress.md",
+        "cmdlog's own compress.\n",
+    );
+    let agent_log_path = w.ws.path().join("agent.jsonl");
+    let mut c = acp_proxy(&w, &agent_log_path);
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    c.until(|m| m["id"] == 1);
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let prompt = |c: &mut Stdio2, id: u64, text: &str| {
+        c.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}));
+        assert_eq!(
+            c.until(|m| m["id"] == id)["result"]["stopReason"],
+            "end_turn",
+            "{text}"
+        );
+    };
+    for (id, line) in [(3, "/model large"), (4, "/help"), (5, "/compress now")] {
+        prompt(&mut c, id, line);
+        assert!(
+            c.seen
+                .iter()
+                .any(|m| m["params"]["update"]["content"]["text"] == line),
+            "{line} reached the agent as typed: {:#?}",
+            c.seen
+        );
+    }
+    // The agent asks the editor something; the editor's answer is logged in the session.
+    c.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}}));
+    let ask = c.until(|m| m["method"] == "fs/read_text_file");
+    c.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"content": "the notes"}}));
+    c.until(|m| m["id"] == 6);
+    drop(c.input);
+    assert!(c.child.wait().unwrap().success());
+
+    // One command list reached the editor: the agent's entries and `_meta` as
+    // sent, cmdlog's command files beside them, no built-in of cmdlog's.
+    let lists: Vec<&Value> = c
+        .seen
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .map(|m| &m["params"]["update"])
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:#?}");
+    assert_eq!(lists[0]["_meta"], json!({"availableSkills": ["tidy"]}));
+    let commands = lists[0]["availableCommands"].as_array().unwrap();
+    let model: Vec<&Value> = commands.iter().filter(|c| c["name"] == "model").collect();
+    assert_eq!(model.len(), 1);
+    assert_eq!(model[0]["_meta"]["source"], "builtin-command");
+    let compress: Vec<&Value> = commands
+        .iter()
+        .filter(|c| c["name"] == "compress")
+        .collect();
+    assert_eq!(compress[0]["description"], "Compress the conversation");
+    assert!(commands.iter().any(|c| c["name"] == "greet"));
     assert!(
-        audit.contains("/greet proxy") && audit.contains("/help"),
-        "{audit}"
+        !commands.iter().any(|c| c["name"] == "help"),
+        "{commands:#?}"
+    );
+
+    // The agent heard each line as typed; cmdlog switched no model itself.
+    let heard: Vec<String> = agent_log(&agent_log_path)
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .map(|m| {
+            m["params"]["prompt"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(heard, ["/model large", "/help", "/compress now", "read"]);
+    let events = logged(&w, &sid);
+    assert!(
+        !events.iter().any(|e| e["type"] == "session/model_switched"),
+        "{events:#?}"
+    );
+    let answer = events.iter().find(|e| {
+        e["type"] == "acp/message" && e["data"]["message"]["result"]["content"] == "the notes"
+    });
+    assert!(
+        answer.is_some(),
+        "the editor's answer in the session: {events:#?}"
     );
 }

@@ -35,6 +35,8 @@ impl Builtin {
 
 /// The provider of built-ins: they win over every file and runtime command.
 pub const BUILTIN_PRIORITY: i32 = 1000;
+/// The id of the provider of cmdlog's built-in commands.
+pub const BUILTIN_PROVIDER: &str = "builtin";
 
 fn builtin(
     item: u32,
@@ -57,7 +59,7 @@ fn builtin(
     Builtin {
         spec,
         provider: ProviderRef {
-            id: "builtin".into(),
+            id: BUILTIN_PROVIDER.into(),
             priority: BUILTIN_PRIORITY,
             level: "builtin".into(),
             order: 0,

@@ -22,7 +22,7 @@ use crate::event::{NewEvent, Seq};
 use crate::registry::Registration;
 use crate::state::LogState;
 
-pub use builtins::{BUILTIN_PRIORITY, render_help};
+pub use builtins::{BUILTIN_PRIORITY, BUILTIN_PROVIDER, render_help};
 pub use execute::{
     ExecuteError, ExecuteRequest, Execution, KnownRelease, OUTCOME_BYTES_MAX, run_release,
 };
