@@ -39,6 +39,9 @@ pub struct SessionState {
     /// A prompt was delivered and its turn has not completed (no `turn_complete`
     /// update or `session/cancelled` since): new prompts need steer or follow-up.
     pub streaming: bool,
+    /// The id of the prompt that started the turn under way, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_prompt: Option<String>,
 }
 
 /// The fold over the whole log.
@@ -111,7 +114,15 @@ impl LogState {
                 self.warned
                     .insert((w.path.clone(), w.content_hash.clone(), w.message.clone()));
             }
-            EventData::SessionPrompt(_) => self.set_streaming(event, true),
+            EventData::SessionPrompt(p) => {
+                if let Some(id) = &event.session {
+                    let s = self.sessions.entry(id.clone()).or_default();
+                    if !s.streaming {
+                        s.turn_prompt = p.prompt_id.clone();
+                    }
+                }
+                self.set_streaming(event, true)
+            }
             EventData::SessionUpdate(update) => {
                 if matches!(
                     update.get("sessionUpdate").and_then(|v| v.as_str()),
@@ -139,7 +150,11 @@ impl LogState {
 
     fn set_streaming(&mut self, event: &Event, streaming: bool) {
         if let Some(id) = &event.session {
-            self.sessions.entry(id.clone()).or_default().streaming = streaming;
+            let s = self.sessions.entry(id.clone()).or_default();
+            s.streaming = streaming;
+            if !streaming {
+                s.turn_prompt = None;
+            }
         }
     }
 }

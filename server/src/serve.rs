@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
-use crate::{auth, commands, events, hooks, permissions, prompts, sessions};
+use crate::{auth, commands, events, hooks, permissions, prompts, sessions, turns};
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
 pub type Reopen = Arc<
@@ -348,6 +348,8 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         Arc::clone(&state.commands_changed),
     ));
     if let Some(bridge) = &bridge {
+        // The turns an earlier daemon's agent died in end first, durably.
+        turns::close_interrupted_turns(&state).await;
         // Started with the daemon, so a command that cannot run is known at once.
         bridge.running(&state).await?;
     }

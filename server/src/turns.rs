@@ -272,3 +272,35 @@ async fn turn(
         ),
     }
 }
+
+/// Ends, durably, the turns an earlier daemon left under way: its agent died
+/// with it, so no `turn_complete` will come. Each gets a `turn_error` with the
+/// code `daemon_lost` and its `promptId`, so a client resuming the stream sees
+/// the turn end. Only for a daemon in front of an agent (`--agent`); a session
+/// that ended, or whose turn no prompt id names, is left as it is.
+pub(crate) async fn close_interrupted_turns(state: &Arc<AppState>) -> usize {
+    let Ok(engine) = state.engine() else {
+        return 0;
+    };
+    let open: Vec<(String, String)> = engine.with_state(|s| {
+        s.sessions
+            .iter()
+            .filter(|(_, s)| s.streaming && s.ended.is_none() && s.mode == Some(Mode::Acp))
+            .filter_map(|(id, s)| Some((id.clone(), s.turn_prompt.clone()?)))
+            .collect()
+    });
+    for (session, prompt_id) in &open {
+        state.recorder.record(
+            Some(session),
+            None,
+            EventData::SessionUpdate(json!({
+                "sessionUpdate": "turn_error",
+                "message": "interrupted: the daemon running this turn ended before it did",
+                "code": "daemon_lost",
+                "promptId": prompt_id,
+            })),
+        );
+    }
+    state.recorder.flush().await;
+    open.len()
+}

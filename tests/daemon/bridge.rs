@@ -589,3 +589,47 @@ fn inside_the_acp_proxy_the_agents_commands_win() {
         "the editor's answer in the session: {events:#?}"
     );
 }
+
+/// D2 of issue 24: a daemon killed mid-turn and started again ends that turn,
+/// durably, with `turn_error` (`daemon_lost`, the turn's `promptId`), so a client
+/// resuming the stream sees it end; the session takes prompts again.
+#[test]
+fn a_turn_the_daemon_died_in_ends_when_it_starts_again() {
+    let w = workspace();
+    let start = || w.serve_env("127.0.0.1:0", &["--agent", &agent_script()], None, &[]);
+    let d = start();
+    let (status, created) = post(&format!("{}/session", d.url), json!({"sessionId": "k1"}));
+    assert_eq!(status, 200, "{created}");
+    let s = format!("{}/session/k1", d.url);
+    let (_, p) = post(&format!("{s}/prompt"), text("slow please"));
+    let prompt_id = p["promptId"].as_str().unwrap().to_string();
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.data["data"]["update"]["content"]["text"] == "tick"
+    });
+    let seen = frames.last().unwrap().id.unwrap().to_string();
+    drop(d); // SIGKILL, mid-turn
+
+    let d = start();
+    let s = format!("{}/session/k1", d.url);
+    let frames = until(&format!("{s}/events"), &seen, |f| f.kind == "turn_error");
+    let end = &frames.last().unwrap().data["data"];
+    assert_eq!(end["code"], "daemon_lost", "{end}");
+    assert_eq!(end["promptId"], prompt_id.as_str());
+    // Ended in the log: no turn is under way, and a new prompt runs at once.
+    let (_, p) = post(&format!("{s}/prompt"), text("hello again"));
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete"
+    });
+    assert_eq!(
+        frames.last().unwrap().data["data"]["stopReason"],
+        "end_turn"
+    );
+    // A second restart adds no second end.
+    drop(d);
+    drop(start());
+    let ends: Vec<Value> = logged(&w, "k1")
+        .into_iter()
+        .filter(|e| e["data"]["sessionUpdate"] == "turn_error")
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:#?}");
+}
