@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use cmdlog_acp::{PermissionDecision, is_session_update_kind, permission_decision};
 use cmdlog_common::time::now_ms;
-use cmdlog_engine::{Event, EventData, Outcome};
+use cmdlog_engine::{AcpDirection, AcpMessage, Event, EventData, Outcome};
 use cmdlog_store::{Log, ReadError, Seq};
 use serde_json::{Value, json};
 
@@ -119,9 +119,37 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
                 "rawOutput": done.outcome,
             }}),
         ),
+        EventData::AcpMessage(m) => {
+            let (suggestion, prompt_id) = prompt_suggestion(m)?;
+            let mut data = json!({"sessionId": session, "suggestion": suggestion});
+            if let Some(id) = prompt_id {
+                data["promptId"] = json!(id);
+            }
+            ("followup_suggestion", data)
+        }
         _ => return None,
     };
     Some(frame)
+}
+
+/// The most characters of a follow-up suggestion shown (as `qwen serve` 0.24.4
+/// drops longer ones).
+const SUGGESTION_CHARS_MAX: usize = 500;
+
+/// Qwen Code's `qwen/notify/session/prompt-suggestion` (what the user might type
+/// next, sent after a turn): its suggestion and the agent's prompt id, shown as
+/// `qwen serve` shows it, a `followup_suggestion` frame.
+fn prompt_suggestion(m: &AcpMessage) -> Option<(&str, Option<&str>)> {
+    if m.direction != AcpDirection::FromAgent
+        || m.message["method"] != "qwen/notify/session/prompt-suggestion"
+    {
+        return None;
+    }
+    let params = &m.message["params"];
+    let suggestion = params["suggestion"]
+        .as_str()
+        .filter(|s| !s.trim().is_empty() && s.chars().count() <= SUGGESTION_CHARS_MAX)?;
+    Some((suggestion, params["promptId"].as_str()))
 }
 
 /// Whether `event` is shown on the wire (see [`project`]), without building it.
@@ -141,6 +169,7 @@ pub(crate) fn shown(event: &Event) -> bool {
         | EventData::SessionDied(_)
         | EventData::CommandRun(_)
         | EventData::CommandDone(_) => true,
+        EventData::AcpMessage(m) => prompt_suggestion(m).is_some(),
         _ => false,
     }
 }

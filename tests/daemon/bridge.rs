@@ -633,3 +633,37 @@ fn a_turn_the_daemon_died_in_ends_when_it_starts_again() {
         .collect();
     assert_eq!(ends.len(), 1, "{ends:#?}");
 }
+
+/// D5 of issue 24: the agent's follow-up suggestion after a turn reaches the
+/// session's clients as `qwen serve` sends it, `followup_suggestion`; one longer
+/// than 500 characters is dropped, as there.
+#[test]
+fn the_agents_follow_up_suggestion_reaches_the_client() {
+    let w = workspace();
+    let d = w.serve_env("127.0.0.1:0", &["--agent", &agent_script()], None, &[]);
+    assert_eq!(
+        post(&format!("{}/session", d.url), json!({"sessionId": "f1"})).0,
+        200
+    );
+    let s = format!("{}/session/f1", d.url);
+    let (_, p) = post(&format!("{s}/prompt"), text("suggest"));
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.kind == "followup_suggestion"
+    });
+    let data = &frames.last().unwrap().data["data"];
+    assert_eq!(data["suggestion"], "run the tests");
+    assert_eq!(data["sessionId"], "f1");
+    assert!(data["promptId"].as_str().unwrap().ends_with("########1"));
+    // The turn ended before it; the long one is not shown.
+    let (_, again) = post(&format!("{s}/prompt"), text("hello"));
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete" && f.data["data"]["promptId"] == again["promptId"]
+    });
+    assert_eq!(
+        frames
+            .iter()
+            .filter(|f| f.kind == "followup_suggestion")
+            .count(),
+        1
+    );
+}
