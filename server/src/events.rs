@@ -288,13 +288,13 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
     let source = Some((f.seq, f.type_name.as_str(), f.at));
     let record = c.full.then_some(f.record.as_str());
     match &f.wire {
-        Some((kind, data)) => {
+        Some((kind, data, prompt_id)) => {
             let id = c.next_id;
             c.next_id += 1;
             c.pending.push_back(raw(
                 Some(id),
                 kind,
-                envelope(Some(id), kind, data, source, record),
+                envelope(Some(id), kind, data, prompt_id.as_deref(), source, record),
             ));
             if wire::terminal(kind) {
                 c.ended = true;
@@ -304,7 +304,7 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
             c.pending.push_back(raw(
                 None,
                 "cmdlog_event",
-                envelope(None, "cmdlog_event", &f.record, source, record),
+                envelope(None, "cmdlog_event", &f.record, None, source, record),
             ));
         }
         None => {}
@@ -325,6 +325,6 @@ fn synthetic(kind: &str, data: &serde_json::Value) -> SseEvent {
     raw(
         None,
         kind,
-        envelope(None, kind, &data.to_string(), None, None),
+        envelope(None, kind, &data.to_string(), None, None, None),
     )
 }

@@ -33,6 +33,8 @@ pub(crate) struct Live {
 pub(crate) struct Active {
     pub prompt_id: String,
     pub cancel: CancellationToken,
+    /// When a client cancelled it, unix ms (0: not cancelled).
+    pub cancelled_at: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// An admitted prompt.

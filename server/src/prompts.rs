@@ -12,7 +12,7 @@ use base64::Engine as _;
 use cmdlog_acp::check_content_block;
 use cmdlog_engine::{
     AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitched, Outcome,
-    SubmittedAttachment,
+    SessionCancelled, SubmittedAttachment,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -120,9 +120,15 @@ pub(super) async fn cancel(
     UrlPath(id): UrlPath<String>,
 ) -> Result<StatusCode, ApiError> {
     state.session(&id)?;
+    // `prompt_cancelled` for the turn under way, before its permissions and its
+    // end (as `qwen serve` orders them).
+    let cancelled = SessionCancelled {
+        run: None,
+        prompt_id: state.active_prompt(&id),
+    };
     state
         .engine()?
-        .append_session_event(&id, None, EventData::SessionCancelled(Default::default()))
+        .append_session_event(&id, None, EventData::SessionCancelled(cancelled))
         .await
         .map_err(ApiError::session)?;
     state.cancel_turn(&id).await;

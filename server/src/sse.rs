@@ -18,8 +18,9 @@ pub(crate) struct SharedFrame {
     pub session: Option<String>,
     /// The event's log type.
     pub type_name: String,
-    /// The wire frame's type and serialised `data`, for a shown session event.
-    pub wire: Option<(&'static str, String)>,
+    /// The wire frame's type, serialised `data` and the prompt it belongs to (for
+    /// the envelope), for a shown session event.
+    pub wire: Option<(&'static str, String, Option<String>)>,
     /// The log record as JSON, for cmdlog's own clients.
     pub record: String,
 }
@@ -44,7 +45,7 @@ impl SharedFrame {
     fn bytes(&self) -> usize {
         self.record.len()
             + self.type_name.len()
-            + self.wire.as_ref().map_or(0, |(_, d)| d.len())
+            + self.wire.as_ref().map_or(0, |(_, d, _)| d.len())
             + 96
     }
 
@@ -59,7 +60,10 @@ impl SharedFrame {
                 .session
                 .as_deref()
                 .and_then(|s| crate::wire::project(e, s))
-                .map(|(kind, data)| (kind, data.to_string())),
+                .map(|(kind, data)| {
+                    let prompt_id = crate::wire::frame_prompt_id(e, kind, &data);
+                    (kind, data.to_string(), prompt_id)
+                }),
             record: e.to_json().to_string(),
         }
     }

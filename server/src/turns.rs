@@ -77,6 +77,17 @@ impl AppState {
 
     /// Cancels the running turn of `session` and answers its waiting permission
     /// requests `cancelled`; queued prompts still run. `true` if a turn was running.
+    /// The prompt whose turn `session` is running, if one.
+    pub(crate) fn active_prompt(&self, session: &str) -> Option<String> {
+        self.live_if(session).and_then(|l| {
+            l.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|a| a.prompt_id.clone())
+        })
+    }
+
     pub(crate) async fn cancel_turn(&self, session: &str) -> bool {
         self.cancel_permissions(session).await;
         let active = self
@@ -94,6 +105,12 @@ impl AppState {
         }
         match active {
             Some(a) => {
+                let _ = a.cancelled_at.compare_exchange(
+                    0,
+                    cmdlog_common::time::now_ms(),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
                 a.cancel.cancel();
                 true
             }
@@ -160,9 +177,12 @@ async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::Unbounded
 
 async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt: Queued) {
     let cancel = CancellationToken::new();
+    let started_at = cmdlog_common::time::now_ms();
+    let cancelled_at = Arc::new(std::sync::atomic::AtomicU64::new(0));
     *live.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(Active {
         prompt_id: prompt.prompt_id.clone(),
         cancel: cancel.clone(),
+        cancelled_at: Arc::clone(&cancelled_at),
     });
     if let Some(deadline) = prompt.deadline {
         let cancel = cancel.clone();
@@ -173,11 +193,23 @@ async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt
     }
     let end = turn(state, live, session, &prompt, &cancel).await;
     let update = match end {
-        TurnEnd::Stop(reason) => Some(json!({
-            "sessionUpdate": "turn_complete",
-            "stopReason": reason,
-            "promptId": prompt.prompt_id,
-        })),
+        TurnEnd::Stop(reason) => {
+            let mut u = json!({
+                "sessionUpdate": "turn_complete",
+                "stopReason": reason,
+                "promptId": prompt.prompt_id,
+            });
+            // A client cancelled it: when, and how long the turn had run (as
+            // `qwen serve` reports a cancelled prompt).
+            let at = cancelled_at.load(Ordering::SeqCst);
+            if reason == "cancelled" && at != 0 {
+                u["promptCancelled"] = json!({
+                    "cancelledAt": at,
+                    "elapsedMs": at.saturating_sub(started_at),
+                });
+            }
+            Some(u)
+        }
         TurnEnd::Failed(message, code) => {
             let mut u = json!({
                 "sessionUpdate": "turn_error",

@@ -41,6 +41,9 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
                     if let Some(id) = update.get("promptId").and_then(Value::as_str) {
                         data["promptId"] = json!(id);
                     }
+                    if let Some(c) = update.get("promptCancelled").filter(|c| c.is_object()) {
+                        data["promptCancelled"] = c.clone();
+                    }
                     ("turn_complete", data)
                 }
                 "turn_error" => {
@@ -119,6 +122,10 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
                 "rawOutput": done.outcome,
             }}),
         ),
+        // A client cancelled a turn under way.
+        EventData::SessionCancelled(c) if c.prompt_id.is_some() => {
+            ("prompt_cancelled", json!({"sessionId": session}))
+        }
         EventData::AcpMessage(m) => {
             let (suggestion, prompt_id) = prompt_suggestion(m)?;
             let mut data = json!({"sessionId": session, "suggestion": suggestion});
@@ -130,6 +137,19 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
         _ => return None,
     };
     Some(frame)
+}
+
+/// The prompt a shown frame belongs to, for its envelope: a turn's end and a
+/// cancelled turn's `prompt_cancelled`.
+pub(crate) fn frame_prompt_id(event: &Event, kind: &str, data: &Value) -> Option<String> {
+    match &event.data {
+        EventData::SessionCancelled(c) => c.prompt_id.clone(),
+        _ if kind == "turn_complete" || kind == "turn_error" => data
+            .get("promptId")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        _ => None,
+    }
 }
 
 /// The most characters of a follow-up suggestion shown (as `qwen serve` 0.24.4
@@ -170,6 +190,7 @@ pub(crate) fn shown(event: &Event) -> bool {
         | EventData::CommandRun(_)
         | EventData::CommandDone(_) => true,
         EventData::AcpMessage(m) => prompt_suggestion(m).is_some(),
+        EventData::SessionCancelled(c) => c.prompt_id.is_some(),
         _ => false,
     }
 }
@@ -211,6 +232,7 @@ pub(crate) fn envelope(
     id: Option<u64>,
     kind: &str,
     data: &str,
+    prompt_id: Option<&str>,
     source: Option<(Seq, &str, u64)>,
     record: Option<&str>,
 ) -> String {
@@ -220,10 +242,14 @@ pub(crate) fn envelope(
     if let Some(id) = id {
         let _ = write!(out, "\"id\":{id},");
     }
+    let _ = write!(out, "\"v\":1,\"type\":{},", Value::from(kind));
+    // The prompt a turn's frame belongs to, beside `type` (as `qwen serve` puts it).
+    if let Some(prompt_id) = prompt_id {
+        let _ = write!(out, "\"promptId\":{},", Value::from(prompt_id));
+    }
     let _ = write!(
         out,
-        "\"v\":1,\"type\":{},\"data\":{data},\"_meta\":{{\"serverTimestamp\":{}",
-        Value::from(kind),
+        "\"data\":{data},\"_meta\":{{\"serverTimestamp\":{}",
         source.map(|(_, _, at)| at).unwrap_or_else(now_ms)
     );
     if let Some((seq, type_name, _)) = source {
@@ -449,16 +475,18 @@ mod tests {
             Some(4),
             "session_update",
             r#"{"a":1}"#,
+            Some("p-1"),
             Some((9, "x/\"y", 5)),
             Some(r#"{"at":5}"#),
         );
         let v: Value = serde_json::from_str(&frame).unwrap();
         assert_eq!(
             v,
-            json!({"id": 4, "v": 1, "type": "session_update", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
+            json!({"id": 4, "v": 1, "type": "session_update", "promptId": "p-1", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
         );
         let bare: Value =
-            serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None)).unwrap();
+            serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None, None))
+                .unwrap();
         assert!(bare.get("id").is_none() && bare["_meta"]["serverTimestamp"].is_u64());
     }
 }

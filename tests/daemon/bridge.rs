@@ -246,10 +246,22 @@ fn cancel_reaches_the_agent(ctx: &Bridged<'_>) {
     });
     assert_eq!(post(&format!("{s}/cancel"), json!({})).0, 204);
     let frames = until(events, &from, |f| f.kind == "turn_complete");
-    assert_eq!(
-        frames.last().unwrap().data["data"]["stopReason"],
-        "cancelled"
-    );
+    let end = frames.last().unwrap();
+    assert_eq!(end.data["data"]["stopReason"], "cancelled");
+    // As `qwen serve` says it (issue 24, D8): `prompt_cancelled` first, then the
+    // end with `promptCancelled`; both name the prompt in the envelope.
+    let prompt_id = p["promptId"].as_str().unwrap();
+    let cancelled: Vec<&Frame> = frames
+        .iter()
+        .filter(|f| f.kind == "prompt_cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{frames:#?}");
+    assert_eq!(cancelled[0].data["promptId"], prompt_id);
+    assert_eq!(cancelled[0].data["data"]["sessionId"], "b1");
+    assert_eq!(end.data["promptId"], prompt_id);
+    let c = &end.data["data"]["promptCancelled"];
+    assert!(c["cancelledAt"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["elapsedMs"].as_u64().is_some(), "{c}");
 }
 
 fn the_model_goes_through_a_config_option(ctx: &Bridged<'_>) {

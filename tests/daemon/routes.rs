@@ -902,7 +902,9 @@ fn attach_smoke_plan_of_seed_003() {
     let frames = until(&format!("{s}/events"), Some("0"), |f| {
         f.kind == "turn_complete" && f.data["data"]["stopReason"] == "cancelled"
     });
-    assert!(frames.iter().all(|f| f.kind != "prompt_cancelled"));
+    // The cancel is said before the turn's end, as `qwen serve` says it.
+    let at = |kind: &str| frames.iter().rposition(|f| f.kind == kind);
+    assert!(at("prompt_cancelled") < at("turn_complete") && at("prompt_cancelled").is_some());
 
     // The daemon restarts; the client resumes from the last id it saw.
     drop(d);

@@ -96,6 +96,9 @@ pub struct SessionCancelled {
     /// The run cancelled, if one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Seq>,
+    /// The prompt whose turn was cancelled, when one was under way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
 }
 
 /// `log/wal_discarded`: what a recovery dropped from a damaged write-ahead log, and
