@@ -121,6 +121,11 @@ pub(crate) fn summary(event: &Event) -> String {
             None => String::new(),
         },
         EventData::ModelSwitched(m) => m.model.clone(),
+        EventData::ModelSwitchFailed(m) => format!(
+            "{} refused: {}",
+            m.model,
+            m.error["message"].as_str().unwrap_or("?")
+        ),
         EventData::SessionClosed(e) | EventData::SessionDied(e) | EventData::SessionEnded(e) => {
             e.reason.clone().unwrap_or_default()
         }

@@ -137,6 +137,7 @@ impl LogState {
                 self.set_streaming(event, false)
             }
             EventData::AttachmentAdmitted(_)
+            | EventData::ModelSwitchFailed(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
             | EventData::WalDiscarded(_)

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use cmdlog_acp::check_content_block;
 use cmdlog_engine::{
-    AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitched, Outcome,
-    SessionCancelled, SubmittedAttachment,
+    AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitchFailed,
+    ModelSwitched, Outcome, SessionCancelled, SubmittedAttachment,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -193,14 +193,39 @@ pub(super) async fn model(
             }
         }
         if let Err(e) = answer {
+            // As `qwen serve` does: a `model_switch_failed` event, and a 500 that
+            // carries the agent's error (its code a number). Qwen Code puts the
+            // reason in `data.details` and says only "Internal error".
+            let reason = e
+                .data
+                .as_ref()
+                .and_then(|d| d["details"].as_str())
+                .unwrap_or(&e.message)
+                .to_string();
+            let mut error = json!({"code": e.code, "message": e.message});
+            if let Some(data) = &e.data {
+                error["data"] = data.clone();
+            }
+            state.recorder.record(
+                Some(&id),
+                None,
+                EventData::ModelSwitchFailed(ModelSwitchFailed {
+                    model: model.clone(),
+                    error: error.clone(),
+                }),
+            );
             state.recorder.flush().await;
-            return Err(ApiError::bad_request(format!(
-                "the agent did not switch to {model:?}: {}",
-                e.message
-            ))
-            .code("model_switch_failed")
+            let mut refused = ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the agent did not switch to {model:?}: {reason}"),
+            )
+            .with("code", e.code)
             .with("sessionId", id)
-            .with("requestedModelId", model));
+            .with("requestedModelId", model);
+            if let Some(data) = e.data {
+                refused = refused.with("data", data);
+            }
+            return Err(refused);
         }
         state.recorder.record(
             Some(&id),

@@ -89,6 +89,10 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
             "model_switched",
             json!({"sessionId": session, "modelId": m.model}),
         ),
+        EventData::ModelSwitchFailed(m) => (
+            "model_switch_failed",
+            json!({"sessionId": session, "requestedModelId": m.model, "error": m.error["data"]["details"].as_str().or(m.error["message"].as_str()).unwrap_or("the agent refused")}),
+        ),
         EventData::SessionClosed(e) => (
             "session_closed",
             json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("client_close")}),
@@ -185,6 +189,7 @@ pub(crate) fn shown(event: &Event) -> bool {
         | EventData::PermissionRequested(_)
         | EventData::PermissionResolved(_)
         | EventData::ModelSwitched(_)
+        | EventData::ModelSwitchFailed(_)
         | EventData::SessionClosed(_)
         | EventData::SessionDied(_)
         | EventData::CommandRun(_)

@@ -265,15 +265,33 @@ fn cancel_reaches_the_agent(ctx: &Bridged<'_>) {
 }
 
 fn the_model_goes_through_a_config_option(ctx: &Bridged<'_>) {
-    let Bridged { log_path, s, .. } = ctx;
+    let Bridged {
+        log_path,
+        s,
+        events,
+        ..
+    } = ctx;
     // Model: through the agent's model config option.
     let (status, m) = post(&format!("{s}/model"), json!({"modelId": "large"}));
     assert_eq!((status, m["modelId"].as_str()), (200, Some("large")));
+    // Refused, as `qwen serve` says it (issue 24, D8): a 500 with the agent's
+    // error code, and a `model_switch_failed` event.
     let (status, e) = post(&format!("{s}/model"), json!({"modelId": "huge"}));
-    assert_eq!(
-        (status, e["code"].as_str()),
-        (400, Some("model_switch_failed"))
+    assert_eq!((status, e["code"].as_i64()), (500, Some(-32602)), "{e}");
+    assert_eq!(e["requestedModelId"], "huge");
+    assert!(
+        e["error"].as_str().unwrap().contains("no such model"),
+        "{e}"
     );
+    let frames = read_frames(events, Some("0"), |f| {
+        f.iter().any(|f| f.kind == "model_switch_failed")
+    });
+    let failed = frames
+        .iter()
+        .find(|f| f.kind == "model_switch_failed")
+        .unwrap();
+    assert_eq!(failed.data["data"]["requestedModelId"], "huge");
+    assert_eq!(failed.data["data"]["error"], "no such model");
     assert!(
         agent_log(log_path)
             .iter()

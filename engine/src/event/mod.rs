@@ -24,9 +24,9 @@ pub use runs::{
     Outcome, RunRelease,
 };
 pub use session::{
-    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, LogIdentity, ModelSwitched,
-    PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
-    SessionEnded, SessionPrompt, WalDiscarded,
+    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, LogIdentity,
+    ModelSwitchFailed, ModelSwitched, PermissionRequested, PermissionResolved, Redacted,
+    SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, WalDiscarded,
 };
 
 /// Where an event that happened outside cmdlog was observed: an agent's hook or
@@ -96,6 +96,8 @@ pub enum EventData {
     PermissionResolved(PermissionResolved),
     /// `session/model_switched`
     ModelSwitched(ModelSwitched),
+    /// `session/model_switch_failed`
+    ModelSwitchFailed(ModelSwitchFailed),
     /// `session/cancelled`
     SessionCancelled(SessionCancelled),
     /// `log/wal_discarded`: `cmdlog recover --discard-damaged-wal` dropped the tail of
@@ -143,6 +145,7 @@ impl EventData {
             EventData::PermissionRequested(_) => "permission/requested",
             EventData::PermissionResolved(_) => "permission/resolved",
             EventData::ModelSwitched(_) => "session/model_switched",
+            EventData::ModelSwitchFailed(_) => "session/model_switch_failed",
             EventData::SessionCancelled(_) => "session/cancelled",
             EventData::WalDiscarded(_) => "log/wal_discarded",
             EventData::AcpMessage(_) => "acp/message",
@@ -171,6 +174,7 @@ impl EventData {
             "permission/requested" => EventData::PermissionRequested(de(data)?),
             "permission/resolved" => EventData::PermissionResolved(de(data)?),
             "session/model_switched" => EventData::ModelSwitched(de(data)?),
+            "session/model_switch_failed" => EventData::ModelSwitchFailed(de(data)?),
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
             "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
             "acp/message" => EventData::AcpMessage(de(data)?),
@@ -453,6 +457,10 @@ mod tests {
         }));
         round_trip(EventData::ModelSwitched(ModelSwitched {
             model: "m".into(),
+        }));
+        round_trip(EventData::ModelSwitchFailed(ModelSwitchFailed {
+            model: "nope".into(),
+            error: serde_json::json!({"code": -32603, "message": "Internal error"}),
         }));
         round_trip(EventData::SessionUpdate(
             serde_json::json!({"sessionUpdate": "agent_message_chunk"}),

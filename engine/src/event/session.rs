@@ -90,6 +90,16 @@ pub struct ModelSwitched {
     pub model: String,
 }
 
+/// `session/model_switch_failed`: the agent refused a model switch; the
+/// session's model stays what it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSwitchFailed {
+    /// The model asked for.
+    pub model: String,
+    /// The agent's error (its JSON-RPC `error`: `code`, `message`, `data`?).
+    pub error: serde_json::Value,
+}
+
 /// `session/cancelled`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct SessionCancelled {
