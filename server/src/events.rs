@@ -146,7 +146,7 @@ pub(super) async fn events(
                         c.replay.push_front(seq);
                     }
                     for e in events {
-                        let f = SharedFrame::of(&e);
+                        let f = SharedFrame::of(&e, state.frames.runs);
                         let before = c.next_id;
                         show(&mut c, &f);
                         c.replayed += c.next_id - before;

@@ -33,6 +33,8 @@ pub(crate) struct FrameCache {
     frames: Mutex<Cached>,
     frames_max: usize,
     bytes_max: usize,
+    /// Whether command runs are shown (see [`crate::wire::project`]).
+    pub(crate) runs: bool,
 }
 
 #[derive(Debug, Default)]
@@ -49,8 +51,9 @@ impl SharedFrame {
             + 96
     }
 
-    /// Builds the frame of a decoded event.
-    pub(crate) fn of(e: &Event) -> SharedFrame {
+    /// Builds the frame of a decoded event; `runs`: whether command runs are
+    /// shown (see [`crate::wire::project`]).
+    pub(crate) fn of(e: &Event, runs: bool) -> SharedFrame {
         SharedFrame {
             seq: e.seq,
             at: e.at,
@@ -59,7 +62,7 @@ impl SharedFrame {
             wire: e
                 .session
                 .as_deref()
-                .and_then(|s| crate::wire::project(e, s))
+                .and_then(|s| crate::wire::project(e, s, runs))
                 .map(|(kind, data)| {
                     let prompt_id = crate::wire::frame_prompt_id(e, kind, &data);
                     (kind, data.to_string(), prompt_id)
@@ -70,11 +73,12 @@ impl SharedFrame {
 }
 
 impl FrameCache {
-    pub(crate) fn new(frames_max: usize, bytes_max: usize) -> Self {
+    pub(crate) fn new(frames_max: usize, bytes_max: usize, runs: bool) -> Self {
         FrameCache {
             frames: Mutex::new(Cached::default()),
             frames_max,
             bytes_max,
+            runs,
         }
     }
 
@@ -110,7 +114,7 @@ impl FrameCache {
         log.scan(next, to, |r| {
             through = r.seq;
             if let Ok(e) = Event::decode(r.seq, &r.bytes) {
-                let frame = Arc::new(SharedFrame::of(&e));
+                let frame = Arc::new(SharedFrame::of(&e, self.runs));
                 bytes += frame.bytes();
                 built.push(frame);
             }

@@ -121,6 +121,7 @@ impl AppState {
     ) -> Arc<Self> {
         let commands_changed = Arc::new(tokio::sync::Notify::new());
         observe(&engine, &commands_changed);
+        let runs_shown = bridge.is_none();
         Arc::new_cyclic(|weak: &std::sync::Weak<AppState>| AppState {
             recorder: {
                 let weak = weak.clone();
@@ -131,7 +132,8 @@ impl AppState {
             hooks: tokio::sync::Mutex::new(None),
             daemon,
             workspace,
-            wire: WireIndex::default(),
+            // Command runs show as tool calls only where cmdlog is the runtime.
+            wire: WireIndex::new(runs_shown),
             live: Mutex::new(HashMap::new()),
             single: Mutex::new(None),
             permissions: Mutex::new(HashMap::new()),
@@ -141,7 +143,11 @@ impl AppState {
             access,
             running: Mutex::new(HashMap::new()),
             next_execution: std::sync::atomic::AtomicU64::new(1),
-            frames: Arc::new(sse::FrameCache::new(SSE_CACHE_FRAMES, SSE_CACHE_BYTES)),
+            frames: Arc::new(sse::FrameCache::new(
+                SSE_CACHE_FRAMES,
+                SSE_CACHE_BYTES,
+                runs_shown,
+            )),
         })
     }
 

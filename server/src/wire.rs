@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 /// check for qwen's optional `prompt_cancelled` and counts it unrecognised, while
 /// the cancelled turn's `turn_complete` says it all). Depends on the event alone, so every subscriber
 /// and every restart numbers the same events the same way.
-pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Value)> {
+pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'static str, Value)> {
     let frame = match &event.data {
         EventData::SessionPrompt(p) => (
             "session_update",
@@ -102,8 +102,12 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
             json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("the session died")}),
         ),
         // A command run is shown as ACP shows any action taken for the user: a
-        // tool call, updated when the run settles.
-        EventData::CommandRun(run) => (
+        // tool call, updated when the run settles — when cmdlog is the runtime.
+        // In front of an agent (`runs` false) it is not: `qwen serve` shows a
+        // slash line as the user's message and the agent's answer, no tool call,
+        // and a client would draw an extra card (the run stays in the log, and in
+        // `?cmdlog=1` streams as a `cmdlog_event`).
+        EventData::CommandRun(run) if runs => (
             "session_update",
             json!({"sessionId": session, "update": {
                 "sessionUpdate": "tool_call",
@@ -114,7 +118,7 @@ pub(crate) fn project(event: &Event, session: &str) -> Option<(&'static str, Val
                 "rawInput": {"command": run.name, "input": run.raw_input, "mode": run.mode},
             }}),
         ),
-        EventData::CommandDone(done) => (
+        EventData::CommandDone(done) if runs => (
             "session_update",
             json!({"sessionId": session, "update": {
                 "sessionUpdate": "tool_call_update",
@@ -177,7 +181,7 @@ fn prompt_suggestion(m: &AcpMessage) -> Option<(&str, Option<&str>)> {
 }
 
 /// Whether `event` is shown on the wire (see [`project`]), without building it.
-pub(crate) fn shown(event: &Event) -> bool {
+pub(crate) fn shown(event: &Event, runs: bool) -> bool {
     match &event.data {
         EventData::SessionUpdate(update) => update
             .get("sessionUpdate")
@@ -191,9 +195,8 @@ pub(crate) fn shown(event: &Event) -> bool {
         | EventData::ModelSwitched(_)
         | EventData::ModelSwitchFailed(_)
         | EventData::SessionClosed(_)
-        | EventData::SessionDied(_)
-        | EventData::CommandRun(_)
-        | EventData::CommandDone(_) => true,
+        | EventData::SessionDied(_) => true,
+        EventData::CommandRun(_) | EventData::CommandDone(_) => runs,
         EventData::AcpMessage(m) => prompt_suggestion(m).is_some(),
         EventData::SessionCancelled(c) => c.prompt_id.is_some(),
         _ => false,
@@ -277,6 +280,8 @@ pub(crate) fn envelope(
 #[derive(Default)]
 pub(crate) struct WireIndex {
     sessions: Mutex<HashMap<String, Arc<Mutex<Indexed>>>>,
+    /// Whether command runs are shown (see [`project`]).
+    runs: bool,
 }
 
 #[derive(Default)]
@@ -288,6 +293,14 @@ struct Indexed {
 }
 
 impl WireIndex {
+    /// An empty index; `runs`: whether command runs are shown (see [`project`]).
+    pub(crate) fn new(runs: bool) -> Self {
+        WireIndex {
+            sessions: Mutex::new(HashMap::new()),
+            runs,
+        }
+    }
+
     /// Brings `session`'s index up to the log's head; runs on a blocking thread.
     fn current(&self, log: &Log, session: &str) -> Result<Arc<Mutex<Indexed>>, ReadError> {
         let entry = Arc::clone(
@@ -302,7 +315,7 @@ impl WireIndex {
             let records = log.stream(session, indexed.through)?;
             for r in records {
                 indexed.through = r.seq;
-                if Event::decode(r.seq, &r.bytes).is_ok_and(|e| shown(&e)) {
+                if Event::decode(r.seq, &r.bytes).is_ok_and(|e| shown(&e, self.runs)) {
                     indexed.shown.push(r.seq);
                 }
             }
@@ -382,7 +395,7 @@ mod tests {
             }),
         );
         assert_eq!(
-            project(&prompt, "s"),
+            project(&prompt, "s", true),
             Some((
                 "session_update",
                 json!({"sessionId": "s", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}})
@@ -395,7 +408,7 @@ mod tests {
             ),
         );
         assert_eq!(
-            project(&done, "s"),
+            project(&done, "s", true),
             Some((
                 "turn_complete",
                 json!({"sessionId": "s", "stopReason": "cancelled", "promptId": "p1"})
@@ -409,7 +422,7 @@ mod tests {
                 tool_call: None,
             }),
         );
-        let (kind, data) = project(&asked, "s").unwrap();
+        let (kind, data) = project(&asked, "s", true).unwrap();
         assert_eq!(kind, "permission_request");
         assert_eq!(data["toolCall"], json!({"toolCallId": "r"}));
         assert_eq!(data["options"][1]["kind"], "reject_once");
@@ -421,7 +434,7 @@ mod tests {
             }),
         );
         assert_eq!(
-            project(&voted, "s").unwrap().1["outcome"],
+            project(&voted, "s", true).unwrap().1["outcome"],
             json!({"outcome": "selected", "optionId": "allow"})
         );
         let run = event(
@@ -437,7 +450,7 @@ mod tests {
                 release: None,
             }),
         );
-        let (kind, data) = project(&run, "s").unwrap();
+        let (kind, data) = project(&run, "s", true).unwrap();
         assert_eq!(
             (
                 kind,
@@ -456,22 +469,29 @@ mod tests {
             }),
         );
         assert_eq!(
-            project(&settled, "s").unwrap().1["update"]["status"],
+            project(&settled, "s", true).unwrap().1["update"]["status"],
             "failed"
         );
         let closed = event(8, EventData::SessionClosed(SessionEnded::default()));
-        assert_eq!(project(&closed, "s").unwrap().1["reason"], "client_close");
-        assert!(terminal(project(&closed, "s").unwrap().0));
+        assert_eq!(
+            project(&closed, "s", true).unwrap().1["reason"],
+            "client_close"
+        );
+        assert!(terminal(project(&closed, "s", true).unwrap().0));
         let created = event(1, EventData::SessionCreated(Default::default()));
-        assert_eq!(project(&created, "s"), None);
+        assert_eq!(project(&created, "s", true), None);
+        // In front of an agent, runs are not shown: the agent's own output is.
+        assert_eq!(project(&run, "s", false), None);
+        assert_eq!(project(&settled, "s", false), None);
         for e in [prompt, done, asked, voted, run, settled, closed, created] {
-            assert_eq!(shown(&e), project(&e, "s").is_some(), "{e:?}");
+            assert_eq!(shown(&e, true), project(&e, "s", true).is_some(), "{e:?}");
+            assert_eq!(shown(&e, false), project(&e, "s", false).is_some(), "{e:?}");
         }
         let odd = event(
             9,
             EventData::SessionUpdate(json!({"sessionUpdate": "nonsense"})),
         );
-        assert!(!shown(&odd) && project(&odd, "s").is_none());
+        assert!(!shown(&odd, true) && project(&odd, "s", true).is_none());
     }
 
     #[test]
