@@ -12,11 +12,14 @@
 
 mod archive;
 mod audit;
+mod conversation;
 mod drift;
 mod gc;
+mod html;
 mod limits;
 mod registry_view;
 mod report;
+mod report_conversation;
 mod secrets;
 mod session_view;
 mod verify;
@@ -28,13 +31,15 @@ pub use audit::{
     AuditError, AuditFilter, AuditFold, AuditRow, Related, SessionSummary, Shown, audit, sessions,
     show,
 };
+pub use conversation::{Conversation, Entry, conversation};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
 pub use gc::{
     BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,
     referenced_blobs_with,
 };
+pub use html::escape_html;
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
-pub use report::{escape_html, render_report};
+pub use report::render_report;
 pub use secrets::{Redaction, redact_text, redact_value, secret_patterns};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};

@@ -2,6 +2,9 @@
 
 /// Records an import appends per atomic append.
 pub(crate) const IMPORT_BATCH_RECORDS: usize = 1000;
+/// Bytes of one conversation entry's text the HTML report shows (the rest is
+/// said to be in the log).
+pub(crate) const REPORT_ENTRY_BYTES_MAX: usize = 64 * 1024;
 
 // An import's append is one group commit of the store.
 const _: () = assert!(IMPORT_BATCH_RECORDS <= cmdlog_store::BATCH_RECORDS_MAX);

@@ -1,6 +1,7 @@
 //! A static, self-contained HTML report of a session (or the whole log), for sharing
-//! an incident: a timeline of runs with duration bars and outcome colours, and the
-//! registry as of the first and the last event. No scripts, no external resources.
+//! an incident: a session's conversation (`report_conversation.rs`), a timeline of
+//! runs with duration bars and outcome colours, and the registry as of the first
+//! and the last event. No scripts, no external resources.
 
 use std::fmt::Write as _;
 
@@ -9,23 +10,8 @@ use cmdlog_engine::{Mode, Outcome, Seq};
 use cmdlog_store::{BlobHash, Log};
 
 use crate::audit::{AuditError, AuditFilter, AuditRow, audit, sessions};
+use crate::html::escape_html;
 use crate::registry_view::RegistryView;
-
-/// Escapes text for HTML content and attribute values.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:2em}\
@@ -105,8 +91,9 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
     let mut out = String::new();
     let _ = write!(
         out,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}{}</style></head><body><h1>{}</h1>",
         escape_html(&title),
+        crate::report_conversation::STYLE,
         escape_html(&title)
     );
     let errors = rows.iter().filter(|r| r.is_error()).count();
@@ -134,6 +121,9 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
             );
         }
         out.push_str("</table>");
+    }
+    if let Some(s) = session {
+        crate::report_conversation::render(&mut out, &crate::conversation::conversation(log, s)?);
     }
     out.push_str("<h2>Timeline of runs</h2><table><tr><th>time (UTC)</th><th>seq</th><th>session</th><th>command</th><th>outcome</th><th>duration</th></tr>");
     let longest = rows
@@ -191,17 +181,4 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
     }
     out.push_str("</body></html>\n");
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping() {
-        assert_eq!(
-            escape_html("<a href=\"x\">&'</a>"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
-        );
-    }
 }

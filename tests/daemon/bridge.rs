@@ -481,9 +481,33 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
             .iter()
             .any(|m| m["params"]["update"]["content"]["text"] == "chose allow")
     );
+    // Text from the agent that would be markup or reorder what is shown.
+    c.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "<script>alert(1)</script>\u{202e}txt"}]}}));
+    c.until(|m| m["id"] == 6);
     drop(c.input);
     let status = c.child.wait().unwrap();
     assert!(status.success());
+
+    // The HTML report reads as the conversation went (issue 24).
+    let report = w.ws.path().join("session.html");
+    w.ok(&["report", "--session", &sid, "-o", report.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&report).unwrap();
+    let conversation = &html[html.find("<h2>Conversation</h2>").expect("a conversation")..];
+    let at = |needle: &str| {
+        conversation
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {conversation}"))
+    };
+    assert!(at("Say hello to proxy.") < at("echo: Say hello to proxy."));
+    assert!(at("permission asked") < at("answered: Allow (allow)"));
+    assert!(at("answered: Allow (allow)") < at("chose allow"));
+    assert!(at("turn ended") > 0 && conversation.contains("end_turn"));
+    assert!(!html.contains("<script"), "markup from outside is escaped");
+    assert!(at("&lt;script&gt;alert(1)&lt;/script&gt;\\u{202e}txt") > 0);
+    assert!(
+        !html.contains('\u{202e}'),
+        "a bidi override is shown, not obeyed"
+    );
 
     let events = logged(&w, &sid);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();

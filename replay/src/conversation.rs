@@ -1,0 +1,281 @@
+//! A session's conversation in the order it happened, for reading: the prompts,
+//! the agent's messages (its chunks joined), its thoughts, tool calls with their
+//! input and output, permission questions and answers, command runs and the ends
+//! of turns. What an auditor reads in the HTML report.
+
+use cmdlog_engine::{Event, EventData, Outcome, Seq};
+use cmdlog_store::Log;
+use serde_json::Value;
+
+use crate::audit::AuditError;
+
+/// One entry of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// What the user (or a command's expansion) sent the agent.
+    Prompt {
+        /// Seq of the prompt.
+        seq: Seq,
+        /// Its time, unix ms.
+        at: u64,
+        /// Its text.
+        text: String,
+    },
+    /// The agent's message: consecutive chunks joined.
+    Message {
+        /// Seq of its first chunk.
+        seq: Seq,
+        /// The text.
+        text: String,
+    },
+    /// The agent's thought: consecutive chunks joined.
+    Thought {
+        /// Seq of its first chunk.
+        seq: Seq,
+        /// The text.
+        text: String,
+    },
+    /// A tool call, as its updates left it.
+    ToolCall {
+        /// Seq of the call.
+        seq: Seq,
+        /// Its id.
+        id: String,
+        /// Its title.
+        title: String,
+        /// Its last status.
+        status: String,
+        /// Its input (`rawInput`), if given.
+        input: Option<Value>,
+        /// Its output: the text of its content, else its `rawOutput`.
+        output: Option<String>,
+    },
+    /// A permission question and its answer.
+    Permission {
+        /// Seq of the question.
+        seq: Seq,
+        /// The request's id.
+        request_id: String,
+        /// The tool call asked about (its title), if named.
+        about: Option<String>,
+        /// The options' names.
+        options: Vec<String>,
+        /// The answer: the option chosen, or `cancelled`; `None` while open.
+        answer: Option<String>,
+    },
+    /// A command run and how it settled.
+    Run {
+        /// Seq of the run.
+        seq: Seq,
+        /// The line as typed (`/name input`).
+        line: String,
+        /// How it settled, if it did.
+        outcome: Option<Outcome>,
+    },
+    /// A turn's end: its stop reason, or its error.
+    TurnEnd {
+        /// Seq of the end.
+        seq: Seq,
+        /// `end_turn`, `cancelled`, … or the error's message.
+        how: String,
+        /// Whether it ended in an error.
+        error: bool,
+    },
+}
+
+fn text_of(update: &Value) -> &str {
+    update
+        .pointer("/content/text")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The text of a tool call's `content` (ACP `ToolCallContent` blocks).
+fn content_text(update: &Value) -> Option<String> {
+    let parts: Vec<&str> = update["content"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.pointer("/content/text").and_then(Value::as_str))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+fn option_name(options: &Value, id: &str) -> String {
+    options
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|o| o["optionId"] == id)
+        .and_then(|o| o["name"].as_str())
+        .map_or_else(|| id.to_string(), |name| format!("{name} ({id})"))
+}
+
+/// Folds a session's events into its conversation.
+#[derive(Debug, Default)]
+pub struct Conversation {
+    /// The entries, in the order they happened.
+    pub entries: Vec<Entry>,
+    /// The options each open permission request offered, by request id.
+    offered: std::collections::HashMap<String, Value>,
+}
+
+impl Conversation {
+    /// Adds one event of the session.
+    pub fn apply(&mut self, event: &Event) {
+        let seq = event.seq;
+        match &event.data {
+            EventData::SessionPrompt(p) => self.entries.push(Entry::Prompt {
+                seq,
+                at: event.time(),
+                text: p.text.clone(),
+            }),
+            EventData::SessionUpdate(update) => self.update(seq, update),
+            EventData::PermissionRequested(p) => {
+                self.offered.insert(p.request_id.clone(), p.options.clone());
+                self.entries.push(Entry::Permission {
+                    seq,
+                    request_id: p.request_id.clone(),
+                    about: p
+                        .tool_call
+                        .as_ref()
+                        .and_then(|c| c["title"].as_str())
+                        .map(str::to_string),
+                    options: p
+                        .options
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|o| {
+                            o["name"]
+                                .as_str()
+                                .or(o.as_str())
+                                .or(o["optionId"].as_str())
+                                .unwrap_or("?")
+                                .to_string()
+                        })
+                        .collect(),
+                    answer: None,
+                });
+            }
+            EventData::PermissionResolved(r) => {
+                let options = self.offered.remove(&r.request_id).unwrap_or(Value::Null);
+                let answer = match r.decision["outcome"].as_str() {
+                    Some("selected") => {
+                        option_name(&options, r.decision["optionId"].as_str().unwrap_or("?"))
+                    }
+                    Some(other) => other.to_string(),
+                    None => r.decision.as_str().unwrap_or("?").to_string(),
+                };
+                if let Some(Entry::Permission { answer: slot, .. }) =
+                    self.entries.iter_mut().rev().find(|e| {
+                        matches!(e, Entry::Permission { request_id, answer: None, .. } if *request_id == r.request_id)
+                    })
+                {
+                    *slot = Some(answer);
+                }
+            }
+            EventData::CommandRun(run) => self.entries.push(Entry::Run {
+                seq,
+                line: format!("/{}{}", run.name, run.raw_input.as_deref().unwrap_or("")),
+                outcome: None,
+            }),
+            EventData::CommandDone(done) => {
+                if let Some(Entry::Run { outcome, .. }) = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::Run { seq, .. } if *seq == done.run))
+                {
+                    *outcome = Some(done.outcome.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn update(&mut self, seq: Seq, update: &Value) {
+        match update["sessionUpdate"].as_str() {
+            Some("agent_message_chunk") => match self.entries.last_mut() {
+                Some(Entry::Message { text, .. }) => text.push_str(text_of(update)),
+                _ => self.entries.push(Entry::Message {
+                    seq,
+                    text: text_of(update).to_string(),
+                }),
+            },
+            Some("agent_thought_chunk") => match self.entries.last_mut() {
+                Some(Entry::Thought { text, .. }) => text.push_str(text_of(update)),
+                _ => self.entries.push(Entry::Thought {
+                    seq,
+                    text: text_of(update).to_string(),
+                }),
+            },
+            Some("tool_call") => self.entries.push(Entry::ToolCall {
+                seq,
+                id: update["toolCallId"].as_str().unwrap_or("").to_string(),
+                title: update["title"].as_str().unwrap_or("").to_string(),
+                status: update["status"].as_str().unwrap_or("pending").to_string(),
+                input: update.get("rawInput").filter(|v| !v.is_null()).cloned(),
+                output: content_text(update),
+            }),
+            Some("tool_call_update") => {
+                let id = update["toolCallId"].as_str().unwrap_or("");
+                if let Some(Entry::ToolCall {
+                    status,
+                    input,
+                    output,
+                    title,
+                    ..
+                }) = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::ToolCall { id: i, .. } if i == id))
+                {
+                    if let Some(s) = update["status"].as_str() {
+                        *status = s.to_string();
+                    }
+                    if let Some(t) = update["title"].as_str() {
+                        *title = t.to_string();
+                    }
+                    if let Some(i) = update.get("rawInput").filter(|v| !v.is_null()) {
+                        *input = Some(i.clone());
+                    }
+                    if let Some(text) = content_text(update) {
+                        *output = Some(text);
+                    } else if let Some(raw) = update.get("rawOutput").filter(|v| !v.is_null()) {
+                        *output = Some(match raw.as_str() {
+                            Some(s) => s.to_string(),
+                            None => raw.to_string(),
+                        });
+                    }
+                }
+            }
+            Some("turn_complete") => self.entries.push(Entry::TurnEnd {
+                seq,
+                how: update["stopReason"]
+                    .as_str()
+                    .unwrap_or("end_turn")
+                    .to_string(),
+                error: false,
+            }),
+            Some("turn_error") => self.entries.push(Entry::TurnEnd {
+                seq,
+                how: update["message"]
+                    .as_str()
+                    .unwrap_or("the turn failed")
+                    .to_string(),
+                error: true,
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// The conversation of `session`, from the log.
+pub fn conversation(log: &Log, session: &str) -> Result<Vec<Entry>, AuditError> {
+    let mut c = Conversation::default();
+    for record in log.stream(session, 0)? {
+        c.apply(&Event::decode(record.seq, &record.bytes)?);
+    }
+    Ok(c.entries)
+}
