@@ -33,6 +33,7 @@ mod checks;
 mod commands;
 mod limits;
 mod lines;
+mod load;
 mod proxy;
 mod record;
 mod rpc;

@@ -21,6 +21,7 @@ use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
+use crate::load::{AgentCaps, Restore, advertised, history, restore_request};
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
 use crate::turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry};
@@ -30,7 +31,18 @@ enum ClientAsked {
     Initialize,
     NewSession,
     LoadSession(String),
-    Prompt { session: String, prompt_id: String },
+    Prompt {
+        session: String,
+        prompt_id: String,
+    },
+    /// cmdlog's own request that gets the agent's session back for the editor's
+    /// `session/load` (load.rs).
+    Restore {
+        editor_id: Value,
+        editor_sid: String,
+        session: String,
+        how: Restore,
+    },
     Other,
 }
 
@@ -59,6 +71,13 @@ struct Proxy {
     /// its `_meta` too.
     agent_lists: Mutex<HashMap<String, Value>>,
     to_client: mpsc::UnboundedSender<String>,
+    /// What the agent can do to get a session back.
+    caps: Mutex<AgentCaps>,
+    /// Sessions the editor reopened whose agent session has another id: the
+    /// editor's id → the agent's.
+    aliases: Mutex<HashMap<String, String>>,
+    /// cmdlog's own request ids to the agent.
+    own_ids: std::sync::atomic::AtomicU64,
     /// Taken when the editor closes its side: the agent's stdin closes with it.
     to_agent: Mutex<Option<mpsc::UnboundedSender<String>>>,
 }
@@ -128,6 +147,9 @@ where
         sessions: Mutex::new(HashMap::new()),
         agent_lists: Mutex::new(HashMap::new()),
         to_client,
+        caps: Mutex::new(AgentCaps::default()),
+        aliases: Mutex::new(HashMap::new()),
+        own_ids: std::sync::atomic::AtomicU64::new(1),
         to_agent: Mutex::new(Some(to_agent)),
     });
     let (editor_closed, mut closed) = tokio::sync::watch::channel(false);
@@ -188,7 +210,8 @@ where
     let open: Vec<String> = lock(&proxy.sessions).values().cloned().collect();
     for session in open {
         let data = match &how {
-            None => EventData::SessionClosed(SessionEnded {
+            // Ended, not closed: an editor may reopen it with `session/load`.
+            None => EventData::SessionEnded(SessionEnded {
                 reason: Some("the ACP connection ended".into()),
                 details: None,
             }),
@@ -227,6 +250,75 @@ impl Proxy {
         lock(&self.sessions).get(sid).cloned()
     }
 
+    /// The message with its `params.sessionId` put in the other side's terms
+    /// (an editor's reopened session whose agent session has another id), and
+    /// its line, unchanged when no id changed.
+    fn translated(&self, message: Value, line: String, to_agent: bool) -> (Value, String) {
+        let Some(sid) = message.pointer("/params/sessionId").and_then(Value::as_str) else {
+            return (message, line);
+        };
+        let other = {
+            let aliases = lock(&self.aliases);
+            if to_agent {
+                aliases.get(sid).cloned()
+            } else {
+                aliases
+                    .iter()
+                    .find(|(_, agent)| agent.as_str() == sid)
+                    .map(|(editor, _)| editor.clone())
+            }
+        };
+        match other {
+            Some(other) => {
+                let mut message = message;
+                message["params"]["sessionId"] = Value::String(other);
+                let line = message.to_string();
+                (message, line)
+            }
+            None => (message, line),
+        }
+    }
+
+    /// The editor's id of an agent session.
+    fn editor_sid(&self, agent_sid: &str) -> String {
+        lock(&self.aliases)
+            .iter()
+            .find(|(_, agent)| agent.as_str() == agent_sid)
+            .map_or_else(|| agent_sid.to_string(), |(editor, _)| editor.clone())
+    }
+
+    /// Whether the log holds session `sid` (an editor's id) from an earlier run,
+    /// still open to more (ended by its connection, not closed or dead).
+    fn recorded(&self, sid: &str) -> bool {
+        self.engine
+            .session(&session_key(sid))
+            .is_some_and(|s| s.created.is_some() && s.ended.is_none())
+    }
+
+    /// The editor's `session/load` of a session the log holds, for an agent that
+    /// cannot load it itself: the agent gets it back its own way (load.rs); the
+    /// editor gets the history from the log, then the answer.
+    fn restore(&self, editor_id: &Value, params: &Value, how: Restore, method: &str, p: Value) {
+        let editor_sid = params["sessionId"].as_str().unwrap_or_default().to_string();
+        let session = session_key(&editor_sid);
+        let n = self
+            .own_ids
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let own = json!(format!("cmdlog-restore-{n}"));
+        let request = json!({"jsonrpc": "2.0", "id": own, "method": method, "params": p});
+        lock(&self.client_asked).insert(
+            id_key(&own),
+            ClientAsked::Restore {
+                editor_id: editor_id.clone(),
+                editor_sid,
+                session: session.clone(),
+                how,
+            },
+        );
+        self.message(Some(&session), AcpDirection::ToAgent, request.clone());
+        self.send_agent(request.to_string());
+    }
+
     fn message(&self, session: Option<&str>, direction: AcpDirection, message: Value) {
         self.recorder.message(session, None, direction, message);
     }
@@ -239,6 +331,7 @@ impl Proxy {
             }
             return;
         };
+        let (message, line) = self.translated(message, line, true);
         match rpc::kind(&message) {
             Kind::Request { id, method } => {
                 let key = id_key(id);
@@ -248,6 +341,17 @@ impl Proxy {
                     && let Some(session) = session
                 {
                     self.prompt(&line, &message, session).await;
+                    return;
+                }
+                if method == "session/load"
+                    && let Some(sid) = params["sessionId"].as_str()
+                    && self.recorded(sid)
+                    && let Some((how, way, p)) = restore_request(*lock(&self.caps), &params)
+                {
+                    let session = session_key(sid);
+                    lock(&self.sessions).insert(sid.to_string(), session.clone());
+                    self.message(Some(&session), AcpDirection::ToAgent, message.clone());
+                    self.restore(id, &params, how, way, p);
                     return;
                 }
                 let asked = match method {
@@ -333,10 +437,11 @@ impl Proxy {
             }) => {
                 // Answered by cmdlog: the agent never hears of it.
                 if let Some(text) = message {
+                    let sid = self.editor_sid(params["sessionId"].as_str().unwrap_or_default());
                     let _ = self.to_client.send(
                         rpc::notification(
                             "session/update",
-                            json!({"sessionId": params["sessionId"], "update": message_chunk(&text)}),
+                            json!({"sessionId": sid, "update": message_chunk(&text)}),
                         )
                         .to_string(),
                     );
@@ -408,6 +513,7 @@ impl Proxy {
             }
             return;
         };
+        let (message, line) = self.translated(message, line, false);
         if rpc::kind(&message) == Kind::Invalid {
             self.not_protocol(&line);
             return;
@@ -429,8 +535,24 @@ impl Proxy {
                                 *lock(&self.agent) = name;
                             }
                         }
+                        // cmdlog can reopen any session it recorded: the editor
+                        // is told so (load.rs).
+                        *lock(&self.caps) = AgentCaps::of(&message["result"]);
+                        let mut shown = message.clone();
+                        if let Some(result) = shown.get_mut("result") {
+                            *result = advertised(result.take());
+                        }
                         self.message(None, AcpDirection::FromAgent, message);
-                        let _ = self.to_client.send(line);
+                        let _ = self.to_client.send(shown.to_string());
+                    }
+                    Some(ClientAsked::Restore {
+                        editor_id,
+                        editor_sid,
+                        session,
+                        how,
+                    }) => {
+                        self.message(Some(&session), AcpDirection::FromAgent, message.clone());
+                        self.restored(editor_id, editor_sid, session, how, &message);
                     }
                     Some(ClientAsked::NewSession) | Some(ClientAsked::LoadSession(_))
                         if message.get("error").is_none() =>
@@ -573,6 +695,52 @@ impl Proxy {
                 None
             }
         }
+    }
+
+    /// The agent has the session back (or could not): the editor gets the
+    /// history from the log, then its answer — an error as the agent gave it.
+    fn restored(
+        self: &Arc<Self>,
+        editor_id: Value,
+        editor_sid: String,
+        session: String,
+        how: Restore,
+        answer: &Value,
+    ) {
+        if let Some(error) = answer.get("error") {
+            let reply = json!({"jsonrpc": "2.0", "id": editor_id, "error": error});
+            let _ = self.to_client.send(reply.to_string());
+            return;
+        }
+        let mut result = answer.get("result").cloned().unwrap_or_else(|| json!({}));
+        if how == Restore::Fresh {
+            if let Some(agent_sid) = result["sessionId"].as_str() {
+                lock(&self.aliases).insert(editor_sid.clone(), agent_sid.to_string());
+                lock(&self.sessions).insert(agent_sid.to_string(), session.clone());
+            }
+            if let Some(r) = result.as_object_mut() {
+                r.remove("sessionId");
+            }
+        }
+        for update in history(&self.engine, &session) {
+            let _ = self.to_client.send(
+                rpc::notification(
+                    "session/update",
+                    json!({"sessionId": editor_sid, "update": update}),
+                )
+                .to_string(),
+            );
+        }
+        let _ = self
+            .to_client
+            .send(json!({"jsonrpc": "2.0", "id": editor_id, "result": result}).to_string());
+        let proxy = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(AGENT_LIST_WAIT).await;
+            if !lock(&proxy.agent_lists).contains_key(&editor_sid) {
+                proxy.send_commands(&editor_sid, &session);
+            }
+        });
     }
 
     /// Tells the editor the session's commands: the agent's and cmdlog's merged.

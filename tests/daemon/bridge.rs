@@ -518,7 +518,7 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
         "command/run",
         "permission/requested",
         "permission/resolved",
-        "session/closed",
+        "session/ended",
     ] {
         assert!(types.contains(&t), "{t} in {types:?}");
     }
@@ -732,4 +732,84 @@ fn the_agents_follow_up_suggestion_reaches_the_client() {
             .count(),
         1
     );
+}
+
+/// Issue 24: an editor reopens a recorded session with `session/load` through a
+/// new `cmdlog acp`, in front of an agent that cannot load sessions: it sees the
+/// history from the log before the answer, and goes on in the same session.
+#[test]
+fn an_editor_reopens_a_recorded_session_from_the_log() {
+    let w = workspace();
+    let agent_log_path = w.ws.path().join("agent.jsonl");
+    let start = |c: &mut Stdio2| {
+        c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        c.until(|m| m["id"] == 1)
+    };
+    // The first run: two sessions; the second holds a conversation.
+    let mut c = acp_proxy(&w, &agent_log_path);
+    start(&mut c);
+    for id in [2, 3] {
+        c.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+        c.until(|m| m["id"] == id);
+    }
+    let sid = "scripted-2";
+    c.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hello one"}]}}));
+    c.until(|m| m["id"] == 4);
+    drop(c.input);
+    assert!(c.child.wait().unwrap().success());
+
+    // The second run: the agent (which does not load sessions) is started
+    // afresh; the editor is told cmdlog loads them.
+    let mut c = acp_proxy(&w, &agent_log_path);
+    let init = start(&mut c);
+    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
+    c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/load", "params": {"sessionId": sid, "cwd": "/tmp", "mcpServers": []}}));
+    let answer = c.until(|m| m["id"] == 5);
+    assert!(answer.get("error").is_none(), "{answer}");
+    let replayed: Vec<(String, String)> = c
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == sid)
+        .map(|m| {
+            let u = &m["params"]["update"];
+            (
+                u["sessionUpdate"].as_str().unwrap().to_string(),
+                u["content"]["text"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("user_message_chunk".to_string(), "hello one".to_string()),
+            ("agent_message_chunk".to_string(), "echo: ".to_string()),
+            ("agent_message_chunk".to_string(), "hello one".to_string()),
+        ],
+        "the history, before the answer"
+    );
+    // The session goes on under the editor's id.
+    c.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hello two"}]}}));
+    assert_eq!(
+        c.until(|m| m["id"] == 6)["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(c.seen.iter().any(|m| m["params"]["sessionId"] == sid
+        && m["params"]["update"]["content"]["text"] == "hello two"));
+    drop(c.input);
+    assert!(c.child.wait().unwrap().success());
+    // The agent heard a fresh session/new, and the prompt under its own id.
+    let heard = agent_log(&agent_log_path);
+    let last = heard
+        .iter()
+        .rfind(|m| m["method"] == "session/prompt")
+        .unwrap();
+    assert_eq!(last["params"]["prompt"][0]["text"], "hello two");
+    assert_eq!(last["params"]["sessionId"], "scripted-1");
+    // One session in the log, both runs in it.
+    let prompts: Vec<String> = logged(&w, sid)
+        .iter()
+        .filter(|e| e["type"] == "session/prompt")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(prompts, ["hello one", "hello two"]);
 }
