@@ -7,6 +7,10 @@ pub const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// How long the agent may go on after the editor closed its side, before the
 /// proxy ends it.
 pub(crate) const EDITOR_GONE_GRACE: Duration = Duration::from_secs(5);
+/// An `acp/message` over this many bytes has its large values stored as blobs.
+pub(crate) const MESSAGE_INLINE_BYTES_MAX: usize = 64 * 1024;
+/// A value of a large `acp/message` over this many bytes is stored as a blob.
+pub(crate) const MESSAGE_VALUE_INLINE_BYTES_MAX: usize = 16 * 1024;
 /// How long after a new session the proxy waits for the agent's command list
 /// before it tells the editor cmdlog's commands alone.
 pub(crate) const AGENT_LIST_WAIT: Duration = Duration::from_millis(300);
@@ -22,3 +26,5 @@ const _: () = assert!(RECORD_BATCH_EVENTS_MAX <= cmdlog_store::BATCH_RECORDS_MAX
 const _: () = assert!(BLOB_PART_BYTES as u64 <= cmdlog_store::BLOB_BYTES_MAX);
 // A message recorded inline fits a record with room for its envelope.
 const _: () = assert!(RECORD_INLINE_BYTES_MAX * 2 <= cmdlog_store::RECORD_BYTES_MAX);
+const _: () = assert!(MESSAGE_VALUE_INLINE_BYTES_MAX < MESSAGE_INLINE_BYTES_MAX);
+const _: () = assert!(MESSAGE_INLINE_BYTES_MAX < RECORD_INLINE_BYTES_MAX);

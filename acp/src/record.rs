@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::limits::{
-    BLOB_PART_BYTES, RECORD_BATCH_EVENTS_MAX as BATCH_MAX, RECORD_INLINE_BYTES_MAX,
+    BLOB_PART_BYTES, MESSAGE_INLINE_BYTES_MAX, MESSAGE_VALUE_INLINE_BYTES_MAX,
+    RECORD_BATCH_EVENTS_MAX as BATCH_MAX, RECORD_INLINE_BYTES_MAX,
 };
 
 /// Gives the engine to record with: the daemon's engine can be swapped while a
@@ -98,6 +99,65 @@ impl Recorder {
     }
 }
 
+/// Where a large value of a message was: a marker naming its blob.
+fn blob_marker(hash: &cmdlog_store::BlobHash, bytes: usize) -> Value {
+    json!({"cmdlog": "value stored as a blob", "blob": hash.to_hex(), "bytes": bytes})
+}
+
+/// Replaces, within `value` (to `depth` levels of objects), each value whose JSON is over
+/// [`MESSAGE_VALUE_INLINE_BYTES_MAX`] by a blob marker; the bytes to store are
+/// pushed onto `blobs`.
+fn extract_large(value: &mut Value, depth: usize, blobs: &mut Vec<Vec<u8>>) {
+    let children: Vec<&mut Value> = match value {
+        Value::Object(map) => map.values_mut().collect(),
+        Value::Array(items) => items.iter_mut().collect(),
+        _ => return,
+    };
+    for child in children {
+        let Ok(bytes) = serde_json::to_vec(child) else {
+            continue;
+        };
+        if bytes.len() <= MESSAGE_VALUE_INLINE_BYTES_MAX {
+            continue;
+        }
+        // Into objects (a result, its fields); a list is stored whole.
+        if depth > 1 && child.is_object() {
+            extract_large(child, depth - 1, blobs);
+            continue;
+        }
+        let hash = cmdlog_store::BlobHash::of(&bytes);
+        *child = blob_marker(&hash, bytes.len());
+        blobs.push(bytes);
+    }
+}
+
+/// A large `acp/message` (over [`MESSAGE_INLINE_BYTES_MAX`]: an agent's model
+/// catalogue on each `session/new`, its skills' bodies on each command list)
+/// keeps its shape, its large values stored as blobs — content-addressed, so
+/// what every session repeats is stored once.
+async fn large_values_in_blobs(engine: &Engine, data: EventData) -> EventData {
+    let EventData::AcpMessage(m) = &data else {
+        return data;
+    };
+    if serde_json::to_vec(&m.message).map_or(0, |b| b.len()) <= MESSAGE_INLINE_BYTES_MAX {
+        return data;
+    }
+    let mut message = m.message.clone();
+    let mut blobs = Vec::new();
+    extract_large(&mut message, 4, &mut blobs);
+    if blobs.is_empty() {
+        return data;
+    }
+    match engine.log().put_blobs_async(blobs).await {
+        Ok(_) => EventData::AcpMessage(AcpMessage {
+            direction: m.direction,
+            message,
+        }),
+        // Kept whole (or in blobs as a whole, below) when the parts cannot be stored.
+        Err(_) => data,
+    }
+}
+
 /// An event too large for a record (a message the editor or the agent sent of
 /// many megabytes) is stored as blobs; an `acp/message` naming them takes its
 /// place, so the event is kept whole and the batch around it is not lost.
@@ -160,6 +220,7 @@ async fn append(engine: &EngineSource, batch: Vec<(Option<String>, Option<String
     }
     let mut kept = Vec::with_capacity(open.len());
     for (session, agent, data) in open {
+        let data = large_values_in_blobs(&engine, data).await;
         kept.push((session, agent, in_blobs_if_large(&engine, data).await));
     }
     let open = kept;

@@ -530,11 +530,16 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
 /// Starts `cmdlog acp` in front of the scripted agent, the agent's reads logged
 /// to `agent_log`.
 fn acp_proxy(w: &Workspace, agent_log: &std::path::Path) -> Stdio2 {
+    acp_proxy_env(w, agent_log, &[])
+}
+
+fn acp_proxy_env(w: &Workspace, agent_log: &std::path::Path, env: &[(&str, &str)]) -> Stdio2 {
     let mut words = vec!["acp", "--"];
     let script = agent_script();
     words.extend(script.split(' '));
     let mut child = w
         .cmd(&words)
+        .envs(env.iter().copied())
         .env("AGENT_LOG", agent_log)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -812,4 +817,58 @@ fn an_editor_reopens_a_recorded_session_from_the_log() {
         .map(|e| e["data"]["text"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(prompts, ["hello one", "hello two"]);
+}
+
+/// D7 of issue 24: an agent that answers every `session/new` with a large
+/// catalogue (Qwen Code's: 560 kB) has it stored once, as a blob the message
+/// names, not in every session's record.
+#[test]
+fn a_large_answer_every_session_repeats_is_stored_once() {
+    let w = workspace();
+    let agent_log_path = w.ws.path().join("agent.jsonl");
+    let mut c = acp_proxy_env(&w, &agent_log_path, &[("BIG_CATALOG", "1")]);
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    c.until(|m| m["id"] == 1);
+    for id in [2, 3] {
+        c.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+        let answer = c.until(|m| m["id"] == id);
+        // The editor gets the answer whole.
+        assert_eq!(
+            answer["result"]["models"]["availableModels"]
+                .as_array()
+                .unwrap()
+                .len(),
+            500
+        );
+    }
+    drop(c.input);
+    assert!(c.child.wait().unwrap().success());
+    let mut markers = Vec::new();
+    for sid in ["scripted-1", "scripted-2"] {
+        let answer = logged(&w, sid)
+            .into_iter()
+            .find(|e| {
+                e["type"] == "acp/message" && e["data"]["message"]["result"]["sessionId"] == sid
+            })
+            .expect("the answer is recorded");
+        let models = &answer["data"]["message"]["result"]["models"];
+        let text = answer.to_string();
+        assert!(
+            text.len() < 4096,
+            "the record is small: {} bytes",
+            text.len()
+        );
+        let marker = if models["cmdlog"] == "value stored as a blob" {
+            models.clone()
+        } else {
+            models["availableModels"].clone()
+        };
+        assert_eq!(marker["cmdlog"], "value stored as a blob", "{answer}");
+        markers.push(marker["blob"].as_str().unwrap().to_string());
+    }
+    assert_eq!(markers[0], markers[1], "one blob for both");
+    let o = w.run(&["blob", &markers[0]]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(stored.to_string().contains("Model 499"));
 }
