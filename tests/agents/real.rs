@@ -3,7 +3,9 @@
 //! Codex 0.171.0, Gemini CLI 0.61.0, Qwen Code 0.24.4), each run headless
 //! against a model server of ours on loopback, with `cmdlog hooks install`,
 //! `cmdlog run` beside the request the agent really sent, and `cmdlog import
-//! --from` on the files the agent wrote (docs/agents.md).
+//! --from` on the files the agent wrote (docs/agents.md); and `qwen --acp` and
+//! `gemini --experimental-acp` driven by one ACP client directly and through
+//! `cmdlog acp`, compared message by message (docs/cli.md, `acp`).
 //!
 //! It needs the suite's packages: `npm install --prefix tests/agents-real --no-save` (CI runs
 //! it and sets CMDLOG_REQUIRE_AGENT_TESTS=1, so a missing install fails there).
@@ -42,6 +44,7 @@ fn the_published_agents_agree_with_cmdlog() {
         "codex.test.mjs",
         "gemini.test.mjs",
         "qwen.test.mjs",
+        "acp-parity.test.mjs",
     ];
     let out = Command::new("node")
         .args(["--test", "--test-concurrency=1", "--test-reporter=tap"])
@@ -54,7 +57,9 @@ fn the_published_agents_agree_with_cmdlog() {
     let summary: Vec<&str> = report
         .lines()
         .filter(|l| {
-            (l.starts_with("# ") && !l.starts_with("# Subtest")) || l.contains("HOOK-OVERHEAD")
+            (l.starts_with("# ") && !l.starts_with("# Subtest"))
+                || l.contains("HOOK-OVERHEAD")
+                || l.contains("ACP-LATENCY")
         })
         .collect();
     eprintln!("{}", summary.join("\n"));
