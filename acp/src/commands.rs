@@ -24,6 +24,8 @@ const _: () = assert!(AGENT_PROVIDER_PRIORITY > cmdlog_engine::BUILTIN_PRIORITY)
 pub struct AgentCommands {
     label: String,
     registered: tokio::sync::Mutex<HashMap<String, (Value, Disposer)>>,
+    /// Names already said to be unusable (said once, not per session).
+    unusable: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl AgentCommands {
@@ -32,6 +34,7 @@ impl AgentCommands {
         AgentCommands {
             label: label.to_string(),
             registered: tokio::sync::Mutex::new(HashMap::new()),
+            unusable: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -62,16 +65,14 @@ impl AgentCommands {
         }
         let mut names: Vec<&String> = wanted.keys().collect();
         names.sort();
+        let mut unusable = Vec::new();
         for (item, name) in names.into_iter().enumerate() {
             if registered.contains_key(name) {
                 continue;
             }
             let command = &wanted[name];
             let Some(new) = registration(name, command, &self.label, item as u32) else {
-                eprintln!(
-                    "cmdlog: the agent's command {:?} is not a valid command name; lines naming it go to the agent as plain prompts",
-                    cmdlog_common::terminal::clean(name)
-                );
+                unusable.push(name.clone());
                 continue;
             };
             match engine.register(new).await {
@@ -84,6 +85,21 @@ impl AgentCommands {
                     cmdlog_common::terminal::clean(&e.to_string())
                 ),
             }
+        }
+        // Gemini CLI lists subcommands as names with spaces ("memory show"): said
+        // once, in one line.
+        let mut said = self.unusable.lock().unwrap_or_else(|p| p.into_inner());
+        unusable.retain(|n| said.insert(n.clone()));
+        if !unusable.is_empty() {
+            let names: Vec<String> = unusable
+                .iter()
+                .map(|n| format!("{:?}", cmdlog_common::terminal::clean(n)))
+                .collect();
+            eprintln!(
+                "cmdlog: {} of the agent's commands are not valid command names ({}); lines naming them go to the agent as plain prompts",
+                names.len(),
+                names.join(", ")
+            );
         }
     }
 
