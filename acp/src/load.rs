@@ -7,10 +7,55 @@
 //! or, for an agent that can do neither, a fresh `session/new` under the editor's
 //! session id (the editor sees the history; the agent starts without it).
 
-use cmdlog_engine::{Engine, Event, EventData};
+use std::collections::HashMap;
+
+use cmdlog_engine::{Engine, Event, EventData, valid_id};
 use serde_json::{Value, json};
 
 use crate::checks::is_session_update_kind;
+
+/// The log key of an agent's session id: itself when it is a valid cmdlog id,
+/// else `acp-` and a hash of it.
+pub(crate) fn session_key(agent_session: &str) -> String {
+    if valid_id(agent_session) {
+        agent_session.to_string()
+    } else {
+        let mut hex = cmdlog_store::BlobHash::of(agent_session.as_bytes()).to_hex();
+        hex.truncate(24);
+        format!("acp-{hex}")
+    }
+}
+
+/// The message with its `params.sessionId` put in the other side's terms, for
+/// an editor's reopened session whose agent session has another id (`aliases`:
+/// the editor's id → the agent's), and its line — unchanged when no id changed.
+pub(crate) fn translate(
+    aliases: &HashMap<String, String>,
+    message: Value,
+    line: String,
+    to_agent: bool,
+) -> (Value, String) {
+    let Some(sid) = message.pointer("/params/sessionId").and_then(Value::as_str) else {
+        return (message, line);
+    };
+    let other = if to_agent {
+        aliases.get(sid).cloned()
+    } else {
+        aliases
+            .iter()
+            .find(|(_, agent)| agent.as_str() == sid)
+            .map(|(editor, _)| editor.clone())
+    };
+    match other {
+        Some(other) => {
+            let mut message = message;
+            message["params"]["sessionId"] = Value::String(other);
+            let line = message.to_string();
+            (message, line)
+        }
+        None => (message, line),
+    }
+}
 
 /// What the agent can do to get a session back (its `initialize` answer).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -101,6 +146,30 @@ pub(crate) fn history(engine: &Engine, session: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_session_ids_become_log_keys() {
+        assert_eq!(session_key("sess_123"), "sess_123");
+        let odd = session_key("a/b c");
+        assert!(odd.starts_with("acp-") && valid_id(&odd), "{odd}");
+        assert_eq!(odd, session_key("a/b c"));
+    }
+
+    #[test]
+    fn ids_are_put_in_the_other_sides_terms() {
+        let aliases = HashMap::from([("editor-1".to_string(), "agent-9".to_string())]);
+        let m = json!({"method": "session/prompt", "params": {"sessionId": "editor-1"}});
+        let (to_agent, line) = translate(&aliases, m.clone(), m.to_string(), true);
+        assert_eq!(to_agent["params"]["sessionId"], "agent-9");
+        assert!(line.contains("agent-9"));
+        let (back, _) = translate(&aliases, to_agent, String::new(), false);
+        assert_eq!(back, m);
+        let other = json!({"params": {"sessionId": "x"}});
+        assert_eq!(
+            translate(&aliases, other.clone(), "x".into(), true),
+            (other, "x".into())
+        );
+    }
 
     #[test]
     fn the_way_back_follows_what_the_agent_can_do() {

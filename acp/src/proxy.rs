@@ -21,7 +21,9 @@ use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
-use crate::load::{AgentCaps, Restore, advertised, history, restore_request};
+use crate::load::{
+    AgentCaps, Restore, advertised, history, restore_request, session_key, translate,
+};
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
 use crate::turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry};
@@ -80,18 +82,6 @@ struct Proxy {
     own_ids: std::sync::atomic::AtomicU64,
     /// Taken when the editor closes its side: the agent's stdin closes with it.
     to_agent: Mutex<Option<mpsc::UnboundedSender<String>>>,
-}
-
-/// The log key of an agent's session id: itself when it is a valid cmdlog id,
-/// else `acp-` and a hash of it.
-fn session_key(agent_session: &str) -> String {
-    if valid_id(agent_session) {
-        agent_session.to_string()
-    } else {
-        let mut hex = cmdlog_store::BlobHash::of(agent_session.as_bytes()).to_hex();
-        hex.truncate(24);
-        format!("acp-{hex}")
-    }
 }
 
 fn id_key(id: &Value) -> String {
@@ -251,32 +241,9 @@ impl Proxy {
     }
 
     /// The message with its `params.sessionId` put in the other side's terms
-    /// (an editor's reopened session whose agent session has another id), and
-    /// its line, unchanged when no id changed.
+    /// (load.rs, [`translate`]).
     fn translated(&self, message: Value, line: String, to_agent: bool) -> (Value, String) {
-        let Some(sid) = message.pointer("/params/sessionId").and_then(Value::as_str) else {
-            return (message, line);
-        };
-        let other = {
-            let aliases = lock(&self.aliases);
-            if to_agent {
-                aliases.get(sid).cloned()
-            } else {
-                aliases
-                    .iter()
-                    .find(|(_, agent)| agent.as_str() == sid)
-                    .map(|(editor, _)| editor.clone())
-            }
-        };
-        match other {
-            Some(other) => {
-                let mut message = message;
-                message["params"]["sessionId"] = Value::String(other);
-                let line = message.to_string();
-                (message, line)
-            }
-            None => (message, line),
-        }
+        translate(&lock(&self.aliases), message, line, to_agent)
     }
 
     /// The editor's id of an agent session.
@@ -578,7 +545,7 @@ impl Proxy {
                             tokio::spawn(async move {
                                 tokio::time::sleep(AGENT_LIST_WAIT).await;
                                 if !lock(&proxy.agent_lists).contains_key(&sid) {
-                                    proxy.send_commands(&sid, &session);
+                                    proxy.send_commands(&sid, Some(&session));
                                 }
                             });
                         }
@@ -617,6 +584,23 @@ impl Proxy {
             } => {
                 let params = &message["params"];
                 let Some(session) = self.session_of(params) else {
+                    // An agent may send a session's command list before its
+                    // answer to `session/new` (Qwen Code does, at times): kept
+                    // for that session, merged, and not followed by cmdlog's
+                    // list alone once the answer comes.
+                    if params["update"]["sessionUpdate"] == "available_commands_update"
+                        && let Some(sid) = params["sessionId"].as_str()
+                    {
+                        let sid = sid.to_string();
+                        self.message(None, AcpDirection::FromAgent, message.clone());
+                        let update = params["update"].clone();
+                        lock(&self.agent_lists).insert(sid.clone(), update.clone());
+                        self.commands
+                            .sync(&self.engine, &update["availableCommands"])
+                            .await;
+                        self.send_commands(&sid, None);
+                        return;
+                    }
                     self.message(None, AcpDirection::FromAgent, message);
                     let _ = self.to_client.send(line);
                     return;
@@ -628,7 +612,7 @@ impl Proxy {
                     self.message(Some(&session), AcpDirection::FromAgent, message.clone());
                     lock(&self.agent_lists).insert(sid.clone(), update.clone());
                     self.commands.sync(&self.engine, &list).await;
-                    self.send_commands(&sid, &session);
+                    self.send_commands(&sid, Some(&session));
                     return;
                 }
                 self.recorder.record(
@@ -738,13 +722,14 @@ impl Proxy {
         tokio::spawn(async move {
             tokio::time::sleep(AGENT_LIST_WAIT).await;
             if !lock(&proxy.agent_lists).contains_key(&editor_sid) {
-                proxy.send_commands(&editor_sid, &session);
+                proxy.send_commands(&editor_sid, Some(&session));
             }
         });
     }
 
-    /// Tells the editor the session's commands: the agent's and cmdlog's merged.
-    fn send_commands(&self, agent_session: &str, session: &str) {
+    /// Tells the editor the session's commands: the agent's and cmdlog's merged;
+    /// recorded in `session` when the log has it open.
+    fn send_commands(&self, agent_session: &str, session: Option<&str>) {
         let ours = Value::Array(
             self.engine
                 .list(&self.agent_name(), Mode::Acp)
@@ -761,11 +746,13 @@ impl Proxy {
         if let Some(meta) = agent.get("_meta") {
             update["_meta"] = meta.clone();
         }
-        self.recorder.record(
-            Some(session),
-            None,
-            EventData::SessionUpdate(update.clone()),
-        );
+        if let Some(session) = session {
+            self.recorder.record(
+                Some(session),
+                None,
+                EventData::SessionUpdate(update.clone()),
+            );
+        }
         let _ = self.to_client.send(
             rpc::notification(
                 "session/update",
@@ -773,18 +760,5 @@ impl Proxy {
             )
             .to_string(),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agent_session_ids_become_log_keys() {
-        assert_eq!(session_key("sess_123"), "sess_123");
-        let odd = session_key("a/b c");
-        assert!(odd.starts_with("acp-") && valid_id(&odd), "{odd}");
-        assert_eq!(odd, session_key("a/b c"));
     }
 }

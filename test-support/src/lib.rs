@@ -6,6 +6,8 @@
 //! - [`daemon`]: a `cmdlog serve` child killed and reaped when dropped, and the
 //!   HTTP and SSE helpers that talk to it;
 //! - [`nats`]: a real `nats-server` with JetStream on a free loopback port;
+//! - [`node`]: a Node test suite run from a Rust test, skipped loudly when not
+//!   installed;
 //! - [`tree`]: command-file fixtures and an engine over a temp log;
 //! - [`tamper`]: a crash's leftovers and damage done below the store's API.
 
@@ -13,6 +15,7 @@
 
 pub mod daemon;
 pub mod nats;
+pub mod node;
 pub mod tamper;
 pub mod tree;
 mod workspace;

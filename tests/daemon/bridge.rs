@@ -408,31 +408,7 @@ impl Stdio2 {
 #[test]
 fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
     let w = workspace();
-    let mut words = vec!["acp", "--"];
-    let script = agent_script();
-    words.extend(script.split(' '));
-    let mut child = w
-        .cmd(&words)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let input = child.stdin.take().unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(serde_json::from_str::<Value>(&line).expect("only JSON-RPC on stdout"));
-        }
-    });
-    let mut c = Stdio2 {
-        child,
-        input,
-        lines,
-        seen: Vec::new(),
-    };
+    let mut c = acp_proxy(&w, &w.ws.path().join("agent.jsonl"));
     c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
     let init = c.until(|m| m["id"] == 1);
     assert_eq!(init["result"]["agentInfo"]["name"], "scripted-agent");

@@ -8,59 +8,29 @@
 //! them, and without that variable, it says it was skipped and why.
 
 use std::path::Path;
-use std::process::Command;
+
+use cmdlog_test_support::node::NodeSuite;
 
 #[test]
 fn published_clients_pass_against_cmdlog() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
-    let required = std::env::var_os("CMDLOG_REQUIRE_NODE_TESTS").is_some_and(|v| v == "1");
-    let installed = dir
-        .join("node_modules/@qwen-code/sdk/package.json")
-        .exists()
-        && dir
-            .join("node_modules/@agentclientprotocol/sdk/package.json")
-            .exists();
-    let node = Command::new("node").arg("--version").output();
-    if !installed || node.is_err() {
-        assert!(
-            !required,
-            "the Node harness is not installed: run `npm ci --prefix tests/node` (node and npm must be on PATH)"
-        );
-        eprintln!(
-            "SKIPPED: the Node harness is not installed; run `npm ci --prefix tests/node` to test the published clients"
-        );
-        return;
+    NodeSuite {
+        dir: &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node"),
+        tests: &[
+            "validate.test.mjs",
+            "agent.test.mjs",
+            "daemon.test.mjs",
+            "acp-proxy.test.mjs",
+        ],
+        installed: &[
+            "@qwen-code/sdk/package.json",
+            "@agentclientprotocol/sdk/package.json",
+        ],
+        required_by: "CMDLOG_REQUIRE_NODE_TESTS",
+        install: "npm ci --prefix tests/node",
+        what: "the Node harness (the published qwen and ACP clients)",
+        figures: &[],
+        cmdlog: env!("CARGO_BIN_EXE_cmdlog"),
+        unset: &["QWEN_SERVER_TOKEN", "CMDLOG_TOKEN"],
     }
-    let tests = [
-        "validate.test.mjs",
-        "agent.test.mjs",
-        "daemon.test.mjs",
-        "acp-proxy.test.mjs",
-    ];
-    let out = Command::new("node")
-        .args(["--test", "--test-concurrency=1", "--test-reporter=tap"])
-        .args(tests)
-        .current_dir(&dir)
-        .env("CMDLOG_BIN", env!("CARGO_BIN_EXE_cmdlog"))
-        .env_remove("QWEN_SERVER_TOKEN")
-        .env_remove("CMDLOG_TOKEN")
-        .output()
-        .expect("node runs");
-    let report = String::from_utf8_lossy(&out.stdout);
-    let summary: Vec<&str> = report
-        .lines()
-        .filter(|l| l.starts_with("# ") && !l.starts_with("# Subtest"))
-        .collect();
-    eprintln!("{}", summary.join("\n"));
-    assert!(
-        out.status.success(),
-        "the Node harness failed:\n{report}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        summary
-            .iter()
-            .any(|l| l.starts_with("# pass ") && l != &"# pass 0"),
-        "no test ran: {summary:?}"
-    );
+    .run();
 }
