@@ -37,7 +37,7 @@ fn the_published_agents_agree_with_cmdlog() {
         required_by: "CMDLOG_REQUIRE_AGENT_TESTS",
         install: "npm install --prefix tests/agents-real --no-save",
         what: "the real agents (Claude Code, Codex, Gemini CLI, Qwen Code)",
-        figures: &["HOOK-OVERHEAD", "ACP-LATENCY"],
+        figures: &["HOOK-OVERHEAD", "ACP-LATENCY", "ACP-PARITY-GAP"],
         cmdlog: env!("CARGO_BIN_EXE_cmdlog"),
         unset: &[],
     }
