@@ -7,6 +7,9 @@ pub const LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// How long the agent may go on after the editor closed its side, before the
 /// proxy ends it.
 pub(crate) const EDITOR_GONE_GRACE: Duration = Duration::from_secs(5);
+/// How long the proxy still reads what an agent wrote once the agent has
+/// exited (a process it left behind may hold its output open).
+pub(crate) const AGENT_EXIT_DRAIN: Duration = Duration::from_millis(500);
 /// An `acp/message` over this many bytes has its large values stored as blobs.
 pub(crate) const MESSAGE_INLINE_BYTES_MAX: usize = 64 * 1024;
 /// A value of a large `acp/message` over this many bytes is stored as a blob.

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
-use crate::limits::{AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
+use crate::limits::{AGENT_EXIT_DRAIN, AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::load::{
     AgentCaps, Restore, advertised, history, restore_request, session_key, translate,
@@ -162,9 +162,18 @@ where
     };
     let mut lines = LineReader::new(agent_out, LINE_BYTES_MAX);
     let mut grace_ends: Option<tokio::time::Instant> = None;
+    // When the agent itself exited: what it wrote is read for a moment more,
+    // then the proxy ends, even if a process it left behind holds its output.
+    let mut drain_ends: Option<tokio::time::Instant> = None;
     loop {
         let line = tokio::select! {
             line = lines.next() => line,
+            _ = child.wait(), if drain_ends.is_none() => {
+                drain_ends = Some(tokio::time::Instant::now() + AGENT_EXIT_DRAIN);
+                continue;
+            }
+            _ = tokio::time::sleep_until(drain_ends.unwrap_or_else(tokio::time::Instant::now)),
+                if drain_ends.is_some() => break,
             _ = closed.wait_for(|c| *c), if grace_ends.is_none() => {
                 // The editor left: the agent gets a moment to finish, then goes.
                 grace_ends = Some(tokio::time::Instant::now() + EDITOR_GONE_GRACE);
@@ -184,7 +193,7 @@ where
             Some(Err(_)) | None => break,
         }
     }
-    // The agent closed its output: it is done, or dying.
+    // The agent exited or closed its output: it is done, or dying.
     let status = child.wait().await.map_err(ProxyError::Wait)?;
     from_client.abort();
     let how = match (

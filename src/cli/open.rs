@@ -147,7 +147,7 @@ pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbRes
         .enable_all()
         .build()
         .map_err(|e| CliError::io(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let engine = open_engine(paths, &discovery).await?;
         f(&Opened {
             engine,
@@ -155,7 +155,12 @@ pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbRes
             discovery,
         })
         .await
-    })
+    });
+    // Not waiting for blocking reads still under way: `cmdlog acp` whose agent
+    // exited while the editor keeps its stdin open would wait on that read for
+    // good. The engine, and the log with it, closed inside `block_on`.
+    runtime.shutdown_background();
+    result
 }
 
 /// The session to use: the one named (created on first use) or a new one, whose id

@@ -848,3 +848,44 @@ fn a_large_answer_every_session_repeats_is_stored_once() {
     let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(stored.to_string().contains("Model 499"));
 }
+
+/// An agent that exits leaving a process behind that holds its output (a
+/// relaunching CLI's child, killed or not): `cmdlog acp` ends with the agent, its
+/// session dead, instead of waiting for the output to close.
+#[test]
+fn the_proxy_ends_with_its_agent_whatever_holds_its_output() {
+    let w = workspace();
+    let mut c = acp_proxy(&w, &w.ws.path().join("agent.jsonl"));
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    c.until(|m| m["id"] == 1);
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "orphan"}]}}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = c.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cmdlog acp still runs 20 s after its agent exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3), "the agent's status");
+    let died: Vec<Value> = logged(&w, &sid)
+        .into_iter()
+        .filter(|e| e["type"] == "session/died")
+        .collect();
+    assert_eq!(died.len(), 1);
+    assert!(
+        died[0]["data"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 3"),
+        "{died:?}"
+    );
+}
