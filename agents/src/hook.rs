@@ -111,16 +111,7 @@ pub(crate) fn plan(
             {
                 let (name, raw_input) = split_line(line);
                 let run_index = items.len();
-                items.push(ready(EventData::CommandRun(CommandRun {
-                    registration: 0,
-                    name: name.clone(),
-                    mode: Mode::Interactive,
-                    source: InvocationSource::Agent,
-                    raw_input: Some(raw_input.clone()),
-                    attachments: Vec::new(),
-                    injections: Vec::new(),
-                    release: None,
-                })));
+                items.push(ready(agent_run(&name, &raw_input, None)));
                 items.push(PlannedData::DoneOf {
                     run_index,
                     outcome: Outcome::Success {
@@ -175,16 +166,7 @@ pub(crate) fn plan(
             });
             let expanded = prompt.filter(|_| !typed);
             let run_index = items.len();
-            items.push(ready(EventData::CommandRun(CommandRun {
-                registration: 0,
-                name: name.clone(),
-                mode: Mode::Interactive,
-                source: InvocationSource::Agent,
-                raw_input: Some(raw_input.clone()),
-                attachments: Vec::new(),
-                injections: Vec::new(),
-                release: run_release.clone(),
-            })));
+            items.push(ready(agent_run(&name, &raw_input, run_release.clone())));
             items.push(PlannedData::DoneOf {
                 run_index,
                 outcome: Outcome::Success {
@@ -435,4 +417,19 @@ fn permission_request(payload: &Value, kind: &str) -> PermissionRequested {
             "rawInput": payload.get("tool_input").cloned().unwrap_or(Value::Null),
         })),
     }
+}
+
+/// A command run an agent reported: its name and the input after it, the mode
+/// interactive until the batch learns the session's ([`crate::Batch`]).
+fn agent_run(name: &str, raw_input: &str, release: Option<cmdlog_engine::RunRelease>) -> EventData {
+    EventData::CommandRun(CommandRun {
+        registration: 0,
+        name: name.to_string(),
+        mode: Mode::Interactive,
+        source: InvocationSource::Agent,
+        raw_input: Some(raw_input.to_string()),
+        attachments: Vec::new(),
+        injections: Vec::new(),
+        release,
+    })
 }

@@ -63,26 +63,28 @@ pub enum Scope {
     User,
 }
 
+/// Claude Code's hook events (and Qwen Code's, which follows them).
+const CLAUDE_STYLE: &[(&str, u64)] = &[
+    ("SessionStart", 10),
+    ("UserPromptSubmit", 10),
+    ("UserPromptExpansion", 10),
+    ("PreToolUse", 10),
+    ("PostToolUse", 10),
+    ("PostToolUseFailure", 10),
+    ("PostToolBatch", 10),
+    ("PermissionRequest", 10),
+    ("PermissionDenied", 10),
+    ("Stop", 10),
+    ("StopFailure", 10),
+    ("SessionEnd", 5),
+];
+
 /// The hook events cmdlog listens to, per agent, and the timeout it asks for (in
 /// the agent's unit: seconds for Claude Code, Codex and Qwen Code, milliseconds
 /// for Gemini CLI). Codex clamps `SessionEnd` and `Interrupt` to 3 s, and warns
 /// at every start about a larger value.
 pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
     match agent {
-        AgentKind::ClaudeCode => &[
-            ("SessionStart", 10),
-            ("UserPromptSubmit", 10),
-            ("UserPromptExpansion", 10),
-            ("PreToolUse", 10),
-            ("PostToolUse", 10),
-            ("PostToolUseFailure", 10),
-            ("PostToolBatch", 10),
-            ("PermissionRequest", 10),
-            ("PermissionDenied", 10),
-            ("Stop", 10),
-            ("StopFailure", 10),
-            ("SessionEnd", 5),
-        ],
         AgentKind::Codex => &[
             ("SessionStart", 10),
             ("UserPromptSubmit", 10),
@@ -102,20 +104,8 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("Notification", 10_000),
             ("SessionEnd", 5_000),
         ],
-        AgentKind::Qwen => &[
-            ("SessionStart", 10),
-            ("UserPromptSubmit", 10),
-            ("UserPromptExpansion", 10),
-            ("PreToolUse", 10),
-            ("PostToolUse", 10),
-            ("PostToolUseFailure", 10),
-            ("PostToolBatch", 10),
-            ("PermissionRequest", 10),
-            ("PermissionDenied", 10),
-            ("Stop", 10),
-            ("StopFailure", 10),
-            ("SessionEnd", 5),
-        ],
+        // Qwen Code took Claude Code's hook events, names and seconds alike.
+        AgentKind::ClaudeCode | AgentKind::Qwen => CLAUDE_STYLE,
     }
 }
 
