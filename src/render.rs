@@ -159,7 +159,9 @@ pub(crate) fn summary(event: &Event) -> String {
             format!("{:?} {what}", m.direction)
         }
         EventData::PermissionRequested(p) => p.request_id.clone(),
-        EventData::PermissionResolved(p) => format!("{} {}", p.request_id, p.decision),
+        EventData::PermissionResolved(p) | EventData::PermissionAlreadyResolved(p) => {
+            format!("{} {}", p.request_id, p.decision)
+        }
         _ => String::new(),
     }
 }

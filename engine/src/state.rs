@@ -140,6 +140,7 @@ impl LogState {
             | EventData::ModelSwitchFailed(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
+            | EventData::PermissionAlreadyResolved(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)
             | EventData::AgentEvent(_)

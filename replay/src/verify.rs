@@ -203,6 +203,15 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
                     Some(resolved) => *resolved = true,
                 }
             }
+            EventData::PermissionAlreadyResolved(p) => {
+                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
+                if permissions.get(&key) != Some(&true) {
+                    flag(
+                        Some(seq),
+                        format!("a late vote on permission {} before it was answered", p.request_id),
+                    );
+                }
+            }
             EventData::SessionClosed(_) | EventData::SessionDied(_) => {
                 if let Some(session) = &event.session {
                     ended_sessions.entry(session.clone()).or_insert(seq);

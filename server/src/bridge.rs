@@ -427,6 +427,28 @@ async fn watch_exit(
         .collect();
     state.recorder.flush().await;
     for session in bound {
+        // The turn under way ends first, as `qwen serve` ends it when its agent's
+        // channel closes: a `turn_error` with the code `channel_closed`.
+        let running = state.live_if(&session).and_then(|live| {
+            live.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|a| a.prompt_id.clone())
+        });
+        if let Some(prompt_id) = running {
+            state.recorder.record(
+                Some(&session),
+                None,
+                EventData::SessionUpdate(serde_json::json!({
+                    "sessionUpdate": "turn_error",
+                    "message": "the agent exited before the prompt completed",
+                    "code": "channel_closed",
+                    "promptId": prompt_id,
+                })),
+            );
+            state.recorder.flush().await;
+        }
         state.end_session(&session).await;
         if let Ok(engine) = state.engine() {
             let _ = engine

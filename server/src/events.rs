@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::sse::{Resume, SharedFrame, resume_from};
 use crate::state::{ApiError, AppState};
-use crate::wire::{self, envelope};
+use crate::wire::{self, TurnMark, envelope};
 
 use crate::limits::{SSE_BATCH_BYTES_MAX, SSE_BATCH_EVENTS_MAX, SSE_BUSY_EVENTS, SSE_COALESCE};
 
@@ -52,6 +52,8 @@ pub(super) struct Cursor {
     ended: bool,
     /// The last read was large: wait for more commits before the next.
     busy: bool,
+    /// The prompt whose turn is under way at `seq`, for the envelopes.
+    turn: Option<String>,
 }
 
 pub(super) async fn events(
@@ -96,6 +98,7 @@ pub(super) async fn events(
         head: log.subscribe(),
         ended: false,
         busy: false,
+        turn: start.turn,
     };
     cursor.pending.push_back(
         SseEvent::default()
@@ -212,6 +215,8 @@ struct Start {
     next_id: u64,
     replay: Vec<Seq>,
     resync: Option<serde_json::Value>,
+    /// The prompt whose turn is under way where the stream starts.
+    turn: Option<String>,
 }
 
 /// Live: after the head, ids continuing the session's count. With `Last-Event-ID:
@@ -231,6 +236,7 @@ fn start(
             next_id: count + 1,
             replay: Vec::new(),
             resync: None,
+            turn: state.wire.turn_after(log, session, head)?,
         });
     };
     let (from, resync) = if n > count {
@@ -256,6 +262,7 @@ fn start(
         next_id: from + 1,
         replay,
         resync,
+        turn: state.wire.turn_after(log, session, after)?,
     })
 }
 
@@ -287,14 +294,21 @@ fn read_seqs(
 fn show(c: &mut Cursor, f: &SharedFrame) {
     let source = Some((f.seq, f.type_name.as_str(), f.at));
     let record = c.full.then_some(f.record.as_str());
+    if let Some(TurnMark::Opens(id)) = &f.turn {
+        c.turn = Some(id.clone());
+    }
     match &f.wire {
-        Some((kind, data, prompt_id)) => {
+        Some((kind, data, own)) => {
             let id = c.next_id;
             c.next_id += 1;
+            // A frame's own prompt (a turn's end, a cancel), else the turn under way.
+            let prompt_id = own
+                .as_deref()
+                .or_else(|| c.turn.as_deref().filter(|_| wire::in_turn(kind)));
             c.pending.push_back(raw(
                 Some(id),
                 kind,
-                envelope(Some(id), kind, data, prompt_id.as_deref(), source, record),
+                envelope(Some(id), kind, data, prompt_id, source, record),
             ));
             if wire::terminal(kind) {
                 c.ended = true;
@@ -308,6 +322,9 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
             ));
         }
         None => {}
+    }
+    if f.turn == Some(TurnMark::Closes) {
+        c.turn = None;
     }
 }
 

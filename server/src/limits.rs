@@ -11,6 +11,10 @@ pub(crate) const LINE_BYTES_MAX: usize = 1024 * 1024;
 /// Prompts admitted and not yet finished, per session, before `prompt_queue_full`.
 pub(crate) const QUEUE_MAX: usize = 64;
 
+/// Answered permission requests remembered, so a late vote is told which answer
+/// stands (`permission_already_resolved`; `qwen serve` 0.24.4 keeps 512).
+pub(crate) const PERMISSIONS_RESOLVED_MAX: usize = 512;
+
 /// Frames kept for sharing between subscribers.
 pub(crate) const SSE_CACHE_FRAMES: usize = 8192;
 /// Bytes of frames kept for sharing between subscribers.

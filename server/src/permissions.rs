@@ -79,26 +79,13 @@ async fn resolve(
             None => e,
         }
     };
-    // Taken out under the lock: of two votes, one finds it.
-    let pending = {
-        let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
-        let found = waiting
-            .get(request_id)
-            .filter(|p| session.is_none_or(|s| p.session == s))
-            .ok_or_else(not_pending)?;
-        if let PermissionDecision::Selected(option) = &decision {
-            let offered = option_ids(&found.options);
-            if !offered.contains(option) {
-                return Err(ApiError::bad_request(format!(
-                    "{option:?} is not an option of permission request {request_id:?}: choose one of {}",
-                    offered.join(", ")
-                ))
-                .code("invalid_option_id")
-                .with("requestId", request_id)
-                .with("optionId", option.as_str()));
-            }
+    let pending = match take(state, session, request_id, &decision) {
+        Ok(Some(pending)) => pending,
+        Ok(None) => {
+            late_vote(state, session, request_id).await;
+            return Err(not_pending());
         }
-        waiting.remove(request_id).ok_or_else(not_pending)?
+        Err(e) => return Err(e),
     };
     let outcome = match &decision {
         PermissionDecision::Selected(id) => json!({"outcome": "selected", "optionId": id}),
@@ -106,6 +93,7 @@ async fn resolve(
     };
     // Recorded before the agent hears it: the log never shows a tool call that
     // went ahead on a vote it does not hold.
+    state.remember_resolved(request_id, &pending.session, &outcome);
     let engine = state.engine()?;
     engine
         .append_session_event(
@@ -122,6 +110,63 @@ async fn resolve(
         let _ = answer.send(outcome);
     }
     Ok(Json(json!({})))
+}
+
+/// Takes the waiting request a vote answers out, under the lock (of two votes,
+/// one finds it); `None` when nothing waits under that id (in that session).
+fn take(
+    state: &AppState,
+    session: Option<&str>,
+    request_id: &str,
+    decision: &PermissionDecision,
+) -> Result<Option<PendingPermission>, ApiError> {
+    let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(found) = waiting
+        .get(request_id)
+        .filter(|p| session.is_none_or(|s| p.session == s))
+    else {
+        return Ok(None);
+    };
+    if let PermissionDecision::Selected(option) = decision {
+        let offered = option_ids(&found.options);
+        if !offered.contains(option) {
+            return Err(ApiError::bad_request(format!(
+                "{option:?} is not an option of permission request {request_id:?}: choose one of {}",
+                offered.join(", ")
+            ))
+            .code("invalid_option_id")
+            .with("requestId", request_id)
+            .with("optionId", option.as_str()));
+        }
+    }
+    Ok(waiting.remove(request_id))
+}
+
+/// A vote for a request answered already (in `session`, for the session route):
+/// recorded as `permission/already_resolved` with the answer that stands, so its
+/// session's clients hear which one (`permission_already_resolved`, as `qwen
+/// serve` sends); the vote itself is still refused with 404. Unknown requests
+/// record nothing.
+async fn late_vote(state: &Arc<AppState>, session: Option<&str>, request_id: &str) {
+    let Some((owner, outcome)) = state
+        .resolved(request_id)
+        .filter(|(owner, _)| session.is_none_or(|s| s == owner))
+    else {
+        return;
+    };
+    let Ok(engine) = state.engine() else {
+        return;
+    };
+    let _ = engine
+        .append_session_event(
+            &owner,
+            None,
+            EventData::PermissionAlreadyResolved(PermissionResolved {
+                request_id: request_id.to_string(),
+                decision: outcome,
+            }),
+        )
+        .await;
 }
 
 /// `POST /session/:id/update`: an agent runtime that is not behind the daemon

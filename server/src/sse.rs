@@ -21,6 +21,8 @@ pub(crate) struct SharedFrame {
     /// The wire frame's type, serialised `data` and the prompt it belongs to (for
     /// the envelope), for a shown session event.
     pub wire: Option<(&'static str, String, Option<String>)>,
+    /// How it moves its session's current turn (see [`crate::wire::turn_mark`]).
+    pub turn: Option<crate::wire::TurnMark>,
     /// The log record as JSON, for cmdlog's own clients.
     pub record: String,
 }
@@ -67,6 +69,7 @@ impl SharedFrame {
                     let prompt_id = crate::wire::frame_prompt_id(e, kind, &data);
                     (kind, data.to_string(), prompt_id)
                 }),
+            turn: crate::wire::turn_mark(e),
             record: e.to_json().to_string(),
         }
     }

@@ -20,7 +20,7 @@ use crate::sse;
 use crate::wire::WireIndex;
 use cmdlog_acp::Recorder;
 
-use crate::limits::{LINE_BYTES_MAX, SSE_CACHE_BYTES, SSE_CACHE_FRAMES};
+use crate::limits::{LINE_BYTES_MAX, PERMISSIONS_RESOLVED_MAX, SSE_CACHE_BYTES, SSE_CACHE_FRAMES};
 
 /// Who may reach the daemon, beyond the bearer token.
 #[derive(Debug, Clone, Default)]
@@ -60,6 +60,8 @@ pub(crate) struct AppState {
     pub single: Mutex<Option<String>>,
     /// Permission requests waiting for a vote, by request id.
     pub permissions: Mutex<HashMap<String, PendingPermission>>,
+    /// The latest answered requests: (request id, session, the answer).
+    pub resolved: Mutex<std::collections::VecDeque<(String, String, serde_json::Value)>>,
     /// The ACP agent behind the daemon (`serve --agent`).
     pub bridge: Option<Arc<Bridge>>,
     /// Records what turns and the agent produce, in order.
@@ -137,6 +139,7 @@ impl AppState {
             live: Mutex::new(HashMap::new()),
             single: Mutex::new(None),
             permissions: Mutex::new(HashMap::new()),
+            resolved: Mutex::new(std::collections::VecDeque::new()),
             bridge,
             engine: RwLock::new(Some(engine)),
             degraded: Mutex::new(None),
@@ -209,6 +212,31 @@ impl AppState {
             ));
         }
         Ok(())
+    }
+
+    /// Remembers an answered permission request (the latest
+    /// [`PERMISSIONS_RESOLVED_MAX`]), for the votes that come after it.
+    pub(crate) fn remember_resolved(
+        &self,
+        request_id: &str,
+        session: &str,
+        outcome: &serde_json::Value,
+    ) {
+        let mut resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        if resolved.len() >= PERMISSIONS_RESOLVED_MAX {
+            resolved.pop_front();
+        }
+        resolved.push_back((request_id.to_string(), session.to_string(), outcome.clone()));
+    }
+
+    /// The session and answer of a request answered lately.
+    pub(crate) fn resolved(&self, request_id: &str) -> Option<(String, serde_json::Value)> {
+        let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        resolved
+            .iter()
+            .rev()
+            .find(|(id, _, _)| id == request_id)
+            .map(|(_, session, outcome)| (session.clone(), outcome.clone()))
     }
 
     /// An open session; 404 `session_not_found` for one that is unknown, badly

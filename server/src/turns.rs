@@ -20,8 +20,8 @@ use crate::limits::QUEUE_MAX;
 
 /// How a turn ended.
 enum TurnEnd {
-    /// With the agent's stop reason.
-    Stop(String),
+    /// With the agent's stop reason, and the branch point it reported.
+    Stop(String, Option<Value>),
     /// With an error, and its code.
     Failed(String, Option<Value>),
     /// An external runtime recorded the end itself.
@@ -133,6 +133,7 @@ impl AppState {
                 .collect()
         };
         for (request_id, p) in waiting {
+            self.remember_resolved(&request_id, session, &json!({"outcome": "cancelled"}));
             self.recorder.record(
                 Some(session),
                 None,
@@ -193,12 +194,15 @@ async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt
     }
     let end = turn(state, live, session, &prompt, &cancel).await;
     let update = match end {
-        TurnEnd::Stop(reason) => {
+        TurnEnd::Stop(reason, branch) => {
             let mut u = json!({
                 "sessionUpdate": "turn_complete",
                 "stopReason": reason,
                 "promptId": prompt.prompt_id,
             });
+            if let Some(branch) = branch {
+                u["branchPoint"] = branch;
+            }
             // A client cancelled it: when, and how long the turn had run (as
             // `qwen serve` reports a cancelled prompt).
             let at = cancelled_at.load(Ordering::SeqCst);
@@ -263,14 +267,16 @@ async fn turn(
     let blocks = match through_registry(&engine, &state.recorder, turn).await {
         Err(e) => return TurnEnd::Failed(e.to_string(), None),
         // A command answered the line itself: its answer is the agent's message.
-        Ok(RegistryTurn::Answered { stop_reason, .. }) => return TurnEnd::Stop(stop_reason.into()),
+        Ok(RegistryTurn::Answered { stop_reason, .. }) => {
+            return TurnEnd::Stop(stop_reason.into(), None);
+        }
         Ok(RegistryTurn::Forward { blocks, .. }) => blocks,
     };
     let Some(bridge) = state.bridge.clone() else {
         // An external runtime answers through /update; it ends the turn there.
         tokio::select! {
             _ = live.turn_ended.notified() => return TurnEnd::Recorded,
-            _ = cancel.cancelled() => return TurnEnd::Stop("cancelled".into()),
+            _ = cancel.cancelled() => return TurnEnd::Stop("cancelled".into(), None),
         }
     };
     let (running, bound) = match bridge.bind(state, session).await {
@@ -295,14 +301,41 @@ async fn turn(
             sent.await
         }
     };
-    match answer.and_then(|a| cmdlog_acp::stop_reason(&a)) {
-        Ok(reason) => TurnEnd::Stop(reason),
+    match answer.and_then(|a| cmdlog_acp::stop_reason(&a).map(|r| (branch_point(&a, &r), r))) {
+        Ok((branch, reason)) => TurnEnd::Stop(reason, branch),
         Err(e) if e.code == cmdlog_acp::CONNECTION_CLOSED => TurnEnd::SessionGone,
+        // A string, as `qwen serve` sends it (the SDK reads no other).
         Err(e) => TurnEnd::Failed(
             format!("the agent failed the prompt: {}", e.message),
-            Some(json!(e.code)),
+            Some(json!(e.code.to_string())),
         ),
     }
+}
+
+/// Qwen Code's `_meta["qwen.branchPoint"]` on a prompt's answer, `{assistantRecordUuid,
+/// checkpointUuid}`: where its transcript can be forked after this turn. Kept for
+/// `turn_complete` as `qwen serve` 0.24.4 keeps it: for `end_turn` only, both ids
+/// UUIDs.
+fn branch_point(answer: &Value, reason: &str) -> Option<Value> {
+    let point = &answer["_meta"]["qwen.branchPoint"];
+    let uuid = |key: &str| {
+        point[key]
+            .as_str()
+            .filter(|s| is_uuid(s))
+            .map(str::to_string)
+    };
+    let (record, checkpoint) = (uuid("assistantRecordUuid")?, uuid("checkpointUuid")?);
+    (reason == "end_turn")
+        .then(|| json!({"assistantRecordUuid": record, "checkpointUuid": checkpoint}))
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups
+            .iter()
+            .all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Ends, durably, the turns an earlier daemon left under way: its agent died

@@ -41,8 +41,10 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
                     if let Some(id) = update.get("promptId").and_then(Value::as_str) {
                         data["promptId"] = json!(id);
                     }
-                    if let Some(c) = update.get("promptCancelled").filter(|c| c.is_object()) {
-                        data["promptCancelled"] = c.clone();
+                    for field in ["branchPoint", "promptCancelled"] {
+                        if let Some(v) = update.get(field).filter(|v| v.is_object()) {
+                            data[field] = v.clone();
+                        }
                     }
                     ("turn_complete", data)
                 }
@@ -76,6 +78,17 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
         ),
         EventData::PermissionResolved(p) => (
             "permission_resolved",
+            json!({
+                "requestId": p.request_id,
+                "sessionId": session,
+                "outcome": match permission_decision(&p.decision) {
+                    Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
+                    _ => json!({"outcome": "cancelled"}),
+                },
+            }),
+        ),
+        EventData::PermissionAlreadyResolved(p) => (
+            "permission_already_resolved",
             json!({
                 "requestId": p.request_id,
                 "sessionId": session,
@@ -160,6 +173,38 @@ pub(crate) fn frame_prompt_id(event: &Event, kind: &str, data: &Value) -> Option
     }
 }
 
+/// How an event moves its session's current turn, for the envelopes of the frames
+/// in between: a prompt sent to the agent opens one (its id), a turn's end closes
+/// it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TurnMark {
+    Opens(String),
+    Closes,
+}
+
+pub(crate) fn turn_mark(event: &Event) -> Option<TurnMark> {
+    match &event.data {
+        EventData::SessionPrompt(p) => p.prompt_id.clone().map(TurnMark::Opens),
+        EventData::SessionUpdate(update) => matches!(
+            update.get("sessionUpdate").and_then(Value::as_str),
+            Some("turn_complete" | "turn_error")
+        )
+        .then_some(TurnMark::Closes),
+        _ => None,
+    }
+}
+
+/// Whether a frame of this type carries the prompt under way in its envelope, as
+/// `qwen serve` 0.24.4 does: what the agent says and asks during a turn, the
+/// user's own message, the permission answers and a model switch — not a
+/// follow-up suggestion, a failed switch or a session's end.
+pub(crate) fn in_turn(kind: &str) -> bool {
+    matches!(
+        kind,
+        "session_update" | "permission_request" | "permission_resolved" | "model_switched"
+    )
+}
+
 /// The most characters of a follow-up suggestion shown (as `qwen serve` 0.24.4
 /// drops longer ones).
 const SUGGESTION_CHARS_MAX: usize = 500;
@@ -192,6 +237,7 @@ pub(crate) fn shown(event: &Event, runs: bool) -> bool {
         EventData::SessionPrompt(_)
         | EventData::PermissionRequested(_)
         | EventData::PermissionResolved(_)
+        | EventData::PermissionAlreadyResolved(_)
         | EventData::ModelSwitched(_)
         | EventData::ModelSwitchFailed(_)
         | EventData::SessionClosed(_)
@@ -290,6 +336,8 @@ struct Indexed {
     through: Seq,
     /// The seqs of its shown events.
     shown: Vec<Seq>,
+    /// Where its turns open (with their prompt id) and close, in seq order.
+    turns: Vec<(Seq, Option<String>)>,
 }
 
 impl WireIndex {
@@ -315,8 +363,16 @@ impl WireIndex {
             let records = log.stream(session, indexed.through)?;
             for r in records {
                 indexed.through = r.seq;
-                if Event::decode(r.seq, &r.bytes).is_ok_and(|e| shown(&e, self.runs)) {
+                let Ok(e) = Event::decode(r.seq, &r.bytes) else {
+                    continue;
+                };
+                if shown(&e, self.runs) {
                     indexed.shown.push(r.seq);
+                }
+                match turn_mark(&e) {
+                    Some(TurnMark::Opens(id)) => indexed.turns.push((r.seq, Some(id))),
+                    Some(TurnMark::Closes) => indexed.turns.push((r.seq, None)),
+                    None => {}
                 }
             }
         }
@@ -351,6 +407,19 @@ impl WireIndex {
         Ok(usize::try_from(id - 1)
             .ok()
             .and_then(|i| indexed.shown.get(i).copied()))
+    }
+
+    /// The prompt whose turn is under way in `session` just after `seq`.
+    pub(crate) fn turn_after(
+        &self,
+        log: &Log,
+        session: &str,
+        seq: Seq,
+    ) -> Result<Option<String>, ReadError> {
+        let entry = self.current(log, session)?;
+        let indexed = entry.lock().unwrap_or_else(|p| p.into_inner());
+        let i = indexed.turns.partition_point(|(s, _)| *s <= seq);
+        Ok(i.checked_sub(1).and_then(|i| indexed.turns[i].1.clone()))
     }
 
     /// Forgets every session: the log was reopened and may differ.

@@ -8,11 +8,14 @@
 //! - [`nats`]: a real `nats-server` with JetStream on a free loopback port;
 //! - [`node`]: a Node test suite run from a Rust test, skipped loudly when not
 //!   installed;
+//! - [`browser`]: headless Chromium for the HTML reports, skipped loudly when
+//!   not installed;
 //! - [`tree`]: command-file fixtures and an engine over a temp log;
 //! - [`tamper`]: a crash's leftovers and damage done below the store's API.
 
 #![allow(missing_docs)] // test helpers: their names say what they do
 
+pub mod browser;
 pub mod daemon;
 pub mod nats;
 pub mod node;

@@ -145,6 +145,23 @@ fn a_plain_prompt_streams_the_answer(ctx: &Bridged<'_>) {
         (done["stopReason"].as_str(), done["promptId"].as_str()),
         (Some("end_turn"), Some(pid.as_str()))
     );
+    // Where the agent said its transcript can be forked, as `qwen serve` passes it.
+    assert_eq!(
+        done["branchPoint"]["checkpointUuid"],
+        "78344aef-d3cf-42e4-a80e-b1db641153b5"
+    );
+    // Every frame of the turn names its prompt beside `type`, as `qwen serve`
+    // does (issue 24, D8): the user's message, what the agent says, the end —
+    // also for a stream that resumes in the middle of the turn.
+    let shown: Vec<&Frame> = frames.iter().filter(|f| f.id.is_some()).collect();
+    for f in &shown {
+        assert_eq!(f.data["promptId"], pid.as_str(), "{f:?}");
+    }
+    let echo = shown[0].id.unwrap().to_string();
+    let resumed = until(events, &echo, |f| f.kind == "turn_complete");
+    for f in resumed.iter().filter(|f| f.id.is_some()) {
+        assert_eq!(f.data["promptId"], pid.as_str(), "resumed: {f:?}");
+    }
 }
 
 fn commands_expand_or_pass_through(ctx: &Bridged<'_>) {
@@ -236,7 +253,23 @@ fn a_permission_vote_reaches_the_agent(ctx: &Bridged<'_>) {
         .0,
         404
     );
+    // The late vote is told which answer stands (issue 24, D8), as `qwen serve`
+    // tells it.
+    let late = until(events, &from, |f| f.kind == "permission_already_resolved");
+    let late = &late.last().unwrap().data["data"];
+    assert_eq!(
+        (&late["requestId"], &late["outcome"]),
+        (
+            &json!(rid),
+            &json!({"outcome": "selected", "optionId": "reject"})
+        )
+    );
     let frames = until(events, &from, |f| f.kind == "turn_complete");
+    let asked = frames
+        .iter()
+        .find(|f| f.kind == "permission_request")
+        .unwrap();
+    assert_eq!(asked.data["promptId"], p["promptId"], "{asked:?}");
     assert!(
         frames.iter().any(|f| f.kind == "permission_resolved"
             && f.data["data"]["outcome"]["optionId"] == "reject")
@@ -319,6 +352,14 @@ fn a_crash_kills_its_sessions_and_the_next_starts_afresh(ctx: &Bridged<'_>) {
     let frames = read_to_end(events, Some(&p["lastEventId"].to_string()));
     let last = frames.iter().rev().find(|f| f.id.is_some()).unwrap();
     assert_eq!(last.kind, "session_died");
+    // The turn under way ends before the session does, as `qwen serve` ends it
+    // when its agent's channel closes.
+    let ended = frames.iter().find(|f| f.kind == "turn_error").unwrap();
+    assert_eq!(
+        (&ended.data["data"]["code"], &ended.data["data"]["promptId"]),
+        (&json!("channel_closed"), &p["promptId"]),
+        "{frames:#?}"
+    );
     assert!(
         last.data["data"]["reason"]
             .as_str()
@@ -460,6 +501,8 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
     // Text from the agent that would be markup or reorder what is shown.
     c.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "<script>alert(1)</script>\u{202e}txt"}]}}));
     c.until(|m| m["id"] == 6);
+    c.send(json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "<img src=x onerror=\"document.body.dataset.pwned=1\">"}]}}));
+    c.until(|m| m["id"] == 7);
     drop(c.input);
     let status = c.child.wait().unwrap();
     assert!(status.success());
@@ -484,6 +527,25 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
         !html.contains('\u{202e}'),
         "a bidi override is shown, not obeyed"
     );
+    // In a real browser: the page loads, what was said reads in order, and the
+    // agent's markup stays text (its handler never ran).
+    let browser = "the_acp_proxy_records_the_session_and_adds_cmdlog_commands (report in Chromium)";
+    if let Some(chromium) = cmdlog_test_support::browser::chromium(browser) {
+        let dom = cmdlog_test_support::browser::rendered_dom(&chromium, &report);
+        let at = |needle: &str| {
+            dom.find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} in {dom}"))
+        };
+        assert!(at("<h2>Conversation</h2>") < at("Say hello to proxy."));
+        assert!(at("Say hello to proxy.") < at("echo: Say hello to proxy."));
+        assert!(at("permission asked") < at("chose allow"));
+        assert!(at("echo: &lt;img src=x onerror=") > 0);
+        assert!(!dom.contains("data-pwned"), "the agent's markup ran: {dom}");
+        assert!(
+            !dom.contains("<img"),
+            "the agent's markup became an element"
+        );
+    }
 
     let events = logged(&w, &sid);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();

@@ -94,6 +94,9 @@ pub enum EventData {
     PermissionRequested(PermissionRequested),
     /// `permission/resolved`
     PermissionResolved(PermissionResolved),
+    /// `permission/already_resolved`: a vote came for a request already answered;
+    /// `decision` is the answer that stands.
+    PermissionAlreadyResolved(PermissionResolved),
     /// `session/model_switched`
     ModelSwitched(ModelSwitched),
     /// `session/model_switch_failed`
@@ -144,6 +147,7 @@ impl EventData {
             EventData::SessionUpdate(_) => "session/update",
             EventData::PermissionRequested(_) => "permission/requested",
             EventData::PermissionResolved(_) => "permission/resolved",
+            EventData::PermissionAlreadyResolved(_) => "permission/already_resolved",
             EventData::ModelSwitched(_) => "session/model_switched",
             EventData::ModelSwitchFailed(_) => "session/model_switch_failed",
             EventData::SessionCancelled(_) => "session/cancelled",
@@ -173,6 +177,7 @@ impl EventData {
             "session/update" => EventData::SessionUpdate(de(data)?),
             "permission/requested" => EventData::PermissionRequested(de(data)?),
             "permission/resolved" => EventData::PermissionResolved(de(data)?),
+            "permission/already_resolved" => EventData::PermissionAlreadyResolved(de(data)?),
             "session/model_switched" => EventData::ModelSwitched(de(data)?),
             "session/model_switch_failed" => EventData::ModelSwitchFailed(de(data)?),
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
@@ -457,6 +462,10 @@ mod tests {
         }));
         round_trip(EventData::ModelSwitched(ModelSwitched {
             model: "m".into(),
+        }));
+        round_trip(EventData::PermissionAlreadyResolved(PermissionResolved {
+            request_id: "r-1".into(),
+            decision: serde_json::json!({"outcome": "selected", "optionId": "allow"}),
         }));
         round_trip(EventData::ModelSwitchFailed(ModelSwitchFailed {
             model: "nope".into(),

@@ -1,0 +1,67 @@
+//! A real browser for the HTML cmdlog writes: Debian's `chromium`, headless,
+//! with the flags that keep it off the network. Skipped loudly when there is
+//! none; `CMDLOG_REQUIRE_BROWSER` (set by `.ci/run`, which installs it) makes a
+//! missing browser a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The browser to use: `CMDLOG_CHROMIUM`, else `chromium` on the `PATH`; `None`
+/// (after saying SKIPPED) when there is none and none is required.
+pub fn chromium(test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("CMDLOG_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("chromium"))
+                    .find(|p| p.is_file())
+            })
+        })
+        .filter(|p| {
+            Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CMDLOG_REQUIRE_BROWSER").is_none(),
+            "{test}: no chromium (CMDLOG_REQUIRE_BROWSER is set); `.ci/run` installs it"
+        );
+        eprintln!(
+            "\n*** SKIPPED {test}: no chromium found (apt-get install chromium, or set CMDLOG_CHROMIUM) ***\n"
+        );
+    }
+    found
+}
+
+/// The document `page` (a local file) becomes once Chromium has loaded it and
+/// run what it would run: `--dump-dom`, in a fresh profile, off the network.
+pub fn rendered_dom(chromium: &Path, page: &Path) -> String {
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "chromium failed on {}: {}",
+        page.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the DOM is UTF-8")
+}
