@@ -93,12 +93,46 @@ impl AgentCommand {
     }
 }
 
+/// How an agent process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExit {
+    /// Its exit status, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+    /// Said in words: "the agent was killed by signal 9".
+    pub how: String,
+}
+
+impl AgentExit {
+    /// The signal's name (`SIGKILL`), as Node.js gives a child's `signalCode`.
+    pub fn signal_name(&self) -> Option<String> {
+        let n = self.signal?;
+        let name = match n {
+            1 => "SIGHUP",
+            2 => "SIGINT",
+            3 => "SIGQUIT",
+            4 => "SIGILL",
+            6 => "SIGABRT",
+            7 => "SIGBUS",
+            8 => "SIGFPE",
+            9 => "SIGKILL",
+            11 => "SIGSEGV",
+            13 => "SIGPIPE",
+            14 => "SIGALRM",
+            15 => "SIGTERM",
+            _ => return Some(format!("SIG{n}")),
+        };
+        Some(name.to_string())
+    }
+}
+
 /// A running agent.
 pub struct AgentProcess {
     /// The JSON-RPC connection over its stdio.
     pub peer: Arc<Peer>,
     /// Becomes `Some(how it ended)` when the process exits.
-    pub exit: watch::Receiver<Option<String>>,
+    pub exit: watch::Receiver<Option<AgentExit>>,
     /// Its pid, for messages.
     pub pid: Option<u32>,
 }
@@ -146,18 +180,26 @@ pub fn spawn(
     let peer = Peer::start(stdout, stdin, handler);
     let (exit_tx, exit) = watch::channel(None);
     tokio::spawn(async move {
-        let how = match child.wait().await {
-            Ok(status) => match (
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                (Some(code), _) => format!("the agent exited with status {code}"),
-                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
-                _ => "the agent exited".to_string(),
+        let exit = match child.wait().await {
+            Ok(status) => {
+                let (code, signal) = (
+                    status.code(),
+                    std::os::unix::process::ExitStatusExt::signal(&status),
+                );
+                let how = match (code, signal) {
+                    (Some(code), _) => format!("the agent exited with status {code}"),
+                    (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
+                    _ => "the agent exited".to_string(),
+                };
+                AgentExit { code, signal, how }
+            }
+            Err(e) => AgentExit {
+                code: None,
+                signal: None,
+                how: format!("the agent could not be waited for: {e}"),
             },
-            Err(e) => format!("the agent could not be waited for: {e}"),
         };
-        let _ = exit_tx.send(Some(how));
+        let _ = exit_tx.send(Some(exit));
     });
     Ok(AgentProcess { peer, exit, pid })
 }

@@ -40,8 +40,8 @@ mod rpc;
 mod turn;
 
 pub use agent::{
-    AgentCommand, AgentCommandError, AgentProcess, PROTOCOL_VERSION, StartError, initialize_params,
-    spawn, stop_reason,
+    AgentCommand, AgentCommandError, AgentExit, AgentProcess, PROTOCOL_VERSION, StartError,
+    initialize_params, spawn, stop_reason,
 };
 pub use checks::{
     InvalidPayload, PERMISSION_OPTION_KINDS, PermissionDecision, SESSION_UPDATE_KINDS,

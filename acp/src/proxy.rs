@@ -369,6 +369,7 @@ impl Proxy {
                             EventData::PermissionResolved(PermissionResolved {
                                 request_id,
                                 decision,
+                                ..Default::default()
                             }),
                         );
                         // Durable before the agent acts on it.

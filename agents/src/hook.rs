@@ -260,6 +260,7 @@ pub(crate) fn plan(
             items.push(ready(EventData::PermissionResolved(PermissionResolved {
                 request_id,
                 decision: json!({"outcome": "selected", "optionId": "reject", "reason": payload.get("reason")}),
+                ..Default::default()
             })));
         }
         // The turn ended: the agent's last message, then the end.

@@ -160,6 +160,7 @@ impl Batch {
                                         request_id: request.clone(),
                                         decision: json!({"outcome": "selected", "optionId": "reject",
                                             "reason": "the call did not run", "response": u["rawOutput"].clone()}),
+                                        ..Default::default()
                                     },
                                 )),
                             },

@@ -403,12 +403,18 @@ async fn watch_exit(
     state: Weak<AppState>,
     generation: u64,
     sessions: Arc<Mutex<Routes>>,
-    mut exit: tokio::sync::watch::Receiver<Option<String>>,
+    mut exit: tokio::sync::watch::Receiver<Option<cmdlog_acp::AgentExit>>,
 ) {
-    let how = match exit.wait_for(Option::is_some).await {
-        Ok(how) => how.clone().unwrap_or_default(),
-        Err(_) => "the agent's process was lost".to_string(),
-    };
+    let exit = match exit.wait_for(Option::is_some).await {
+        Ok(exit) => exit.clone(),
+        Err(_) => None,
+    }
+    .unwrap_or_else(|| cmdlog_acp::AgentExit {
+        code: None,
+        signal: None,
+        how: "the agent's process was lost".to_string(),
+    });
+    let how = &exit.how;
     let Some(bridge) = bridge.upgrade() else {
         return;
     };
@@ -427,8 +433,10 @@ async fn watch_exit(
         .collect();
     state.recorder.flush().await;
     for session in bound {
-        // The turn under way ends first, as `qwen serve` ends it when its agent's
-        // channel closes: a `turn_error` with the code `channel_closed`.
+        // As `qwen serve` ends a session whose agent's channel closed: the turn's
+        // questions answered `cancelled`, the turn failed (`turn_error`, here
+        // with the code `channel_closed`), then `session_died`.
+        state.cancel_permissions(&session).await;
         let running = state.live_if(&session).and_then(|live| {
             live.active
                 .lock()
@@ -456,8 +464,12 @@ async fn watch_exit(
                     &session,
                     None,
                     EventData::SessionDied(SessionEnded {
-                        reason: Some(format!("{how} (agent `{}`)", bridge.command.display())),
-                        details: None,
+                        reason: Some("channel_closed".into()),
+                        details: Some(serde_json::json!({
+                            "exitCode": exit.code,
+                            "signalCode": exit.signal_name(),
+                            "message": format!("{how} (agent `{}`)", bridge.command.display()),
+                        })),
                     }),
                 )
                 .await;

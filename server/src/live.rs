@@ -35,6 +35,30 @@ pub(crate) struct Active {
     pub cancel: CancellationToken,
     /// When a client cancelled it, unix ms (0: not cancelled).
     pub cancelled_at: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Tells the agent to stop the turn (ACP `session/cancel`), once the turn has
+    /// reached one; at most once (see [`Active::tell_agent`]).
+    pub agent_cancel: std::sync::Arc<std::sync::OnceLock<AgentCancel>>,
+    pub agent_told: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What sends an agent `session/cancel` for a turn (and records it).
+pub(crate) type AgentCancel = Box<dyn Fn() + Send + Sync>;
+
+impl Active {
+    /// Sends the agent `session/cancel`, unless it was sent already or the turn
+    /// has not reached the agent. ACP wants it before the client answers the
+    /// turn's permission requests `cancelled` (Qwen Code then says the tool call
+    /// was cancelled and ends the turn `cancelled`; told the other way round, it
+    /// takes the answer as a refusal and finishes the turn).
+    pub(crate) fn tell_agent(&self) {
+        if let Some(send) = self.agent_cancel.get()
+            && !self
+                .agent_told
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            send();
+        }
+    }
 }
 
 /// An admitted prompt.

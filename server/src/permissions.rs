@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use cmdlog_acp::{
     PermissionDecision, STOP_REASONS, check_permission_options, check_session_update,
     check_tool_call_update, option_ids,
@@ -14,6 +14,7 @@ use cmdlog_acp::{
 use cmdlog_engine::{EventData, PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
+use crate::sessions::client_id;
 use crate::state::{ApiError, AppState, PendingPermission, body};
 
 /// Reads a vote: ACP's `RequestPermissionResponse`, `{"outcome": {"outcome":
@@ -45,28 +46,35 @@ fn vote(body: &Value) -> Result<PermissionDecision, ApiError> {
 pub(super) async fn vote_any(
     State(state): State<Arc<AppState>>,
     UrlPath(request_id): UrlPath<String>,
+    headers: HeaderMap,
     request: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let voter = client_id(&headers)?;
     let decision = vote(&body(request)?)?;
-    resolve(&state, None, &request_id, decision).await
+    resolve(&state, None, &request_id, decision, voter).await
 }
 
 /// `POST /session/:id/permission/:requestId`: the same, for one session.
 pub(super) async fn vote_in_session(
     State(state): State<Arc<AppState>>,
     UrlPath((id, request_id)): UrlPath<(String, String)>,
+    headers: HeaderMap,
     request: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     state.session(&id)?;
+    let voter = client_id(&headers)?;
     let decision = vote(&body(request)?)?;
-    resolve(&state, Some(&id), &request_id, decision).await
+    resolve(&state, Some(&id), &request_id, decision, voter).await
 }
 
+/// Records the first valid vote (and who cast it, `X-Qwen-Client-Id`) and
+/// hands it to the agent that asked.
 async fn resolve(
     state: &Arc<AppState>,
     session: Option<&str>,
     request_id: &str,
     decision: PermissionDecision,
+    voter: Option<String>,
 ) -> Result<Json<Value>, ApiError> {
     let not_pending = || {
         let e = ApiError::new(
@@ -102,6 +110,8 @@ async fn resolve(
             EventData::PermissionResolved(PermissionResolved {
                 request_id: request_id.to_string(),
                 decision: outcome.clone(),
+                voter,
+                ..Default::default()
             }),
         )
         .await
@@ -148,9 +158,9 @@ fn take(
 /// serve` sends); the vote itself is still refused with 404. Unknown requests
 /// record nothing.
 async fn late_vote(state: &Arc<AppState>, session: Option<&str>, request_id: &str) {
-    let Some((owner, outcome)) = state
+    let Some((owner, outcome, prompt_id)) = state
         .resolved(request_id)
-        .filter(|(owner, _)| session.is_none_or(|s| s == owner))
+        .filter(|(owner, _, _)| session.is_none_or(|s| s == owner))
     else {
         return;
     };
@@ -164,6 +174,8 @@ async fn late_vote(state: &Arc<AppState>, session: Option<&str>, request_id: &st
             EventData::PermissionAlreadyResolved(PermissionResolved {
                 request_id: request_id.to_string(),
                 decision: outcome,
+                prompt_id,
+                ..Default::default()
             }),
         )
         .await;

@@ -8,7 +8,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use cmdlog_engine::{Mode, SessionState, valid_id};
+use cmdlog_engine::{EventData, Mode, SessionEnded, SessionState, valid_id};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -363,7 +363,7 @@ pub(super) async fn delete_session(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     state.session(&id)?;
-    client_id(&headers)?;
+    let closer = client_id(&headers)?;
     let live = state.live_if(&id);
     state.end_session(&id).await;
     // The cancelled turn ends (its stop reason recorded) before the session does,
@@ -381,9 +381,17 @@ pub(super) async fn delete_session(
         }
     }
     state.recorder.flush().await;
+    // Who closed it, as `qwen serve` says (`closedBy`).
     state
         .engine()?
-        .close_session(&id, Some("client_close".into()))
+        .append_session_event(
+            &id,
+            None,
+            EventData::SessionClosed(SessionEnded {
+                reason: Some("client_close".into()),
+                details: closer.map(|c| json!({"closedBy": c})),
+            }),
+        )
         .await
         .map_err(ApiError::session)?;
     Ok(StatusCode::NO_CONTENT.into_response())

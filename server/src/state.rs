@@ -48,6 +48,10 @@ pub(crate) struct PendingPermission {
     pub answer: Option<tokio::sync::oneshot::Sender<serde_json::Value>>,
 }
 
+/// An answered permission request: its id, session, answer, and the prompt whose
+/// turn asked.
+pub(crate) type Resolved = (String, String, serde_json::Value, Option<String>);
+
 /// Shared by every route.
 pub(crate) struct AppState {
     /// The workspace the daemon serves, canonical (`workspaceCwd`).
@@ -60,8 +64,8 @@ pub(crate) struct AppState {
     pub single: Mutex<Option<String>>,
     /// Permission requests waiting for a vote, by request id.
     pub permissions: Mutex<HashMap<String, PendingPermission>>,
-    /// The latest answered requests: (request id, session, the answer).
-    pub resolved: Mutex<std::collections::VecDeque<(String, String, serde_json::Value)>>,
+    /// The latest answered requests.
+    pub resolved: Mutex<std::collections::VecDeque<Resolved>>,
     /// The ACP agent behind the daemon (`serve --agent`).
     pub bridge: Option<Arc<Bridge>>,
     /// Records what turns and the agent produce, in order.
@@ -226,17 +230,33 @@ impl AppState {
         if resolved.len() >= PERMISSIONS_RESOLVED_MAX {
             resolved.pop_front();
         }
-        resolved.push_back((request_id.to_string(), session.to_string(), outcome.clone()));
+        // Asked during the turn under way now.
+        let prompt = self.live_if(session).and_then(|live| {
+            live.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|a| a.prompt_id.clone())
+        });
+        resolved.push_back((
+            request_id.to_string(),
+            session.to_string(),
+            outcome.clone(),
+            prompt,
+        ));
     }
 
-    /// The session and answer of a request answered lately.
-    pub(crate) fn resolved(&self, request_id: &str) -> Option<(String, serde_json::Value)> {
+    /// The session, answer and prompt of a request answered lately.
+    pub(crate) fn resolved(
+        &self,
+        request_id: &str,
+    ) -> Option<(String, serde_json::Value, Option<String>)> {
         let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
         resolved
             .iter()
             .rev()
-            .find(|(id, _, _)| id == request_id)
-            .map(|(_, session, outcome)| (session.clone(), outcome.clone()))
+            .find(|(id, ..)| id == request_id)
+            .map(|(_, session, outcome, prompt)| (session.clone(), outcome.clone(), prompt.clone()))
     }
 
     /// An open session; 404 `session_not_found` for one that is unknown, badly

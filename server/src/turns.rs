@@ -89,10 +89,14 @@ impl AppState {
     }
 
     pub(crate) async fn cancel_turn(&self, session: &str) -> bool {
-        self.cancel_permissions(session).await;
         let active = self
             .live_if(session)
             .and_then(|l| l.active.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // The agent hears the cancel before the answers to its questions.
+        if let Some(a) = &active {
+            a.tell_agent();
+        }
+        self.cancel_permissions(session).await;
         // Commands run through `/command` are cancelled too.
         let commands = self
             .running
@@ -140,6 +144,7 @@ impl AppState {
                 EventData::PermissionResolved(PermissionResolved {
                     request_id,
                     decision: json!({"outcome": "cancelled"}),
+                    ..Default::default()
                 }),
             );
             if let Some(answer) = p.answer {
@@ -180,11 +185,14 @@ async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt
     let cancel = CancellationToken::new();
     let started_at = cmdlog_common::time::now_ms();
     let cancelled_at = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    *live.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(Active {
+    let active = Active {
         prompt_id: prompt.prompt_id.clone(),
         cancel: cancel.clone(),
         cancelled_at: Arc::clone(&cancelled_at),
-    });
+        agent_cancel: Arc::default(),
+        agent_told: Arc::default(),
+    };
+    *live.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(active.clone());
     if let Some(deadline) = prompt.deadline {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -192,7 +200,7 @@ async fn run_turn(state: &Arc<AppState>, live: &Arc<Live>, session: &str, prompt
             cancel.cancel();
         });
     }
-    let end = turn(state, live, session, &prompt, &cancel).await;
+    let end = turn(state, live, session, &prompt, &active).await;
     let update = match end {
         TurnEnd::Stop(reason, branch) => {
             let mut u = json!({
@@ -241,8 +249,9 @@ async fn turn(
     live: &Arc<Live>,
     session: &str,
     prompt: &Queued,
-    cancel: &CancellationToken,
+    active: &Active,
 ) -> TurnEnd {
+    let cancel = &active.cancel;
     let Ok(engine) = state.engine() else {
         return TurnEnd::Failed(
             "the log is being reopened; send the prompt again".into(),
@@ -283,6 +292,22 @@ async fn turn(
         Ok(b) => b,
         Err(e) => return TurnEnd::Failed(e.to_string(), Some(json!("agent_unavailable"))),
     };
+    let _ = active.agent_cancel.set({
+        let (peer, agent_session) = (Arc::clone(&running.peer), bound.agent_session.clone());
+        let (state, session) = (Arc::downgrade(state), session.to_string());
+        Box::new(move || {
+            let params = json!({"sessionId": agent_session});
+            peer.notify("session/cancel", params.clone());
+            if let Some(state) = state.upgrade() {
+                state.recorder.message(
+                    Some(&session),
+                    None,
+                    cmdlog_engine::AcpDirection::ToAgent,
+                    cmdlog_acp::notification("session/cancel", params),
+                );
+            }
+        })
+    });
     let sent = running.peer.request(
         "session/prompt",
         json!({"sessionId": bound.agent_session, "prompt": blocks}),
@@ -291,13 +316,8 @@ async fn turn(
     let answer = tokio::select! {
         answer = &mut sent => answer,
         _ = cancel.cancelled() => {
-            running.peer.notify("session/cancel", json!({"sessionId": bound.agent_session}));
-            state.recorder.message(
-                Some(session),
-                None,
-                cmdlog_engine::AcpDirection::ToAgent,
-                cmdlog_acp::notification("session/cancel", json!({"sessionId": bound.agent_session})),
-            );
+            // A deadline, or a cancel that came before the turn reached the agent.
+            active.tell_agent();
             sent.await
         }
     };

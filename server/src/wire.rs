@@ -23,11 +23,14 @@ use serde_json::{Value, json};
 /// and every restart numbers the same events the same way.
 pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'static str, Value)> {
     let frame = match &event.data {
+        // The daemon's echo of what went to the agent, marked as `qwen serve`
+        // marks its own (`source: "bridge-echo"`).
         EventData::SessionPrompt(p) => (
             "session_update",
             json!({"sessionId": session, "update": {
                 "sessionUpdate": "user_message_chunk",
                 "content": {"type": "text", "text": p.text},
+                "_meta": {"serverTimestamp": event.at, "source": "bridge-echo"},
             }}),
         ),
         EventData::SessionUpdate(update) => {
@@ -76,17 +79,20 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
                 "options": permission_options(&p.options),
             }),
         ),
-        EventData::PermissionResolved(p) => (
-            "permission_resolved",
-            json!({
+        // As `qwen serve` 0.24.4 has it: no `sessionId`, the voter when known.
+        EventData::PermissionResolved(p) => {
+            let mut data = json!({
                 "requestId": p.request_id,
-                "sessionId": session,
                 "outcome": match permission_decision(&p.decision) {
                     Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
                     _ => json!({"outcome": "cancelled"}),
                 },
-            }),
-        ),
+            });
+            if let Some(voter) = &p.voter {
+                data["voterClientId"] = json!(voter);
+            }
+            ("permission_resolved", data)
+        }
         EventData::PermissionAlreadyResolved(p) => (
             "permission_already_resolved",
             json!({
@@ -106,14 +112,25 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
             "model_switch_failed",
             json!({"sessionId": session, "requestedModelId": m.model, "error": m.error["data"]["details"].as_str().or(m.error["message"].as_str()).unwrap_or("the agent refused")}),
         ),
-        EventData::SessionClosed(e) => (
-            "session_closed",
-            json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("client_close")}),
-        ),
-        EventData::SessionDied(e) => (
-            "session_died",
-            json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("the session died")}),
-        ),
+        EventData::SessionClosed(e) => {
+            let mut data = json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("client_close")});
+            if let Some(by) = e.details.as_ref().and_then(|d| d["closedBy"].as_str()) {
+                data["closedBy"] = json!(by);
+            }
+            ("session_closed", data)
+        }
+        // With how the agent's process ended, as `qwen serve` says it.
+        EventData::SessionDied(e) => {
+            let mut data = json!({"sessionId": session, "reason": e.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("the session died")});
+            if let Some(details) = &e.details {
+                for field in ["exitCode", "signalCode"] {
+                    if let Some(v) = details.get(field) {
+                        data[field] = v.clone();
+                    }
+                }
+            }
+            ("session_died", data)
+        }
         // A command run is shown as ACP shows any action taken for the user: a
         // tool call, updated when the run settles — when cmdlog is the runtime.
         // In front of an agent (`runs` false) it is not: `qwen serve` shows a
@@ -165,6 +182,7 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
 pub(crate) fn frame_prompt_id(event: &Event, kind: &str, data: &Value) -> Option<String> {
     match &event.data {
         EventData::SessionCancelled(c) => c.prompt_id.clone(),
+        EventData::PermissionAlreadyResolved(p) => p.prompt_id.clone(),
         _ if kind == "turn_complete" || kind == "turn_error" => data
             .get("promptId")
             .and_then(Value::as_str)
@@ -467,7 +485,7 @@ mod tests {
             project(&prompt, "s", true),
             Some((
                 "session_update",
-                json!({"sessionId": "s", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}})
+                json!({"sessionId": "s", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}, "_meta": {"serverTimestamp": 7, "source": "bridge-echo"}}})
             ))
         );
         let done = event(
@@ -500,6 +518,7 @@ mod tests {
             EventData::PermissionResolved(PermissionResolved {
                 request_id: "r".into(),
                 decision: json!("allow"),
+                ..Default::default()
             }),
         );
         assert_eq!(

@@ -217,6 +217,7 @@ function shape(frames) {
         continue;
       }
       if (u.content?.type === "text") item.text = u.content.text;
+      if (u.sessionUpdate === "user_message_chunk") item.echo = u._meta?.source ?? null;
       if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") {
         item.status = u.status ?? null;
         item.toolKind = u.kind ?? null;
@@ -238,6 +239,9 @@ function shape(frames) {
   }
   return out;
 }
+
+/** The fields cmdlog's error bodies add to `qwen serve`'s, naming the thing. */
+const ERROR_NAMES = ["sessionId", "requestedModelId"];
 
 /** Every id-carrying frame numbered 1, 2, 3… */
 function assertGapless(frames, which) {
@@ -264,7 +268,10 @@ test("qwen serve and cmdlog serve --agent qwen: the same frames for the same scr
     await daemon.stop();
   }
   const { real, cmdlog: ours } = runs;
-  fs.writeFileSync(path.join(ours.w.root, "frames.json"), JSON.stringify({ real: real.frames, cmdlog: ours.frames }, null, 1));
+  // Both streams as read, for a look when something differs.
+  if (process.env.SERVE_PARITY_OUT) {
+    fs.writeFileSync(process.env.SERVE_PARITY_OUT, JSON.stringify({ real, cmdlog: ours }, (k, v) => (k === "w" || k === "daemon" ? undefined : v), 1));
+  }
 
   await t.test("event ids are gapless from 1 on both", () => {
     assertGapless(real.frames, "qwen serve");
@@ -273,12 +280,188 @@ test("qwen serve and cmdlog serve --agent qwen: the same frames for the same scr
   await t.test("the frame sequences are the same", () => {
     assert.deepEqual(shape(ours.frames), shape(real.frames));
   });
+  await t.test("the agent's command list reaches the client as sent, cmdlog's command files after it", () => {
+    const lists = (frames) =>
+      frames.map((f) => f.data?.update).filter((u) => u?.sessionUpdate === "available_commands_update");
+    const a = lists(real.frames).at(-1);
+    const b = lists(ours.frames).at(-1);
+    assert.ok(a, "qwen serve forwards the agent's list");
+    assert.ok(b, "cmdlog forwards it");
+    // Allowed (docs/http.md): cmdlog announces its own list when the session is
+    // made, and adds its command files the agent does not shadow after the
+    // agent's entries, which are unchanged, `_meta` included.
+    assert.deepEqual(b.availableCommands.slice(0, a.availableCommands.length), a.availableCommands);
+    assert.deepEqual(b._meta, a._meta);
+  });
   await t.test("the HTTP answers are the same", () => {
     assert.deepEqual(Object.keys(ours.answers), Object.keys(real.answers));
     for (const [step, a] of Object.entries(real.answers)) {
       const b = ours.answers[step];
       assert.equal(b.status, a.status, `${step}: status (${JSON.stringify(b)} vs ${JSON.stringify(a)})`);
-      if (a.ok !== undefined) assert.deepEqual(Object.keys(b.ok ?? {}).sort(), Object.keys(a.ok ?? {}).sort(), `${step}: answer fields`);
+      const fields = (x) => (x && typeof x === "object" ? Object.keys(x).sort() : typeof x);
+      if (a.ok !== undefined) assert.deepEqual(fields(b.ok), fields(a.ok), `${step}: answer fields`);
+      if (a.status !== undefined) {
+        // Allowed (docs/http.md): cmdlog's error bodies also name the session
+        // and what was asked for.
+        const ours = Object.fromEntries(Object.entries(b.body ?? {}).filter(([k]) => !ERROR_NAMES.includes(k)));
+        assert.deepEqual(fields(ours), fields(a.body), `${step}: error body fields (${JSON.stringify(b.body)} vs ${JSON.stringify(a.body)})`);
+      }
     }
+  });
+});
+
+/** Progress, for a run that hangs. */
+const note = (what) => process.env.SERVE_PARITY_OUT && console.error(`# ${new Date().toISOString()} ${what}`);
+
+/** Every process below `pid` (from /proc), deepest last. */
+function descendants(pid) {
+  const children = new Map();
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // gone
+    }
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (!children.has(ppid)) children.set(ppid, []);
+    children.get(ppid).push(Number(entry));
+  }
+  const out = [];
+  const walk = (p) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/**
+ * Starts a turn that waits on a permission vote; resolves once it waits, with
+ * the turn's promise in an object (returned bare, it would be awaited).
+ */
+async function turnWaitingForAVote(session, stream, text) {
+  const before = stream.frames.filter((f) => f.type === "permission_request").length;
+  const turn = session.prompt(textPrompt(text));
+  turn.catch(() => {});
+  await stream.waitFor(
+    (f) => f.type === "permission_request" && stream.frames.filter((g) => g.type === "permission_request").length > before,
+    "permission_request",
+  );
+  return { turn };
+}
+
+/** What a stream showed from its frame with id `from` on, as comparable items. */
+function endShape(frames, from) {
+  return frames
+    .filter((f) => f.id !== undefined && f.id >= from)
+    .map((f) => ({ type: f.type, fields: Object.keys(f.data ?? {}).sort().join(","), code: f.data?.code ?? null, prompt: f.promptId ? "P" : null }))
+    .filter((x) => x.type !== "session_update");
+}
+
+test("the agent killed mid-turn: the same end on both daemons; the daemon killed: cmdlog ends the turn after a restart", { skip: SKIP, timeout: 600_000 }, async (t) => {
+  const ends = {};
+  for (const which of ["real", "cmdlog"]) {
+    const w = world(`kill-${which}`);
+    cleanups.push(() => w.cleanup());
+    qwenSettings(w);
+    const fake = await fakeOpenAIChat();
+    cleanups.push(() => fake.close());
+    const daemon = await startDaemon(which, w, { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" });
+    const dc = new DaemonClient({ baseUrl: daemon.base, fetchTimeoutMs: T });
+    const caps = await dc.capabilities();
+    const session = await DaemonSessionClient.createOrAttach(dc, { workspaceCwd: caps.workspaceCwd, sessionScope: "thread" });
+    const stream = follow(session);
+    await session.prompt(textPrompt("hello before the kill"));
+    note(`${which}: first turn done`);
+    const { turn } = await turnWaitingForAVote(session, stream, "TOOL:touch killed-file");
+    note(`${which}: waiting for a vote`);
+    const from = stream.frames.filter((f) => f.id !== undefined).at(-1).id;
+    // SIGKILL every process under the daemon: its agent (Qwen Code relaunches
+    // itself, so a launcher and the CLI), not the daemon.
+    const agents = descendants(daemon.child.pid);
+    note(`${which}: killing ${agents.join(" ")}`);
+    assert.ok(agents.length > 0, `${which}: an agent process under the daemon`);
+    const killedAt = performance.now();
+    for (const pid of agents) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+    await stream.waitFor((f) => f.type === "session_died", `${which}: session_died`, 30_000);
+    const died = performance.now() - killedAt;
+    console.log(`SERVE-KILL ${which} agent SIGKILL -> session_died in ${died.toFixed(0)} ms`);
+    ends[which] = { shape: endShape(stream.frames, from), turn: await outcome(turn) };
+    if (process.env.SERVE_PARITY_OUT) {
+      fs.writeFileSync(`${process.env.SERVE_PARITY_OUT}.kill-${which}.json`, JSON.stringify(stream.frames.filter((f) => f.id >= from), null, 1));
+    }
+    await daemon.stop();
+    if (which === "cmdlog") ends.world = { w, fake };
+  }
+
+  await t.test("the turn and the session end as qwen serve ends them", () => {
+    // Allowed (docs/http.md): `qwen serve` first says the prompt was cancelled
+    // (`prompt_cancelled`, reason `forward_failed`: its request to the agent
+    // failed with the channel), which no one did; cmdlog says the turn failed,
+    // and why: `turn_error` with the code `channel_closed`.
+    const real = ends.real.shape.filter((x) => x.type !== "prompt_cancelled");
+    const ours = ends.cmdlog.shape.map((x) =>
+      x.type === "turn_error" && x.code === "channel_closed"
+        ? { ...x, code: null, fields: x.fields.split(",").filter((f) => f !== "code").join(",") }
+        : x,
+    );
+    assert.deepEqual(ours, real);
+    assert.ok(ends.real.shape.some((x) => x.type === "prompt_cancelled"), "what is taken out is there to take out");
+  });
+
+  await t.test("cmdlog: the daemon killed mid-turn; after a restart the client sees the turn end, and the log verifies", async () => {
+    const { w, fake } = ends.world;
+    const env = { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" };
+    const daemon = await startDaemon("cmdlog", w, env);
+    let dc = new DaemonClient({ baseUrl: daemon.base, fetchTimeoutMs: T });
+    const caps = await dc.capabilities();
+    const session = await DaemonSessionClient.createOrAttach(dc, { workspaceCwd: caps.workspaceCwd, sessionScope: "thread" });
+    const stream = follow(session);
+    await session.prompt(textPrompt("hello before the daemon dies"));
+    const { turn } = await turnWaitingForAVote(session, stream, "TOOL:touch orphaned-file");
+    const seen = stream.frames.filter((f) => f.id !== undefined).at(-1).id;
+    const promptId = stream.frames.filter((f) => f.type === "permission_request").at(-1).promptId;
+    daemon.child.kill("SIGKILL");
+    await daemon.exit;
+    await outcome(turn);
+    // Its agent goes with it (stdin closed); the same port, the same log.
+    const again = await startDaemon("cmdlog", w, env, daemon.port);
+    dc = new DaemonClient({ baseUrl: again.base, fetchTimeoutMs: T });
+    const resumed = new DaemonSessionClient({
+      client: dc,
+      session: { sessionId: session.sessionId, workspaceCwd: caps.workspaceCwd, attached: true },
+    });
+    const after = [];
+    const ac = new AbortController();
+    const reading = (async () => {
+      try {
+        for await (const f of resumed.events({ lastEventId: seen, signal: ac.signal })) {
+          after.push(f);
+          if (f.type === "turn_error") break;
+        }
+      } catch {
+        // aborted
+      }
+    })();
+    await Promise.race([reading, sleep(30_000)]);
+    ac.abort();
+    const end = after.find((f) => f.type === "turn_error");
+    assert.ok(end, `a turn_error after the restart: ${after.map((f) => f.type).join(" ")}`);
+    assert.equal(end.data.code, "daemon_lost");
+    assert.equal(end.data.promptId, promptId);
+    assert.equal(end.id, seen + 1, "the ids go on where they stopped");
+    await again.stop();
+    cmdlog(w, ["verify"]);
   });
 });

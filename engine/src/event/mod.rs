@@ -466,6 +466,7 @@ mod tests {
         round_trip(EventData::PermissionAlreadyResolved(PermissionResolved {
             request_id: "r-1".into(),
             decision: serde_json::json!({"outcome": "selected", "optionId": "allow"}),
+            ..Default::default()
         }));
         round_trip(EventData::ModelSwitchFailed(ModelSwitchFailed {
             model: "nope".into(),

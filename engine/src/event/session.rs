@@ -74,13 +74,19 @@ pub struct PermissionRequested {
     pub tool_call: Option<serde_json::Value>,
 }
 
-/// `permission/resolved`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `permission/resolved` (and `permission/already_resolved`)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct PermissionResolved {
     /// The request id.
     pub request_id: String,
     /// The decision.
     pub decision: serde_json::Value,
+    /// The client that voted (its `X-Qwen-Client-Id`), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voter: Option<String>,
+    /// The prompt whose turn asked (`permission/already_resolved`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
 }
 
 /// `session/model_switched`

@@ -200,6 +200,7 @@ fn each_broken_invariant_is_named_at_its_seq() {
     let stray = append(EventData::PermissionResolved(PermissionResolved {
         request_id: "r1".into(),
         decision: "allow".into(),
+        ..Default::default()
     })); // 10
     let missing_blob = log
         .append(vec![ev(
