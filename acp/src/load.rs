@@ -5,7 +5,9 @@
 //! session back the best way it has: its own `session/load` (it replays; cmdlog
 //! passes that on), `session/resume` (no replay; cmdlog's replay is the history),
 //! or, for an agent that can do neither, a fresh `session/new` under the editor's
-//! session id (the editor sees the history; the agent starts without it).
+//! session id (the editor sees the history; the agent starts without it). An
+//! editor's `session/resume` (advertised for every agent) gets no replay: the
+//! agent resumes itself when it can, else starts afresh under the editor's id.
 
 use std::collections::HashMap;
 
@@ -85,10 +87,35 @@ pub(crate) fn advertised(mut result: Value) -> Value {
         .and_then(Value::as_object_mut)
     {
         caps.insert("loadSession".into(), Value::Bool(true));
+        let session = caps
+            .entry("sessionCapabilities")
+            .or_insert_with(|| json!({}));
+        if let Some(session) = session.as_object_mut() {
+            session.entry("resume").or_insert_with(|| json!({}));
+        }
     } else if let Some(r) = result.as_object_mut() {
-        r.insert("agentCapabilities".into(), json!({"loadSession": true}));
+        r.insert(
+            "agentCapabilities".into(),
+            json!({"loadSession": true, "sessionCapabilities": {"resume": {}}}),
+        );
     }
     result
+}
+
+/// The request that gets the agent's session back for the editor's
+/// `session/resume` (no replay): `None` when the agent resumes sessions itself
+/// (the request goes to it as it came); else a fresh `session/new` under the
+/// editor's id — an agent's own `session/load` would replay to the editor what
+/// a resume does not want.
+pub(crate) fn resume_request(
+    caps: AgentCaps,
+    params: &Value,
+) -> Option<(Restore, &'static str, Value)> {
+    if caps.resume {
+        return None;
+    }
+    let p = json!({"cwd": params["cwd"], "mcpServers": params.get("mcpServers").cloned().unwrap_or_else(|| json!([]))});
+    Some((Restore::Fresh, "session/new", p))
 }
 
 /// How the agent gets a session back.
@@ -189,7 +216,11 @@ mod tests {
         let shown = advertised(json!({"agentCapabilities": {"loadSession": false, "x": 1}}));
         assert_eq!(
             shown["agentCapabilities"],
-            json!({"loadSession": true, "x": 1})
+            json!({"loadSession": true, "x": 1, "sessionCapabilities": {"resume": {}}})
         );
+        // An editor's resume: the agent's own when it has one, else afresh.
+        assert_eq!(resume_request(resume, &params), None);
+        let (how, method, _) = resume_request(load, &params).unwrap();
+        assert_eq!((how, method), (Restore::Fresh, "session/new"));
     }
 }

@@ -22,7 +22,8 @@ use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_EXIT_DRAIN, AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::load::{
-    AgentCaps, Restore, advertised, history, restore_request, session_key, translate,
+    AgentCaps, Restore, advertised, history, restore_request, resume_request, session_key,
+    translate,
 };
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
@@ -44,6 +45,9 @@ enum ClientAsked {
         editor_sid: String,
         session: String,
         how: Restore,
+        /// Replay the history to the editor first (`session/load`; not for
+        /// `session/resume`).
+        replay: bool,
     },
     Other,
 }
@@ -274,7 +278,13 @@ impl Proxy {
     /// The editor's `session/load` of a session the log holds, for an agent that
     /// cannot load it itself: the agent gets it back its own way (load.rs); the
     /// editor gets the history from the log, then the answer.
-    fn restore(&self, editor_id: &Value, params: &Value, how: Restore, method: &str, p: Value) {
+    fn restore(
+        &self,
+        editor_id: &Value,
+        params: &Value,
+        (how, method, p): (Restore, &str, Value),
+        replay: bool,
+    ) {
         let editor_sid = params["sessionId"].as_str().unwrap_or_default().to_string();
         let session = session_key(&editor_sid);
         let n = self
@@ -289,6 +299,7 @@ impl Proxy {
                 editor_sid,
                 session: session.clone(),
                 how,
+                replay,
             },
         );
         self.message(Some(&session), AcpDirection::ToAgent, request.clone());
@@ -319,15 +330,22 @@ impl Proxy {
                     self.prompt(&line, &message, session).await;
                     return;
                 }
-                if method == "session/load"
-                    && let Some(sid) = params["sessionId"].as_str()
+                if let Some(sid) = params["sessionId"].as_str()
                     && self.recorded(sid)
-                    && let Some((how, way, p)) = restore_request(*lock(&self.caps), &params)
+                    && let Some((request, replay)) = match method {
+                        "session/load" => {
+                            restore_request(*lock(&self.caps), &params).map(|r| (r, true))
+                        }
+                        "session/resume" => {
+                            resume_request(*lock(&self.caps), &params).map(|r| (r, false))
+                        }
+                        _ => None,
+                    }
                 {
                     let session = session_key(sid);
                     lock(&self.sessions).insert(sid.to_string(), session.clone());
                     self.message(Some(&session), AcpDirection::ToAgent, message.clone());
-                    self.restore(id, &params, how, way, p);
+                    self.restore(id, &params, request, replay);
                     return;
                 }
                 let asked = match method {
@@ -527,9 +545,10 @@ impl Proxy {
                         editor_sid,
                         session,
                         how,
+                        replay,
                     }) => {
                         self.message(Some(&session), AcpDirection::FromAgent, message.clone());
-                        self.restored(editor_id, editor_sid, session, how, &message);
+                        self.restored(editor_id, editor_sid, session, (how, replay), &message);
                     }
                     Some(ClientAsked::NewSession) | Some(ClientAsked::LoadSession(_))
                         if message.get("error").is_none() =>
@@ -698,7 +717,7 @@ impl Proxy {
         editor_id: Value,
         editor_sid: String,
         session: String,
-        how: Restore,
+        (how, replay): (Restore, bool),
         answer: &Value,
     ) {
         if let Some(error) = answer.get("error") {
@@ -716,7 +735,10 @@ impl Proxy {
                 r.remove("sessionId");
             }
         }
-        for update in history(&self.engine, &session) {
+        for update in history(&self.engine, &session)
+            .into_iter()
+            .filter(|_| replay)
+        {
             let _ = self.to_client.send(
                 rpc::notification(
                     "session/update",

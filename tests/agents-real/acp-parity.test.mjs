@@ -3,7 +3,8 @@
 // twice — talking to the agent directly, and through `cmdlog acp --` — against
 // our model servers on loopback. What the editor sees must be the same message
 // for message; the differences cmdlog makes on purpose are the only ones allowed
-// (docs/cli.md, `acp`): `loadSession: true` in the `initialize` answer, and the
+// (docs/cli.md, `acp`): `loadSession: true` and `sessionCapabilities.resume` in
+// the `initialize` answer, and the
 // command list holding cmdlog's command files after the agent's own entries
 // (those unchanged, `_meta` included). The log of the proxied run must verify
 // and hold the conversation. Also the time a prompt takes each way (printed as
@@ -205,12 +206,18 @@ for (const [name, agent] of Object.entries(AGENT_RUNS)) {
     await t.test("every message the same, in the same order", () => {
       assert.deepEqual(shape(proxied.messages), shape(direct.messages));
     });
-    await t.test("initialize: the agent's answer, loadSession on (cmdlog replays any session it recorded)", () => {
+    await t.test("initialize: the agent's answer, loadSession and resume on (cmdlog reopens any session it recorded)", () => {
       const a = structuredClone(direct.init.result);
       const b = structuredClone(proxied.init.result);
       assert.equal(b.agentCapabilities.loadSession, true);
-      delete a.agentCapabilities.loadSession;
-      delete b.agentCapabilities.loadSession;
+      assert.deepEqual(b.agentCapabilities.sessionCapabilities.resume, a.agentCapabilities.sessionCapabilities?.resume ?? {});
+      for (const x of [a, b]) {
+        delete x.agentCapabilities.loadSession;
+        delete x.agentCapabilities.sessionCapabilities?.resume;
+        if (x.agentCapabilities.sessionCapabilities && Object.keys(x.agentCapabilities.sessionCapabilities).length === 0) {
+          delete x.agentCapabilities.sessionCapabilities;
+        }
+      }
       assert.deepEqual(b, a);
     });
     await t.test("the agent's commands reach the editor as it sent them, _meta included", (tt) => {

@@ -855,6 +855,38 @@ fn an_editor_reopens_a_recorded_session_from_the_log() {
         .map(|e| e["data"]["text"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(prompts, ["hello one", "hello two"]);
+
+    // The third run: the editor resumes it (ACP `session/resume`: no replay),
+    // which cmdlog offers for every session it recorded, whatever the agent can.
+    let mut c = acp_proxy(&w, &agent_log_path);
+    let init = start(&mut c);
+    assert!(
+        init["result"]["agentCapabilities"]["sessionCapabilities"]["resume"].is_object(),
+        "{init}"
+    );
+    c.send(json!({"jsonrpc": "2.0", "id": 7, "method": "session/resume", "params": {"sessionId": sid, "cwd": "/tmp", "mcpServers": []}}));
+    let answer = c.until(|m| m["id"] == 7);
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert!(
+        !c.seen
+            .iter()
+            .any(|m| m["params"]["update"]["sessionUpdate"] == "user_message_chunk"),
+        "a resume replays nothing: {:#?}",
+        c.seen
+    );
+    c.send(json!({"jsonrpc": "2.0", "id": 8, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hello three"}]}}));
+    assert_eq!(
+        c.until(|m| m["id"] == 8)["result"]["stopReason"],
+        "end_turn"
+    );
+    drop(c.input);
+    assert!(c.child.wait().unwrap().success());
+    let prompts: Vec<String> = logged(&w, sid)
+        .iter()
+        .filter(|e| e["type"] == "session/prompt")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(prompts, ["hello one", "hello two", "hello three"]);
 }
 
 /// D7 of issue 24: an agent that answers every `session/new` with a large
