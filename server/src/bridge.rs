@@ -23,7 +23,7 @@ use cmdlog_acp::{AgentProcess, Incoming, Peer, RpcError};
 use crate::limits::{
     AGENT_BACKOFF_FIRST as BACKOFF_FIRST, AGENT_BACKOFF_MAX as BACKOFF_MAX,
     AGENT_EARLY_UPDATES_MAX as EARLY_MAX, AGENT_HEALTHY_RUN as HEALTHY_RUN,
-    AGENT_SETUP_TIMEOUT as SETUP_TIMEOUT,
+    AGENT_SETUP_TIMEOUT as SETUP_TIMEOUT, CLOSE_GRACE,
 };
 
 /// Why the agent behind the daemon cannot serve a session.
@@ -434,28 +434,21 @@ async fn watch_exit(
     state.recorder.flush().await;
     for session in bound {
         // As `qwen serve` ends a session whose agent's channel closed: the turn's
-        // questions answered `cancelled`, the turn failed (`turn_error`, here
-        // with the code `channel_closed`), then `session_died`.
+        // questions answered `cancelled`, the turn failed (its prompt fails with
+        // the channel and the turn records `turn_error`, code `channel_closed`:
+        // turns.rs), then `session_died`. The turn gets a moment to say so.
         state.cancel_permissions(&session).await;
-        let running = state.live_if(&session).and_then(|live| {
-            live.active
+        if let Some(live) = state.live_if(&session) {
+            let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
+            while live
+                .active
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-                .map(|a| a.prompt_id.clone())
-        });
-        if let Some(prompt_id) = running {
-            state.recorder.record(
-                Some(&session),
-                None,
-                EventData::SessionUpdate(serde_json::json!({
-                    "sessionUpdate": "turn_error",
-                    "message": "the agent exited before the prompt completed",
-                    "code": "channel_closed",
-                    "promptId": prompt_id,
-                })),
-            );
-            state.recorder.flush().await;
+                .is_some()
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
         }
         state.end_session(&session).await;
         if let Ok(engine) = state.engine() {

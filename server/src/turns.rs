@@ -323,7 +323,16 @@ async fn turn(
     };
     match answer.and_then(|a| cmdlog_acp::stop_reason(&a).map(|r| (branch_point(&a, &r), r))) {
         Ok((branch, reason)) => TurnEnd::Stop(reason, branch),
-        Err(e) if e.code == cmdlog_acp::CONNECTION_CLOSED => TurnEnd::SessionGone,
+        // The agent's channel closed under the turn (it exited): as `qwen serve`
+        // ends such a turn — its questions answered `cancelled`, then the turn
+        // failed. The session dies next (bridge.rs, `watch_exit`).
+        Err(e) if e.code == cmdlog_acp::CONNECTION_CLOSED => {
+            state.cancel_permissions(session).await;
+            TurnEnd::Failed(
+                "the agent exited before the prompt completed".into(),
+                Some(json!("channel_closed")),
+            )
+        }
         // A string, as `qwen serve` sends it (the SDK reads no other).
         Err(e) => TurnEnd::Failed(
             format!("the agent failed the prompt: {}", e.message),
