@@ -294,6 +294,13 @@ export function validateQwenFrame(frame) {
       if (!nonEmpty(d.requestId)) bad("requestId");
       acp("RequestPermissionOutcome", d.outcome, "data.outcome");
       break;
+    case "permission_already_resolved": // a late vote, told the answer that stands
+      needId();
+      needData();
+      if (!nonEmpty(d.requestId)) bad("requestId");
+      if (!nonEmpty(d.sessionId)) bad("sessionId");
+      acp("RequestPermissionOutcome", d.outcome, "data.outcome");
+      break;
     case "turn_complete":
       needId();
       needData();
@@ -330,6 +337,18 @@ export function validateQwenFrame(frame) {
       needId();
       needData();
       if (!nonEmpty(d.sessionId)) bad("sessionId");
+      break;
+    case "model_switch_failed": // as the SDK's guard wants it
+      needId();
+      needData();
+      if (!nonEmpty(d.sessionId)) bad("sessionId");
+      if (!nonEmpty(d.requestedModelId)) bad("requestedModelId");
+      if (typeof d.error !== "string") bad("error");
+      break;
+    case "followup_suggestion":
+      needId();
+      needData();
+      for (const k of ["sessionId", "suggestion", "promptId"]) if (!nonEmpty(d[k])) bad(k);
       break;
     default:
       return { unknown: true, type: frame.type };

@@ -447,7 +447,12 @@ describe("cmdlog serve with @qwen-code/sdk 0.1.14", () => {
     assert.equal(state.unrecognizedKnownEventCount, 0, JSON.stringify(state.lastUnrecognizedKnownEvent));
     assert.equal(state.currentModelId, "test-large");
     assert.deepEqual(state.pendingPermissions, {});
-    assert.equal(state.unmatchedPermissionResolutionCount, 0);
+    // A late vote is told the answer that stands (`permission_already_resolved`,
+    // as real qwen serve tells it); the reducer, finding nothing pending, counts
+    // each one unmatched — the same with qwen serve.
+    const late = frames.items.filter((f) => f.type === "permission_already_resolved").length;
+    assert.ok(late >= 1, "the late vote is answered on the stream");
+    assert.equal(state.unmatchedPermissionResolutionCount, late);
     assert.equal(state.alive, true);
     assert.equal(state.sessionId, session.sessionId);
     assert.equal(state.lastEventId, ids.at(-1));
