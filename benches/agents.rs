@@ -1,7 +1,8 @@
 //! What recording the agents costs, side by side in one run:
 //! - `cmdlog hook` per payload (a new process each time, as an agent runs it):
 //!   median and p99 wall time beside the `sqlite3` command line inserting the same
-//!   payload into a table (a new process each time too, `synchronous=FULL`);
+//!   payload into a table (a new process each time too, `synchronous=FULL`),
+//!   and the syncs one call of each makes (`strace -f -c`, when installed);
 //! - `cmdlog import --from claude-code` (through `cmdlog_agents::import`, as the
 //!   verb calls it) of a generated transcript set beside plain
 //!   `serde_json` decoding of the same lines, and a second import (adds nothing).
@@ -31,6 +32,45 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// How many `fsync`/`fdatasync` calls `command` (and its children) make with
+/// `input` on stdin, counted by `strace -f -c`; `None` without strace.
+fn syncs(command: &Command, input: &[u8]) -> Option<usize> {
+    let out = tempfile::NamedTempFile::new().ok()?;
+    let mut c = Command::new("strace");
+    c.args(["-f", "-c", "-e", "trace=fsync,fdatasync", "-o"])
+        .arg(out.path())
+        .arg(command.get_program())
+        .args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        c.current_dir(dir);
+    }
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(input).ok()?;
+    if !child.wait().ok()?.success() {
+        return None;
+    }
+    // `strace -c`: one row per syscall, `calls` the fourth column.
+    let report = std::fs::read_to_string(out.path()).ok()?;
+    Some(
+        report
+            .lines()
+            .filter(|l| l.ends_with("fsync") || l.ends_with("fdatasync"))
+            .filter_map(|l| l.split_whitespace().nth(3)?.parse::<usize>().ok())
+            .sum(),
+    )
 }
 
 /// Runs `command` with `input` on stdin; its wall time.
@@ -68,6 +108,14 @@ fn hook_latency(calls: usize) {
         })
         .collect();
     hook.sort();
+    let hook_syncs = {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
+        c.args(["hook", "claude-code"])
+            .current_dir(ws.path())
+            .env("HOME", home.path())
+            .env_remove("CLAUDE_PROJECT_DIR");
+        syncs(&c, payload(calls).as_bytes())
+    };
     let sqlite = Command::new("sqlite3").arg("-version").output().is_ok();
     let db = ws.path().join("events.sqlite");
     let mut lite: Vec<Duration> = Vec::new();
@@ -92,6 +140,15 @@ fn hook_latency(calls: usize) {
             .collect();
         lite.sort();
     }
+    let lite_syncs = sqlite.then(|| {
+        let mut c = Command::new("sqlite3");
+        c.arg(&db);
+        let sql = format!(
+            "PRAGMA synchronous=FULL; INSERT INTO events(at, payload) VALUES (strftime('%s','now'), '{}');",
+            payload(calls + 1).replace('\'', "''")
+        );
+        syncs(&c, sql.as_bytes())
+    });
     let events = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
         .args(["log", "--session", "bench-1"])
         .current_dir(ws.path())
@@ -102,7 +159,12 @@ fn hook_latency(calls: usize) {
         .lines()
         .filter(|l| l.contains("session/prompt"))
         .count();
-    assert_eq!(recorded, calls, "every payload recorded");
+    // The counted calls add one payload each when strace ran them.
+    assert_eq!(
+        recorded,
+        calls + usize::from(hook_syncs.is_some()),
+        "every payload recorded"
+    );
     println!("| per payload ({calls} calls, one process each) | median | p99 |");
     println!("|---|---|---|");
     println!(
@@ -124,6 +186,12 @@ fn hook_latency(calls: usize) {
     } else {
         println!("| `sqlite3` | not installed | - |");
     }
+    let count = |n: Option<usize>| n.map_or("- (no strace)".to_string(), |n| n.to_string());
+    println!(
+        "\nsyncs (fsync + fdatasync, `strace -f -c`) per call: `cmdlog hook` {}, `sqlite3` insert {}",
+        count(hook_syncs),
+        count(lite_syncs.flatten())
+    );
 }
 
 /// A Claude Code transcript line of the given kind, shaped like real ones: the
