@@ -114,8 +114,14 @@ pub(crate) fn resume_request(
     if caps.resume {
         return None;
     }
-    let p = json!({"cwd": params["cwd"], "mcpServers": params.get("mcpServers").cloned().unwrap_or_else(|| json!([]))});
+    let p = new_session_params(params);
     Some((Restore::Fresh, "session/new", p))
+}
+
+/// `session/new` params for the agent from an editor's load or resume: its
+/// `cwd` and `mcpServers`.
+fn new_session_params(params: &Value) -> Value {
+    json!({"cwd": params["cwd"], "mcpServers": params.get("mcpServers").cloned().unwrap_or_else(|| json!([]))})
 }
 
 /// How the agent gets a session back.
@@ -137,7 +143,7 @@ pub(crate) fn restore_request(
     if caps.load {
         return None;
     }
-    let mut p = json!({"cwd": params["cwd"], "mcpServers": params.get("mcpServers").cloned().unwrap_or_else(|| json!([]))});
+    let mut p = new_session_params(params);
     if caps.resume {
         p["sessionId"] = params["sessionId"].clone();
         Some((Restore::Resume, "session/resume", p))

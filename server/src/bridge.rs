@@ -439,16 +439,7 @@ async fn watch_exit(
         // turns.rs), then `session_died`. The turn gets a moment to say so.
         state.cancel_permissions(&session).await;
         if let Some(live) = state.live_if(&session) {
-            let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
-            while live
-                .active
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_some()
-                && tokio::time::Instant::now() < deadline
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
+            live.turn_ended_within(CLOSE_GRACE).await;
         }
         state.end_session(&session).await;
         if let Ok(engine) = state.engine() {

@@ -28,6 +28,23 @@ pub(crate) struct Live {
     pub commands: Mutex<Option<u64>>,
 }
 
+impl Live {
+    /// Waits until no turn runs, or `grace` has passed: a turn that is ending
+    /// records its end first.
+    pub(crate) async fn turn_ended_within(&self, grace: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        while self
+            .active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
 /// The running turn.
 #[derive(Clone)]
 pub(crate) struct Active {

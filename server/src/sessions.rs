@@ -369,16 +369,7 @@ pub(super) async fn delete_session(
     // The cancelled turn ends (its stop reason recorded) before the session does,
     // unless the agent takes too long to wind down.
     if let Some(live) = live {
-        let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
-        while live
-            .active
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        live.turn_ended_within(CLOSE_GRACE).await;
     }
     state.recorder.flush().await;
     // Who closed it, as `qwen serve` says (`closedBy`).

@@ -7,6 +7,7 @@
 // model server through its documented base-URL setting, and the variables that
 // make them fetch updates, telemetry or feature flags are turned off.
 import { spawn, spawnSync } from "node:child_process";
+import net from "node:net";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import fs from "node:fs";
@@ -209,4 +210,16 @@ export function plan(lastUserText, lastIsToolResult, toolOutput = "") {
   const m = /TOOL:(.+)$/m.exec(lastUserText ?? "");
   if (m) return { tool: m[1].trim() };
   return { text: `reply to: ${String(lastUserText ?? "").slice(-60)}` };
+}
+
+/** A free TCP port on loopback. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
 }

@@ -10,10 +10,9 @@
 //   cargo build --release
 //   cd tests/agents-real && CMDLOG_BIN=$PWD/../../target/release/cmdlog node latency.mjs [ROUNDS]
 import { spawn } from "node:child_process";
-import net from "node:net";
 import { DaemonClient, DaemonSessionClient } from "@qwen-code/sdk/daemon";
 
-import { AGENTS, CMDLOG, NODE, installed, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, NODE, freePort, installed, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 if (!CMDLOG || !installed()) {
@@ -23,16 +22,6 @@ if (!CMDLOG || !installed()) {
 delete process.env.QWEN_SERVER_TOKEN;
 const ROUNDS = Number(process.argv[2] ?? 20);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** An ACP client over a child's stdio that answers permission requests "allow". */
 async function acpSession(argv, w, env) {

@@ -10,15 +10,13 @@
 // daemon, are killed with SIGKILL in the middle of a turn: the client hears the
 // turn end (`session_died`, then `turn_error daemon_lost` after a restart) and
 // the log verifies.
-import { spawn, execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
-import path from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient, DaemonSessionClient } from "@qwen-code/sdk/daemon";
 
-import { AGENTS, CMDLOG, NODE, cmdlog, events, installed, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, NODE, cmdlog, freePort, installed, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 const SKIP = !CMDLOG
@@ -37,17 +35,6 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Settings for Qwen Code: nothing phones home, and every shell call asks first. */
 function qwenSettings(w) {
@@ -114,6 +101,17 @@ async function startDaemon(which, w, env, port) {
     if (Date.now() > deadline) throw new Error(`${which} daemon: no /health in 60 s\n${output}`);
     await sleep(100);
   }
+}
+
+/** A world of its own with Qwen Code's settings and our model, and daemon `which` on it. */
+async function qwenBehind(which, name) {
+  const w = world(`${name}-${which}`);
+  cleanups.push(() => w.cleanup());
+  qwenSettings(w);
+  const fake = await fakeOpenAIChat();
+  cleanups.push(() => fake.close());
+  const daemon = await startDaemon(which, w, { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" });
+  return { w, fake, daemon };
 }
 
 /** Follows a session's events in the background. */
@@ -253,12 +251,7 @@ function assertGapless(frames, which) {
 test("qwen serve and cmdlog serve --agent qwen: the same frames for the same script", { skip: SKIP, timeout: 600_000 }, async (t) => {
   const runs = {};
   for (const which of ["real", "cmdlog"]) {
-    const w = world(`serve-${which}`);
-    cleanups.push(() => w.cleanup());
-    qwenSettings(w);
-    const fake = await fakeOpenAIChat();
-    cleanups.push(() => fake.close());
-    const daemon = await startDaemon(which, w, { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" });
+    const { w, fake, daemon } = await qwenBehind(which, "serve");
     try {
       runs[which] = { ...(await script(daemon)), w, daemon };
     } catch (e) {
@@ -366,12 +359,7 @@ function endShape(frames, from) {
 test("the agent killed mid-turn: the same end on both daemons; the daemon killed: cmdlog ends the turn after a restart", { skip: SKIP, timeout: 600_000 }, async (t) => {
   const ends = {};
   for (const which of ["real", "cmdlog"]) {
-    const w = world(`kill-${which}`);
-    cleanups.push(() => w.cleanup());
-    qwenSettings(w);
-    const fake = await fakeOpenAIChat();
-    cleanups.push(() => fake.close());
-    const daemon = await startDaemon(which, w, { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" });
+    const { w, fake, daemon } = await qwenBehind(which, "kill");
     const dc = new DaemonClient({ baseUrl: daemon.base, fetchTimeoutMs: T });
     const caps = await dc.capabilities();
     const session = await DaemonSessionClient.createOrAttach(dc, { workspaceCwd: caps.workspaceCwd, sessionScope: "thread" });
