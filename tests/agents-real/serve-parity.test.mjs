@@ -368,7 +368,9 @@ test("the agent killed mid-turn: the same end on both daemons; the daemon killed
     note(`${which}: first turn done`);
     const { turn } = await turnWaitingForAVote(session, stream, "TOOL:touch killed-file");
     note(`${which}: waiting for a vote`);
-    const from = stream.frames.filter((f) => f.id !== undefined).at(-1).id;
+    // From the question the turn waits on (the agent's late command list may
+    // come after it).
+    const from = stream.frames.filter((f) => f.type === "permission_request").at(-1).id;
     // SIGKILL every process under the daemon: its agent (Qwen Code relaunches
     // itself, so a launcher and the CLI), not the daemon.
     const agents = descendants(daemon.child.pid);
