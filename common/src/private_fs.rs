@@ -83,6 +83,28 @@ pub fn create_new(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Opens a file for reading and writing, creating it (mode 0600) if it is missing,
+/// never through a link.
+pub fn open_or_create_private(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Opens an existing file for reading and writing, never through a link.
+pub fn open_existing_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}
+
 /// Creates a file with a fresh name beside `near` (`.<name>.<random>.cmdlog-tmp`),
 /// exclusively and never through a link: where a file is written before it is
 /// renamed over another.

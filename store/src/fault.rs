@@ -220,6 +220,14 @@ impl JournalIo for FaultyFile {
         self.plan.check(false)?;
         JournalIo::sync_data(&self.file)
     }
+
+    fn lock(&self, exclusive: bool) -> std::io::Result<()> {
+        JournalIo::lock(&self.file, exclusive)
+    }
+
+    fn unlock(&self) -> std::io::Result<()> {
+        JournalIo::unlock(&self.file)
+    }
 }
 
 /// Opens the log at `path` with both of its files (the redb file and the
@@ -236,6 +244,22 @@ pub fn open_faulty(
     let backend = FaultyBackend::file(path, plan).map_err(io)?;
     let journal = FaultyFile::open(&crate::journal_path(path), plan).map_err(io)?;
     crate::Log::open_with_backend(backend, journal, config)
+}
+
+/// Opens the existing log at `path` short-lived ([`crate::Log::open_short_lived`])
+/// with its write-ahead log failing where `plan` says (redb's file is only read).
+/// `None` where the open would be writable instead.
+pub fn open_faulty_short_lived(
+    path: &Path,
+    plan: &Arc<FaultPlan>,
+    config: crate::LogConfig,
+) -> Result<Option<crate::Log>, crate::OpenError> {
+    crate::Log::try_short_lived(path, &config, &|file| {
+        Box::new(FaultyFile {
+            file,
+            plan: Arc::clone(plan),
+        })
+    })
 }
 
 /// Opens (or creates) a file for reading and writing, keeping its contents.

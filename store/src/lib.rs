@@ -28,16 +28,21 @@ mod fault;
 mod journal;
 mod limits;
 mod log;
+mod overlay;
 mod record;
 mod schema;
 mod shared;
 mod writer;
 
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
-pub use fault::{FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty};
+pub use fault::{
+    FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty, open_faulty_short_lived,
+};
 pub use journal::{JournalIo, journal_path};
 pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY_BYTES_MAX};
-pub use log::{AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard};
+pub use log::{
+    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard, presence_path,
+};
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;
 pub use schema::chain as chain_hash;

@@ -101,6 +101,25 @@ pub(crate) const BLOB_META: TableDefinition<&[u8; 32], (u64, u64)> =
 /// store. Only the latest is kept.
 pub(crate) const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
 
+/// Replaces every snapshot with this one.
+pub(crate) fn replace_snapshot(
+    txn: &redb::WriteTransaction,
+    seq: u64,
+    bytes: &[u8],
+) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let mut snapshots = txn.open_table(SNAPSHOTS)?;
+    let old: Vec<u64> = snapshots
+        .iter()?
+        .map(|e| e.map(|(k, _)| k.value()))
+        .collect::<Result<_, _>>()?;
+    for k in old {
+        snapshots.remove(k)?;
+    }
+    snapshots.insert(seq, bytes)?;
+    Ok(())
+}
+
 /// `key -> value` facts about the file itself.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 

@@ -10,28 +10,38 @@ use tokio::sync::watch;
 use crate::config::LogConfig;
 use crate::error::AppendError;
 use crate::limits::STREAM_KEY_BYTES_MAX;
+use crate::overlay::Overlay;
 use crate::record::{CommitHook, Head, NewRecord, Seq};
 
-/// The redb handle: writable (with a writer thread) or read-only (a snapshot reader
-/// that never blocks writers for long).
+/// The redb handle: writable (with a writer thread), read-only (a snapshot reader
+/// that never blocks writers for long), or read-only under a short-lived appender
+/// whose writer thread appends to the write-ahead log alone (see [`crate::overlay`]).
 pub(crate) enum Db {
     Writable(Database),
     ReadOnly(redb::ReadOnlyDatabase),
+    ShortLived(redb::ReadOnlyDatabase),
 }
 
 impl Db {
     pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
         match self {
             Db::Writable(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
+            Db::ReadOnly(db) | Db::ShortLived(db) => db.begin_read(),
         }
     }
 
     pub(crate) fn writable(&self) -> &Database {
         match self {
             Db::Writable(db) => db,
-            Db::ReadOnly(_) => unreachable!("only a writable log has a writer thread"),
+            Db::ReadOnly(_) | Db::ShortLived(_) => {
+                unreachable!("only a writable log writes redb's file")
+            }
         }
+    }
+
+    /// Whether appends go to the write-ahead log alone.
+    pub(crate) fn short_lived(&self) -> bool {
+        matches!(self, Db::ShortLived(_))
     }
 }
 
@@ -48,6 +58,9 @@ pub(crate) struct Shared {
     /// Whether `META["wal"]` says open: the writer marks it durably before its
     /// first frame, and a clean close marks it clean.
     pub(crate) wal_open: std::sync::atomic::AtomicBool,
+    /// The write-ahead log's frames redb's file lacks, for a log that does not
+    /// write redb (empty otherwise).
+    pub(crate) overlay: RwLock<Overlay>,
 }
 
 /// The stream index entries of records after `META["streams_through"]`, kept in

@@ -58,15 +58,40 @@ impl Log {
 
     /// Whether a blob is stored (its bytes are not checked).
     pub fn has_blob(&self, hash: &BlobHash) -> Result<bool, ReadError> {
-        let read = self.shared.db.begin_read().map_err(read_err)?;
-        let meta = read.open_table(BLOB_META).map_err(read_err)?;
-        Ok(meta.get(&hash.0).map_err(read_err)?.is_some())
+        let in_redb = || -> Result<bool, ReadError> {
+            let read = self.shared.db.begin_read().map_err(read_err)?;
+            let meta = read.open_table(BLOB_META).map_err(read_err)?;
+            Ok(meta.get(&hash.0).map_err(read_err)?.is_some())
+        };
+        let overlay = self.overlay();
+        if overlay.blobs.contains_key(&hash.0) {
+            return Ok(true);
+        }
+        if overlay.removed.contains(&hash.0) {
+            return Ok(false);
+        }
+        drop(overlay);
+        in_redb()
     }
 
     /// A blob's bytes, re-hashed: a mismatch is an error, never returned bytes.
     pub fn get_blob(&self, hash: &BlobHash) -> Result<Option<Vec<u8>>, BlobError> {
-        let read = self.shared.db.begin_read().map_err(read_err)?;
-        let Some(bytes) = schema::read_blob(&read, &hash.0).map_err(read_err)? else {
+        let from_overlay = {
+            let overlay = self.overlay();
+            match overlay.blobs.get(&hash.0) {
+                Some(blob) => Some(Some(blob.bytes.as_ref().clone())),
+                None if overlay.removed.contains(&hash.0) => Some(None),
+                None => None,
+            }
+        };
+        let found = match from_overlay {
+            Some(found) => found,
+            None => {
+                let read = self.shared.db.begin_read().map_err(read_err)?;
+                schema::read_blob(&read, &hash.0).map_err(read_err)?
+            }
+        };
+        let Some(bytes) = found else {
             return Ok(None);
         };
         let actual = BlobHash::of(&bytes);
@@ -84,10 +109,19 @@ impl Log {
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let meta = read.open_table(BLOB_META).map_err(read_err)?;
         let mut out = Vec::new();
+        let overlay = self.overlay();
         for entry in meta.iter().map_err(read_err)? {
             let (k, v) = entry.map_err(read_err)?;
             let (added_ms, size) = v.value();
-            out.push((BlobHash(*k.value()), added_ms, size));
+            if !overlay.removed.contains(k.value()) && !overlay.blobs.contains_key(k.value()) {
+                out.push((BlobHash(*k.value()), added_ms, size));
+            }
+        }
+        for (hash, blob) in &overlay.blobs {
+            out.push((BlobHash(*hash), blob.added_ms, blob.bytes.len() as u64));
+        }
+        if !overlay.blobs.is_empty() {
+            out.sort_by_key(|b| b.0.0);
         }
         Ok(out)
     }

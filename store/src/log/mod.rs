@@ -2,9 +2,11 @@
 
 mod blobs;
 mod open;
+mod overlaid;
 mod read;
 mod recovery;
 
+pub use overlaid::presence_path;
 pub use recovery::WalDiscard;
 
 use std::path::{Path, PathBuf};
@@ -57,6 +59,13 @@ pub struct Log {
     wal_discard: Option<WalDiscard>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// A short-lived log's writer, which commits on the caller's thread.
+    inline: Option<Mutex<crate::writer::Inline>>,
+    /// The head when this open knew no other process could be appending (see
+    /// [`Log::alone_through`]).
+    alone_through: Option<Seq>,
+    /// A short-lived log's presence lock, held shared while it is open.
+    presence: Option<std::fs::File>,
 }
 
 impl std::fmt::Debug for Log {
@@ -78,6 +87,29 @@ impl Log {
     /// [`LogConfig::discard_wal_damage`] and found damage.
     pub fn wal_discard(&self) -> Option<&WalDiscard> {
         self.wal_discard.as_ref()
+    }
+
+    /// The write-ahead log's frames laid over redb's file (empty for a writable log).
+    fn overlay(&self) -> std::sync::RwLockReadGuard<'_, crate::overlay::Overlay> {
+        self.shared
+            .overlay
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The head as of a moment this open held the log alone among appenders: a
+    /// writable open always (at open), a short-lived one when no other short-lived
+    /// process had it open then. Runs open at or below it were left by processes
+    /// that are gone; later ones may belong to a process appending now. `None` for
+    /// a read-only log, or a short-lived one that was not alone.
+    pub fn alone_through(&self) -> Option<Seq> {
+        self.alone_through
+    }
+
+    /// Whether this log was opened short-lived ([`Log::open_short_lived`]): other
+    /// processes may be appending to it at the same time.
+    pub fn is_short_lived(&self) -> bool {
+        self.shared.db.short_lived()
     }
 
     /// Installs the commit hook, replacing any earlier one.
@@ -105,6 +137,13 @@ impl Log {
         }
         if matches!(self.shared.db, Db::ReadOnly(_)) {
             return Err(AppendError::ReadOnly);
+        }
+        if let Some(inline) = &self.inline {
+            inline
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .commit(&self.shared, request);
+            return Ok(());
         }
         let guard = self.requests.lock().unwrap_or_else(|p| p.into_inner());
         let tx = guard.as_ref().ok_or(AppendError::Closed)?;
@@ -156,6 +195,9 @@ impl Log {
 
     /// The latest snapshot and its seq, if any.
     pub fn latest_snapshot(&self) -> Result<Option<(Seq, Vec<u8>)>, ReadError> {
+        if let Some(snapshot) = &self.overlay().snapshot {
+            return Ok(Some(snapshot.clone()));
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let table = match read.open_table(SNAPSHOTS) {
             Ok(t) => t,

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::error::OpenError;
 use crate::journal::{Journal, JournalIo, journal_path};
+use crate::overlay::Overlay;
 use crate::record::{Durability, Seq};
 use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
 use crate::writer;
@@ -99,29 +100,6 @@ impl Log {
         Ok(log)
     }
 
-    /// Opens an existing log for reading only. Writers are excluded only while it is
-    /// open, so open, read and drop it promptly. A file that needs crash recovery
-    /// cannot be opened read-only ([`OpenError::NeedsRecovery`]): open it writable once.
-    pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
-        let path = path.as_ref().to_path_buf();
-        let mut builder = redb::Builder::new();
-        builder.set_cache_size(config.cache_bytes);
-        let db = waiting_for_lock(&path, config.lock_wait, || builder.open_read_only(&path))?;
-        // Holding redb's shared lock, no writer is running: frames in the write-ahead
-        // log are left from a crash and only a writable open applies them.
-        if recovery::check_read_only(&db, &path)? {
-            return Err(OpenError::NeedsRecovery { path });
-        }
-        let db = Db::ReadOnly(db);
-        if !Self::initialized(&db, &path)? {
-            return Err(OpenError::Format {
-                path,
-                found: String::new(),
-            });
-        }
-        Self::start(db, path, config, None)
-    }
-
     /// Reads a log that needs crash recovery, and its write-ahead log, into memory and
     /// recovers them there, leaving both files untouched: for reading a crashed log
     /// where it cannot be written (read-only media, no write permission). Takes as
@@ -204,13 +182,15 @@ impl Log {
         )?;
         // Buffered logs skip the write-ahead log: their commits are not durable anyway.
         let journal = (config.durability == Durability::Durable).then_some(journal);
-        let mut log = Self::start(db, path, config, journal)?;
+        let mut log = Self::start(db, path, config, journal, Overlay::default())?;
         log.wal_discard = discard;
+        // redb's lock excludes every other appender.
+        log.alone_through = Some(log.head().seq);
         Ok(log)
     }
 
     /// Whether the file already holds this format's tables (then opening writes nothing).
-    fn initialized(db: &Db, path: &Path) -> Result<bool, OpenError> {
+    pub(super) fn initialized(db: &Db, path: &Path) -> Result<bool, OpenError> {
         let storage = storage_error(path);
         let read = db.begin_read().map_err(|e| storage(e.into()))?;
         let tables: Vec<String> = read
@@ -281,13 +261,16 @@ impl Log {
         Ok(())
     }
 
-    fn start(
+    /// Starts the log over `db` with `overlay` (the write-ahead log's frames redb's
+    /// file lacks, for a log that does not write it) and the writer thread.
+    pub(super) fn start(
         db: Db,
         path: PathBuf,
         config: LogConfig,
         journal: Option<Journal>,
+        overlay: Overlay,
     ) -> Result<Log, OpenError> {
-        let head = {
+        let redb_head = {
             let storage = storage_error(&path);
             let read = db.begin_read().map_err(|e| storage(e.into()))?;
             let records = read.open_table(RECORDS).map_err(|e| storage(e.into()))?;
@@ -310,7 +293,19 @@ impl Log {
             }
         };
 
-        let pending = Self::pending_streams(&db, &path, head.seq)?;
+        let mut pending = Self::pending_streams(&db, &path, redb_head.seq)?;
+        let mut head = redb_head;
+        for (seq, value) in &overlay.records {
+            let (hash, stream, _) =
+                schema::decode_record(value).ok_or_else(|| OpenError::Storage {
+                    path: path.clone(),
+                    message: format!("the write-ahead log's record at seq {seq} is malformed"),
+                })?;
+            if let Some(key) = stream {
+                pending.push(key, *seq);
+            }
+            head = Head { seq: *seq, hash };
+        }
         let wal_open = {
             let read = db
                 .begin_read()
@@ -328,10 +323,16 @@ impl Log {
             hook: RwLock::new(None),
             pending: Mutex::new(pending),
             wal_open: std::sync::atomic::AtomicBool::new(wal_open),
+            overlay: RwLock::new(overlay),
         });
-        let (requests, writer) = match &shared.db {
-            Db::ReadOnly(_) => (None, None),
-            Db::Writable(_) => {
+        let (requests, writer, inline) = match (&shared.db, journal) {
+            (Db::ReadOnly(_), _) => (None, None, None),
+            (Db::ShortLived(_), Some(journal)) => (
+                None,
+                None,
+                Some(Mutex::new(writer::Inline::new(&shared, journal))),
+            ),
+            (_, journal) => {
                 let (tx, writer) =
                     writer::spawn(Arc::clone(&shared), journal).map_err(|source| {
                         OpenError::Io {
@@ -339,7 +340,7 @@ impl Log {
                             source,
                         }
                     })?;
-                (Some(tx), Some(writer))
+                (Some(tx), Some(writer), None)
             }
         };
         Ok(Log {
@@ -348,6 +349,9 @@ impl Log {
             wal_discard: None,
             requests: Mutex::new(requests),
             writer: Mutex::new(writer),
+            inline,
+            alone_through: None,
+            presence: None,
         })
     }
 
@@ -438,7 +442,7 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 }
 
 /// Retries `open` while another process holds the file, up to `wait`.
-fn waiting_for_lock<T>(
+pub(super) fn waiting_for_lock<T>(
     path: &Path,
     wait: Duration,
     mut open: impl FnMut() -> Result<T, DatabaseError>,
@@ -455,14 +459,14 @@ fn waiting_for_lock<T>(
     }
 }
 
-fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
+pub(super) fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
     move |e| OpenError::Storage {
         path: path.to_path_buf(),
         message: e.to_string(),
     }
 }
 
-fn open_error(path: &Path, e: DatabaseError) -> OpenError {
+pub(super) fn open_error(path: &Path, e: DatabaseError) -> OpenError {
     match e {
         DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
             path: path.to_path_buf(),

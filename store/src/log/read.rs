@@ -14,6 +14,9 @@ use super::{ChainBreak, Head, Log, PendingStreams};
 impl Log {
     /// Reads one record.
     pub fn get(&self, seq: Seq) -> Result<Option<Record>, ReadError> {
+        if let Some(value) = self.overlay().records.get(&seq) {
+            return decode(seq, value).map(Some);
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let Some(value) = records.get(seq).map_err(read_err)? else {
@@ -32,12 +35,31 @@ impl Log {
         if from > until {
             return Ok(());
         }
+        // The overlay's records all follow redb's: redb's first, then the overlay's.
+        let overlay_from = self.overlay().records.keys().next().copied();
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
-        for entry in records.range(from..=until).map_err(read_err)? {
-            let (k, v) = entry.map_err(read_err)?;
-            if !f(decode(k.value(), v.value())?) {
-                break;
+        let redb_until = overlay_from.map_or(until, |o| until.min(o.saturating_sub(1)));
+        if from <= redb_until {
+            for entry in records.range(from..=redb_until).map_err(read_err)? {
+                let (k, v) = entry.map_err(read_err)?;
+                if !f(decode(k.value(), v.value())?) {
+                    return Ok(());
+                }
+            }
+        }
+        if overlay_from.is_some() {
+            // Copied out first: `f` may read the log again.
+            let tail: Vec<(Seq, Vec<u8>)> = self
+                .overlay()
+                .records
+                .range(from..=until)
+                .map(|(k, v)| (*k, v.clone()))
+                .collect();
+            for (seq, value) in tail {
+                if !f(decode(seq, &value)?) {
+                    break;
+                }
             }
         }
         Ok(())
@@ -118,7 +140,12 @@ impl Log {
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut out = Vec::with_capacity(seqs.len());
+        let overlay = self.overlay();
         for seq in seqs {
+            if let Some(value) = overlay.records.get(&seq) {
+                out.push(decode(seq, value)?);
+                continue;
+            }
             let value = records
                 .get(seq)
                 .map_err(read_err)?
@@ -188,27 +215,37 @@ impl Log {
             seq: 0,
             hash: [0; 32],
         };
-        for entry in records.iter().map_err(read_err)? {
-            let (k, v) = entry.map_err(read_err)?;
-            let seq = k.value();
+        let mut link = |seq: Seq, value: &[u8]| -> Option<ChainBreak> {
             if seq != prev.seq + 1 {
-                return Ok(Err(ChainBreak::Gap {
+                return Some(ChainBreak::Gap {
                     previous: prev.seq,
                     found: seq,
-                }));
+                });
             }
-            let Some((stored, _, bytes)) = schema::decode_record(v.value()) else {
-                return Ok(Err(ChainBreak::Undecodable { seq }));
+            let Some((stored, _, bytes)) = schema::decode_record(value) else {
+                return Some(ChainBreak::Undecodable { seq });
             };
             let expected = schema::chain(&prev.hash, seq, bytes);
             if stored != expected {
-                return Ok(Err(ChainBreak::HashMismatch { seq }));
+                return Some(ChainBreak::HashMismatch { seq });
             }
             prev = Head {
                 seq,
                 hash: expected,
             };
             progress(seq);
+            None
+        };
+        for entry in records.iter().map_err(read_err)? {
+            let (k, v) = entry.map_err(read_err)?;
+            if let Some(broken) = link(k.value(), v.value()) {
+                return Ok(Err(broken));
+            }
+        }
+        for (seq, value) in &self.overlay().records {
+            if let Some(broken) = link(*seq, value) {
+                return Ok(Err(broken));
+            }
         }
         Ok(Ok(prev))
     }

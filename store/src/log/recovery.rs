@@ -162,25 +162,32 @@ fn redb_head(
     })
 }
 
-/// Reads the write-ahead log beside a log opened read-only and says whether the log
-/// can be read as it is: `Ok(true)` when frames need a writable open to be applied.
-pub(crate) fn check_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Result<bool, OpenError> {
-    use redb::ReadableDatabase;
+/// The frames of the write-ahead log redb's file lacks, as a log that does not
+/// write redb's file sees them.
+pub(crate) struct FramesOver {
+    /// The frames redb's file does not hold, in order.
+    pub(crate) frames: Vec<FoundFrame>,
+    /// How many frames redb's file already holds (a crash between a checkpoint and
+    /// the write-ahead log's reset leaves them).
+    pub(crate) covered: usize,
+    /// redb's file's last record.
+    pub(crate) redb_head: Head,
+}
+
+/// Judges the write-ahead log `scan` found (`None`: no file) beside redb's file
+/// opened without writing, as recovery would: a problem that may lose acknowledged
+/// events is refused by name ([`OpenError::WalDamaged`]).
+pub(crate) fn frames_over(
+    read: &redb::ReadTransaction,
+    path: &Path,
+    scan: Option<Scan>,
+) -> Result<FramesOver, OpenError> {
     let wal = journal::journal_path(path);
     let storage = |message: String| OpenError::Storage {
         path: path.to_path_buf(),
         message,
     };
-    let read = db.begin_read().map_err(|e| storage(e.to_string()))?;
-    let open = wal_open(&read).map_err(|e| storage(e.to_string()))?;
-    let scan = match std::fs::File::open(&wal) {
-        Ok(file) => Some(journal::scan(&file).map_err(|source| OpenError::Io {
-            path: wal.clone(),
-            source,
-        })?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(OpenError::Io { path: wal, source }),
-    };
+    let open = wal_open(read).map_err(|e| storage(e.to_string()))?;
     let records = read
         .open_table(RECORDS)
         .map_err(|e| storage(e.to_string()))?;
@@ -195,7 +202,22 @@ pub(crate) fn check_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Resul
         let kept = seq_span(&frames).map_or(head.seq, |(_, last)| last.max(head.seq));
         return Err(refusal(&wal, &problem.what, kept));
     }
-    Ok(frames.iter().any(|f| !covered(f)))
+    // A frame whose records redb's file holds was checkpointed; frames of blobs
+    // alone are laid over again (adding or removing a blob twice changes nothing).
+    let checkpointed = |f: &FoundFrame| {
+        let mut seqs = f.ops.iter().filter_map(|op| match op {
+            Op::Record { seq, .. } => Some(*seq),
+            _ => None,
+        });
+        seqs.next().is_some_and(|first| first <= head.seq)
+    };
+    let total = frames.len();
+    let frames: Vec<FoundFrame> = frames.into_iter().filter(|f| !checkpointed(f)).collect();
+    Ok(FramesOver {
+        covered: total - frames.len(),
+        frames,
+        redb_head: head,
+    })
 }
 
 /// Whether redb's file already holds everything in `frame`: every record is at or
@@ -252,6 +274,8 @@ pub(crate) fn recover(
     let mut discarded = None;
     let mut fresh = !existed;
     let mut applied_any = false;
+    // The latest snapshot the frames hold: it replaces redb's once they are applied.
+    let mut snapshot = None;
     let blank = Scan {
         header: Header::Short,
         frames: Vec::new(),
@@ -369,6 +393,10 @@ pub(crate) fn recover(
                         }
                         applied_any = true;
                     }
+                    Op::Snapshot { seq, bytes } => {
+                        snapshot = Some((seq, bytes));
+                        applied_any = true;
+                    }
                 }
             }
         }
@@ -393,6 +421,9 @@ pub(crate) fn recover(
             dirty_end,
             unreadable: None,
         };
+    }
+    if let Some((seq, bytes)) = snapshot {
+        schema::replace_snapshot(&txn, seq, &bytes).map_err(|e| storage(e.to_string()))?;
     }
     let any_frames = resume_scan.end > journal_header_end();
     if applied_any || discarded.is_some() || open {

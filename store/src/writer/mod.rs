@@ -30,8 +30,13 @@ use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
 use crate::record::Head;
 use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
-use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, SNAPSHOTS, STREAMS};
+use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, STREAMS};
 use crate::shared::{PendingStreams, Shared, check_records};
+
+mod short_lived;
+
+pub(crate) use short_lived::Inline;
+use short_lived::{commit_short_lived, write_overlay};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
 pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
@@ -173,7 +178,9 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             }
             continue;
         }
+        let short_lived = shared.db.short_lived();
         if journal.is_some()
+            && !short_lived
             && !shared.wal_open.load(Ordering::SeqCst)
             && let Err(e) = set_wal_state(shared, schema::WAL_OPEN)
         {
@@ -194,14 +201,16 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
             .unwrap_or_else(|p| p.into_inner())
             .count;
         if pending >= STREAMS_FLUSH_ENTRIES
+            && !short_lived
             && poisoned(shared).is_none()
             && let Err(e) = flush_streams(shared, RedbDurability::None, None)
         {
             poison(shared, e.to_string());
         }
-        if journal
-            .as_ref()
-            .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
+        if !short_lived
+            && journal
+                .as_ref()
+                .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
             && let Err(failure) = checkpoint(shared, &mut journal)
         {
             poison(shared, failure.to_string());
@@ -215,7 +224,9 @@ fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .count;
-    if poisoned(shared).is_none() && (wrote || pending > 0) {
+    // A short-lived appender never writes redb's file: the next writable open applies
+    // its frames.
+    if poisoned(shared).is_none() && (wrote || pending > 0) && !shared.db.short_lived() {
         let _ = checkpoint_at_close(shared, &mut journal);
     }
     // Refuse whatever raced in behind the shutdown.
@@ -408,6 +419,7 @@ fn write_frame(
     batch: &[Request],
     prepared: &Prepared,
     added_ms: u64,
+    short_lived: bool,
 ) -> Result<(), WriterFailure> {
     let mut frame = Frame::default();
     let mut values = prepared.iter();
@@ -420,7 +432,9 @@ fn write_frame(
             }
             Request::PutBlob { hash, bytes, .. } => frame.blob(&hash.0, added_ms, bytes),
             Request::RemoveBlobs { hashes, .. } => frame.remove_blobs(hashes),
-            // Snapshots are a cache: redb alone keeps them, durable at the next checkpoint.
+            // Snapshots are a cache: redb alone keeps a writable log's, durable at the
+            // next checkpoint; a short-lived appender's go in frames.
+            Request::PutSnapshot { seq, bytes, .. } if short_lived => frame.snapshot(*seq, bytes),
             Request::PutSnapshot { .. } | Request::AppendBuilt { .. } | Request::Shutdown => {}
         }
     }
@@ -439,6 +453,11 @@ fn commit_batch(
     head: &mut Head,
     batch: Vec<Request>,
 ) {
+    if shared.db.short_lived()
+        && let Some(journal) = journal.as_mut()
+    {
+        return commit_short_lived(shared, journal, head, batch);
+    }
     let start = *head;
     let batch = materialize(shared, start.seq, batch);
     if batch.is_empty() {
@@ -460,7 +479,7 @@ fn commit_batch(
         && (blob_bytes >= DIRECT_BLOB_BYTES || record_bytes >= DIRECT_RECORD_BYTES);
     if !direct
         && let Some(journal) = journal.as_mut()
-        && let Err(failure) = write_frame(journal, &batch, &prepared, added_ms)
+        && let Err(failure) = write_frame(journal, &batch, &prepared, added_ms, false)
     {
         let message = failure.to_string();
         poison(shared, message.clone());
@@ -509,6 +528,12 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
     } = applying;
     let written = match poisoned(shared) {
         Some(cause) => Err(cause),
+        None if shared.db.short_lived() => write_overlay(shared, &batch, &prepared, added_ms)
+            .map_err(|e| {
+                let message = e.to_string();
+                poison(shared, message.clone());
+                message
+            }),
         None => write_batch(shared, &batch, &prepared, added_ms, durability).map_err(|e| {
             let message = e.to_string();
             poison(shared, message.clone());
@@ -549,28 +574,9 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
             })
             .collect()
     };
-    if !committed.is_empty()
-        && let Some(hook) = shared
-            .hook
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        && let Err(panic) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&committed)))
-    {
-        // The records are durable, but whoever folds them missed them: stop
-        // accepting appends rather than let the fold drift from the log.
-        let message = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        poison(shared, format!("the commit hook panicked: {message}"));
-    }
+    run_hook(shared, &committed);
     drop(committed);
-    *shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
-    shared.committed.notify_all();
-    shared.watch.send_replace(head.seq);
+    publish_head(shared, head);
     for (request, receipt) in batch.into_iter().zip(receipts) {
         match request {
             Request::Append { reply, .. } => {
@@ -586,6 +592,35 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
         }
     }
     true
+}
+
+/// Runs the commit hook over `committed`; a panic poisons the writer.
+fn run_hook(shared: &Shared, committed: &[CommittedRecord<'_>]) {
+    if !committed.is_empty()
+        && let Some(hook) = shared
+            .hook
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        && let Err(panic) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(committed)))
+    {
+        // The records are durable, but whoever folds them missed them: stop
+        // accepting appends rather than let the fold drift from the log.
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        poison(shared, format!("the commit hook panicked: {message}"));
+    }
+}
+
+/// Makes `head` the log's head and wakes whoever waits for it.
+fn publish_head(shared: &Shared, head: Head) {
+    *shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
+    shared.committed.notify_all();
+    shared.watch.send_replace(head.seq);
 }
 
 fn write_batch(
@@ -643,15 +678,7 @@ fn write_batch(
                     }));
                 }
                 Request::PutSnapshot { seq, bytes, .. } => {
-                    let mut snapshots = txn.open_table(SNAPSHOTS)?;
-                    let old: Vec<u64> = snapshots
-                        .iter()?
-                        .map(|e| e.map(|(k, _)| k.value()))
-                        .collect::<Result<_, _>>()?;
-                    for k in old {
-                        snapshots.remove(k)?;
-                    }
-                    snapshots.insert(*seq, bytes.as_slice())?;
+                    schema::replace_snapshot(&txn, *seq, bytes)?;
                     receipts.push(Some(Receipt {
                         first: 0,
                         last: *seq,

@@ -21,6 +21,8 @@
 //!   1 record:       seq u64 | value length u32 | the `records` table value
 //!   2 blob:         hash (32) | added at, unix ms, u64 | size u64   (its body is in bodies)
 //!   3 remove blobs: count u32 | hashes (32 each)
+//!   4 snapshot:     seq u64 | length u32 | the snapshot's bytes (a cache, written
+//!                   by short-lived appenders; a frame of it alone is not synced)
 //! ```
 //!
 //! A frame ends the log when its magic, generation or checksum is wrong or a blob
@@ -32,91 +34,11 @@ use std::path::{Path, PathBuf};
 
 use crate::record::BlobHash;
 
-/// The file operations the write-ahead log needs. `std::fs::File` has them; tests
-/// wrap one to inject faults (see [`crate::FaultyFile`]).
-pub trait JournalIo: Send + Sync {
-    /// The file's length.
-    fn file_len(&self) -> io::Result<u64>;
-    /// Fills `out` from `offset`.
-    fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()>;
-    /// Writes all of `data` at `offset`.
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
-    /// Sets the file's length.
-    fn set_len(&self, len: u64) -> io::Result<()>;
-    /// Makes the written data durable (`fdatasync`).
-    fn sync_data(&self) -> io::Result<()>;
-}
+mod file;
 
-impl JournalIo for std::fs::File {
-    fn file_len(&self) -> io::Result<u64> {
-        Ok(self.metadata()?.len())
-    }
-
-    fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
-        std::os::unix::fs::FileExt::read_exact_at(self, out, offset)
-    }
-
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        std::os::unix::fs::FileExt::write_all_at(self, data, offset)
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        std::fs::File::set_len(self, len)
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        std::fs::File::sync_data(self)
-    }
-}
-
-/// A write-ahead log held in memory: the copy a log recovered in memory works on.
-pub(crate) struct MemoryJournal(std::sync::Mutex<Vec<u8>>);
-
-impl MemoryJournal {
-    pub(crate) fn new(bytes: Vec<u8>) -> Self {
-        MemoryJournal(std::sync::Mutex::new(bytes))
-    }
-
-    fn bytes(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl JournalIo for MemoryJournal {
-    fn file_len(&self) -> io::Result<u64> {
-        Ok(self.bytes().len() as u64)
-    }
-
-    fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
-        let bytes = self.bytes();
-        let start = usize::try_from(offset).map_err(io::Error::other)?;
-        let source = bytes
-            .get(start..start + out.len())
-            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        out.copy_from_slice(source);
-        Ok(())
-    }
-
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let mut bytes = self.bytes();
-        let start = usize::try_from(offset).map_err(io::Error::other)?;
-        if bytes.len() < start + data.len() {
-            bytes.resize(start + data.len(), 0);
-        }
-        bytes[start..start + data.len()].copy_from_slice(data);
-        Ok(())
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.bytes()
-            .resize(usize::try_from(len).map_err(io::Error::other)?, 0);
-        Ok(())
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
-}
+use file::Buffered;
+pub use file::JournalIo;
+pub(crate) use file::MemoryJournal;
 
 /// The write-ahead log beside the log file at `log`: `log.redb` → `log.redb-wal`.
 pub fn journal_path(log: &Path) -> PathBuf {
@@ -137,6 +59,7 @@ use crate::limits::{
 const TAG_RECORD: u8 = 1;
 const TAG_BLOB: u8 = 2;
 const TAG_REMOVE: u8 = 3;
+const TAG_SNAPSHOT: u8 = 4;
 
 /// One operation recovered from a frame.
 #[derive(Debug)]
@@ -151,6 +74,10 @@ pub(crate) enum Op {
         bytes: Vec<u8>,
     },
     RemoveBlobs(Vec<[u8; 32]>),
+    Snapshot {
+        seq: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 /// One group commit's frame, borrowing the blob bodies from the batch.
@@ -158,10 +85,18 @@ pub(crate) enum Op {
 pub(crate) struct Frame<'a> {
     payload: Vec<u8>,
     bodies: Vec<&'a [u8]>,
+    /// Set while the frame holds only snapshots (nothing acknowledged rides on it).
+    cache_only: bool,
 }
 
 impl<'a> Frame<'a> {
+    /// Marks the frame as carrying something an append waits for: it is synced.
+    fn acknowledged(&mut self) {
+        self.cache_only = false;
+    }
+
     pub(crate) fn record(&mut self, seq: u64, value: &[u8]) {
+        self.acknowledged();
         self.payload.push(TAG_RECORD);
         self.payload.extend_from_slice(&seq.to_le_bytes());
         self.payload
@@ -170,6 +105,7 @@ impl<'a> Frame<'a> {
     }
 
     pub(crate) fn blob(&mut self, hash: &[u8; 32], added_ms: u64, bytes: &'a [u8]) {
+        self.acknowledged();
         self.payload.push(TAG_BLOB);
         self.payload.extend_from_slice(hash);
         self.payload.extend_from_slice(&added_ms.to_le_bytes());
@@ -179,12 +115,24 @@ impl<'a> Frame<'a> {
     }
 
     pub(crate) fn remove_blobs(&mut self, hashes: &[BlobHash]) {
+        self.acknowledged();
         self.payload.push(TAG_REMOVE);
         self.payload
             .extend_from_slice(&(hashes.len() as u32).to_le_bytes());
         for hash in hashes {
             self.payload.extend_from_slice(&hash.0);
         }
+    }
+
+    pub(crate) fn snapshot(&mut self, seq: u64, bytes: &[u8]) {
+        if self.payload.is_empty() {
+            self.cache_only = true;
+        }
+        self.payload.push(TAG_SNAPSHOT);
+        self.payload.extend_from_slice(&seq.to_le_bytes());
+        self.payload
+            .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        self.payload.extend_from_slice(bytes);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -219,6 +167,8 @@ pub(crate) struct Journal {
     generation: u64,
     /// Where the next frame goes.
     end: u64,
+    /// Whether a frame of snapshots alone skips its sync (see [`Journal::append`]).
+    pub(crate) cache_frames_unsynced: bool,
     /// Up to where the file may hold bytes other than zeros after `end`: a reset
     /// zeroes them, so that after the last frame of a generation the file reads as
     /// zeros and anything else there is damage or a torn frame.
@@ -238,6 +188,7 @@ impl Journal {
             path,
             generation,
             end: scan.end,
+            cache_frames_unsynced: false,
             dirty_end: scan.dirty_end,
         }
     }
@@ -251,6 +202,7 @@ impl Journal {
             path,
             generation: fresh_generation(),
             end: HEADER_BYTES,
+            cache_frames_unsynced: false,
             dirty_end: scan.dirty_end,
         };
         journal.reset()?;
@@ -266,7 +218,8 @@ impl Journal {
         self.end - HEADER_BYTES
     }
 
-    /// Appends one frame and syncs it: once this returns, the frame is durable.
+    /// Appends one frame and syncs it: once this returns, the frame is durable
+    /// (a frame of snapshots alone may wait for the next one's sync).
     pub(crate) fn append(&mut self, frame: &Frame<'_>) -> io::Result<()> {
         let payload_len = u32::try_from(frame.payload.len())
             .map_err(|_| io::Error::other("a group commit's frame is over 4 GiB"))?;
@@ -290,10 +243,51 @@ impl Journal {
             self.io.write_at(at, body)?;
             at += body.len() as u64;
         }
-        self.io.sync_data()?;
+        // A frame of snapshots alone is a cache: the next frame's sync makes it
+        // durable, and a crash before that leaves it torn at the end, dropped.
+        if !(frame.cache_only && self.cache_frames_unsynced) {
+            self.io.sync_data()?;
+        }
         self.end = at;
         self.dirty_end = self.dirty_end.max(at);
         Ok(())
+    }
+
+    /// Takes the appenders' lock (see [`JournalIo::lock`]).
+    pub(crate) fn lock(&self) -> io::Result<()> {
+        self.io.lock(true)
+    }
+
+    /// Releases the appenders' lock.
+    pub(crate) fn unlock(&self) -> io::Result<()> {
+        self.io.unlock()
+    }
+
+    /// Reads the frames other processes appended after the last one this handle
+    /// knows, under the appenders' lock, and moves past them. What follows them must
+    /// be zeros: anything else (another appender's torn frame) is refused, and the
+    /// next writable open recovers it.
+    pub(crate) fn catch_up(&mut self) -> io::Result<Vec<FoundFrame>> {
+        let len = self.io.file_len()?;
+        if read_header(self.io.as_ref(), len)? != Header::Valid(self.generation) {
+            return Err(io::Error::other(
+                "another process started a new generation of the write-ahead log",
+            ));
+        }
+        let io = Buffered::new(self.io.as_ref(), len);
+        let mut frames = Vec::new();
+        while let Some((ops, next)) = read_frame(&io, self.generation, self.end, len)? {
+            frames.push(FoundFrame { ops });
+            self.end = next;
+        }
+        self.dirty_end = self.dirty_end.max(self.end);
+        if !zeros_at(&io, self.end, len)? {
+            return Err(io::Error::other(format!(
+                "an unreadable frame at byte {} (an appender died while writing it); a writable open recovers it",
+                self.end
+            )));
+        }
+        Ok(frames)
     }
 
     /// Starts the next generation: every frame so far is stale. Call only once redb
@@ -424,6 +418,14 @@ fn parse_payload(mut p: &[u8]) -> Option<Vec<Op>> {
                     bytes: vec![0; size],
                 }
             }
+            TAG_SNAPSHOT => {
+                let seq = u64_of(&mut p)?;
+                let len = u32_of(&mut p)? as usize;
+                Op::Snapshot {
+                    seq,
+                    bytes: take(&mut p, len)?.to_vec(),
+                }
+            }
             TAG_REMOVE => {
                 let count = u32_of(&mut p)? as usize;
                 let mut hashes = Vec::with_capacity(count.min(p.len() / 32));
@@ -477,6 +479,8 @@ pub(crate) struct Scan {
 /// caller can tell a torn last frame (nothing readable follows) from damage.
 pub(crate) fn scan(io: &dyn JournalIo) -> io::Result<Scan> {
     let len = io.file_len()?;
+    let buffered = Buffered::new(io, len);
+    let io: &dyn JournalIo = &buffered;
     let header = read_header(io, len)?;
     let mut out = Scan {
         header,
@@ -622,6 +626,7 @@ mod tests {
                     added_ms, bytes, ..
                 } => format!("blob {added_ms} {}", bytes.len()),
                 Op::RemoveBlobs(h) => format!("remove {}", h.len()),
+                Op::Snapshot { seq, .. } => format!("snapshot {seq}"),
             })
             .collect();
         assert_eq!(summary, ["1:one", "blob 42 5000", "2:two", "remove 1"]);
