@@ -149,7 +149,7 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
         lock_wait: deadline.saturating_duration_since(Instant::now()),
         ..LogConfig::default()
     };
-    let Ok(log) = Log::open(&target.log, config) else {
+    let Ok(log) = Log::open_short_lived(&target.log, config) else {
         let _ = spill.keep(&item);
         return;
     };

@@ -89,4 +89,4 @@ pub use registry::{Candidate, Registration, Registry, RegistryAnomaly};
 pub use state::{LogState, OpenRun, SessionState};
 pub use sync::{SyncError, SyncReport};
 pub use tokio_util::sync::CancellationToken;
-pub use workspace::{WorkspaceOpenError, open_workspace};
+pub use workspace::{Lifetime, WorkspaceOpenError, open_workspace};

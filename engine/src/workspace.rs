@@ -37,6 +37,17 @@ pub enum WorkspaceOpenError {
     Sync(#[from] SyncError),
 }
 
+/// How long the process that opens the log keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// A verb that runs a line or two and exits (`cmdlog run`): appends go to the
+    /// write-ahead log alone, one sync each ([`Log::open_short_lived`]).
+    ShortLived,
+    /// A daemon or a proxy that keeps the log open: the writable open, with its
+    /// checkpoints ([`Log::open`]).
+    LongLived,
+}
+
 /// Opens the log at `log_path` for writing (a new log's first event is its
 /// identity; an older log gets one now), the engine over it with `workspace`'s
 /// receipt resolver, and syncs `discovery` into the log. The report's warnings
@@ -45,8 +56,12 @@ pub async fn open_workspace(
     log_path: &Path,
     workspace: &Path,
     discovery: &Discovery,
+    lifetime: Lifetime,
 ) -> Result<(Engine, SyncReport), WorkspaceOpenError> {
-    let log = Log::open(log_path, LogConfig::default())?;
+    let log = match lifetime {
+        Lifetime::ShortLived => Log::open_short_lived(log_path, LogConfig::default())?,
+        Lifetime::LongLived => Log::open(log_path, LogConfig::default())?,
+    };
     ensure_identity_async(&log).await?;
     let engine = Engine::open(log, EngineConfig::default()).await?;
     engine.register_receipt_resolver(WorkspaceReceipts::new(workspace))?;

@@ -22,7 +22,7 @@ pub(crate) struct AcpArgs {
 pub(crate) fn exec(paths: &Paths, args: AcpArgs) -> VerbResult {
     let command =
         AgentCommand::from_words(args.command).map_err(|e| CliError::usage(e.to_string()))?;
-    with_engine(paths, async |opened| {
+    with_engine(paths, cmdlog_engine::Lifetime::LongLived, async |opened| {
         let code = cmdlog_acp::run_proxy(
             opened.engine.clone(),
             &command,

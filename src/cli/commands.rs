@@ -133,7 +133,7 @@ async fn commands(engine: &Engine, args: CommandsArgs, json: bool) -> VerbResult
 }
 
 pub(crate) fn exec(paths: &Paths, args: CommandsArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |opened| {
+    with_engine(paths, cmdlog_engine::Lifetime::ShortLived, async |opened| {
         commands(&opened.engine, args, json).await
     })
 }

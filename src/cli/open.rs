@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use cmdlog_engine::{
-    Discovery, DiscoveryConfig, Engine, Mode, SessionError, WorkspaceOpenError, discover,
+    Discovery, DiscoveryConfig, Engine, Lifetime, Mode, SessionError, WorkspaceOpenError, discover,
     unknown_command_hints, valid_id,
 };
 use cmdlog_store::{Log, LogConfig, OpenError};
@@ -89,13 +89,15 @@ pub(crate) fn home() -> Result<PathBuf, CliError> {
 pub(crate) async fn open_engine(
     paths: &Paths,
     discovery: &cmdlog_engine::Discovery,
+    lifetime: Lifetime,
 ) -> Result<Engine, CliError> {
-    let (engine, report) = cmdlog_engine::open_workspace(&paths.log, &paths.workspace, discovery)
-        .await
-        .map_err(|e| match e {
-            WorkspaceOpenError::Open(e) => open_failure(e),
-            e => store_failure(e),
-        })?;
+    let (engine, report) =
+        cmdlog_engine::open_workspace(&paths.log, &paths.workspace, discovery, lifetime)
+            .await
+            .map_err(|e| match e {
+                WorkspaceOpenError::Open(e) => open_failure(e),
+                e => store_failure(e),
+            })?;
     for w in &report.warnings {
         eprintln!(
             "cmdlog: warning: {}: {}",
@@ -140,7 +142,11 @@ pub(crate) fn note_injections(name: &str, injections: &[String]) {
 }
 
 /// Opens the engine, syncs command-file discovery into the log, then runs `f`.
-pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbResult) -> VerbResult {
+pub(crate) fn with_engine(
+    paths: &Paths,
+    lifetime: Lifetime,
+    f: impl AsyncFnOnce(&Opened) -> VerbResult,
+) -> VerbResult {
     let config = DiscoveryConfig::from_env(home()?, &paths.workspace);
     let discovery = discover(&config).map_err(|e| CliError::usage(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -148,7 +154,7 @@ pub(crate) fn with_engine(paths: &Paths, f: impl AsyncFnOnce(&Opened) -> VerbRes
         .build()
         .map_err(|e| CliError::io(format!("cannot start the runtime: {e}")))?;
     let result = runtime.block_on(async {
-        let engine = open_engine(paths, &discovery).await?;
+        let engine = open_engine(paths, &discovery, lifetime).await?;
         f(&Opened {
             engine,
             config,

@@ -113,5 +113,7 @@ async fn prompt(opened: &Opened, args: PromptArgs, json: bool) -> VerbResult {
 }
 
 pub(crate) fn exec(paths: &Paths, args: PromptArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |opened| prompt(opened, args, json).await)
+    with_engine(paths, cmdlog_engine::Lifetime::ShortLived, async |opened| {
+        prompt(opened, args, json).await
+    })
 }

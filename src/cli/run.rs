@@ -144,5 +144,7 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
 }
 
 pub(crate) fn exec(paths: &Paths, args: RunArgs, json: bool) -> VerbResult {
-    with_engine(paths, async |opened| run(opened, args, json).await)
+    with_engine(paths, cmdlog_engine::Lifetime::ShortLived, async |opened| {
+        run(opened, args, json).await
+    })
 }

@@ -75,13 +75,18 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
         let (paths, config) = (reopen_paths.clone(), config.clone());
         Box::pin(async move {
             let discovery = discover(&config)?;
-            let (engine, _) =
-                cmdlog_engine::open_workspace(&paths.log, &paths.workspace, &discovery).await?;
+            let (engine, _) = cmdlog_engine::open_workspace(
+                &paths.log,
+                &paths.workspace,
+                &discovery,
+                cmdlog_engine::Lifetime::LongLived,
+            )
+            .await?;
             Ok(engine)
         })
     });
     runtime.block_on(async {
-        let engine = open_engine(paths, &discovery).await?;
+        let engine = open_engine(paths, &discovery, cmdlog_engine::Lifetime::LongLived).await?;
         if let Some(url) = &args.push {
             let identity = cmdlog_engine::ensure_identity_async(engine.log())
                 .await

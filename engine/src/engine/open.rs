@@ -112,8 +112,11 @@ impl Engine {
             for record in batch {
                 match Event::decode(record.seq, record.bytes) {
                     Ok(event) => state.apply(&event),
-                    // Only this engine appends, with bytes it just encoded.
-                    Err(e) => unreachable!("the engine appended an undecodable event: {e}"),
+                    // Engines append bytes they just encoded; a record another
+                    // short-lived process appended that this version cannot read
+                    // stops appends here (the store poisons on the panic) rather
+                    // than let the state drift from the log.
+                    Err(e) => panic!("seq {}: an event this engine cannot read: {e}", record.seq),
                 }
             }
         }));
@@ -140,9 +143,19 @@ impl Engine {
 
     async fn recover(&self) -> Result<(), EngineOpenError> {
         let now = self.now();
+        // Other short-lived processes may be running their runs and holding their
+        // handlers right now: only what was there when this open held the log alone
+        // (always, for a writable open) was left by processes that are gone.
+        let settled = self.inner.log.alone_through();
+        let alone = settled.is_some();
         let (open_runs, stale, missing) = {
             let state = lock(&self.inner.state);
-            let open_runs: Vec<_> = state.open_runs.values().cloned().collect();
+            let open_runs: Vec<_> = state
+                .open_runs
+                .values()
+                .filter(|run| settled.is_some_and(|through| run.seq <= through))
+                .cloned()
+                .collect();
             let mut missing: Vec<_> = builtins::definitions();
             let mut stale = Vec::new();
             let mut reattach = Vec::new();
@@ -152,7 +165,10 @@ impl Engine {
                 }
                 match missing.iter().position(|b| b.matches(r)) {
                     Some(i) => reattach.push((r.seq, missing.swap_remove(i))),
-                    None => stale.push(r.seq),
+                    None if alone && settled.is_some_and(|through| r.seq <= through) => {
+                        stale.push(r.seq)
+                    }
+                    None => {}
                 }
             }
             drop(state);
