@@ -1,14 +1,15 @@
 //! What recording the agents costs, side by side in one run:
-//! - `cmdlog hook` per payload (a new process each time, as an agent runs it):
-//!   median and p99 wall time beside the `sqlite3` command line inserting the same
-//!   payload into a table (a new process each time too, `synchronous=FULL`),
-//!   and the syncs one call of each makes (`strace -f -c`, when installed);
+//! - `cmdlog hook` per payload and `cmdlog run` per line (a new process each time,
+//!   as an agent or a person runs them), alternating with the `sqlite3` command
+//!   line making the same durable commits (a new process each time too, WAL,
+//!   `synchronous=FULL`): medians, the median of the pair ratios, p99, and the
+//!   syncs one call of each makes (`strace -f -c`, when installed);
 //! - `cmdlog import --from claude-code` (through `cmdlog_agents::import`, as the
 //!   verb calls it) of a generated transcript set beside plain
 //!   `serde_json` decoding of the same lines, and a second import (adds nothing).
 //!
-//! `cargo bench --bench agents`; CMDLOG_HOOK_CALLS (300) and CMDLOG_IMPORT_MB (100)
-//! size it.
+//! `cargo bench --bench agents`; CMDLOG_HOOK_CALLS (300 pairs of each) and
+//! CMDLOG_IMPORT_MB (100; 0 skips the import) size it.
 
 use std::io::Write;
 use std::path::Path;
@@ -88,110 +89,175 @@ fn timed(mut command: Command, input: &[u8]) -> Duration {
     started.elapsed()
 }
 
-fn hook_latency(calls: usize) {
+/// The median of the per-pair ratios, and each side's median and p99.
+struct Pairs {
+    cmdlog: Vec<Duration>,
+    sqlite: Vec<Duration>,
+    ratios: Vec<f64>,
+}
+
+/// Runs `cmdlog` and `sqlite` alternately `calls` times each (so both meet the
+/// same moments of the machine), pairing their times.
+fn alternate(
+    calls: usize,
+    mut cmdlog: impl FnMut(usize) -> Duration,
+    mut sqlite: impl FnMut(usize) -> Duration,
+) -> Pairs {
+    let mut pairs = Pairs {
+        cmdlog: Vec::new(),
+        sqlite: Vec::new(),
+        ratios: Vec::new(),
+    };
+    for i in 0..calls {
+        let c = cmdlog(i);
+        let s = sqlite(i);
+        pairs.ratios.push(c.as_secs_f64() / s.as_secs_f64());
+        pairs.cmdlog.push(c);
+        pairs.sqlite.push(s);
+    }
+    pairs.cmdlog.sort();
+    pairs.sqlite.sort();
+    pairs.ratios.sort_by(f64::total_cmp);
+    pairs
+}
+
+fn sqlite_db(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("events.sqlite");
+    let status = Command::new("sqlite3")
+        .arg(&db)
+        .arg("PRAGMA journal_mode=WAL; CREATE TABLE events(id INTEGER PRIMARY KEY, at INTEGER, payload TEXT);")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    db
+}
+
+/// `inserts` autocommit inserts of `payload` (each its own durable commit).
+fn sqlite_inserts(payload: &str, inserts: usize) -> String {
+    let insert = format!(
+        "INSERT INTO events(at, payload) VALUES (strftime('%s','now'), '{}');",
+        payload.replace('\'', "''")
+    );
+    format!("PRAGMA synchronous=FULL; {}", insert.repeat(inserts))
+}
+
+/// `cmdlog hook` per payload and `cmdlog run` per line, a new process each time
+/// as agents and people run them, against the `sqlite3` command line making the
+/// same durable commits (one insert; two inserts for a run's `command/run` and
+/// `command/done`), alternating.
+fn short_processes(calls: usize) {
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        println!("SKIPPED: short processes against sqlite3: `sqlite3` is not installed");
+        return;
+    }
     let ws = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
+    let commands = ws.path().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(commands.join("hi.md"), "Say hi to $ARGUMENTS.\n").unwrap();
     let payload = |i: usize| {
         json!({"session_id": "bench-1", "transcript_path": "/x.jsonl", "cwd": ws.path(),
             "hook_event_name": "UserPromptSubmit", "permission_mode": "default",
             "prompt": format!("Fix the failing test number {i} in src/lib.rs and explain the cause")})
         .to_string()
     };
-    let mut hook: Vec<Duration> = (0..calls)
-        .map(|i| {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
-            c.args(["hook", "claude-code"])
-                .current_dir(ws.path())
-                .env("HOME", home.path())
-                .env_remove("CLAUDE_PROJECT_DIR");
-            timed(c, payload(i).as_bytes())
-        })
-        .collect();
-    hook.sort();
-    let hook_syncs = {
+    let cmdlog = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cmdlog"));
-        c.args(["hook", "claude-code"])
+        c.args(args)
             .current_dir(ws.path())
             .env("HOME", home.path())
             .env_remove("CLAUDE_PROJECT_DIR");
-        syncs(&c, payload(calls).as_bytes())
+        c
     };
-    let sqlite = Command::new("sqlite3").arg("-version").output().is_ok();
-    let db = ws.path().join("events.sqlite");
-    let mut lite: Vec<Duration> = Vec::new();
-    if sqlite {
-        let status = Command::new("sqlite3")
-            .arg(&db)
-            .arg("PRAGMA journal_mode=WAL; CREATE TABLE events(id INTEGER PRIMARY KEY, at INTEGER, payload TEXT);")
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success());
-        lite = (0..calls)
-            .map(|i| {
-                let sql = format!(
-                    "PRAGMA synchronous=FULL; INSERT INTO events(at, payload) VALUES (strftime('%s','now'), '{}');",
-                    payload(i).replace('\'', "''")
-                );
-                let mut c = Command::new("sqlite3");
-                c.arg(&db);
-                timed(c, sql.as_bytes())
-            })
-            .collect();
-        lite.sort();
-    }
-    let lite_syncs = sqlite.then(|| {
+    let db = sqlite_db(ws.path());
+    let sqlite = |sql: String| {
         let mut c = Command::new("sqlite3");
         c.arg(&db);
-        let sql = format!(
-            "PRAGMA synchronous=FULL; INSERT INTO events(at, payload) VALUES (strftime('%s','now'), '{}');",
-            payload(calls + 1).replace('\'', "''")
-        );
-        syncs(&c, sql.as_bytes())
-    });
-    let events = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
-        .args(["log", "--session", "bench-1"])
-        .current_dir(ws.path())
-        .env("HOME", home.path())
+        (c, sql)
+    };
+    // The log, its registrations and the run's session exist before timing.
+    let warm = cmdlog(&["run", "--session", "bench-run", "/hi warm"])
         .output()
         .unwrap();
-    let recorded = String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .filter(|l| l.contains("session/prompt"))
-        .count();
-    // The counted calls add one payload each when strace ran them.
+    assert!(warm.status.success(), "{warm:?}");
+    let hook = alternate(
+        calls,
+        |i| timed(cmdlog(&["hook", "claude-code"]), payload(i).as_bytes()),
+        |i| {
+            let (c, sql) = sqlite(sqlite_inserts(&payload(i), 1));
+            timed(c, sql.as_bytes())
+        },
+    );
+    let run = alternate(
+        calls,
+        |i| {
+            timed(
+                cmdlog(&["run", "--session", "bench-run", &format!("/hi {i}")]),
+                b"",
+            )
+        },
+        |i| {
+            let (c, sql) = sqlite(sqlite_inserts(&payload(i), 2));
+            timed(c, sql.as_bytes())
+        },
+    );
+    let hook_syncs = syncs(&cmdlog(&["hook", "claude-code"]), payload(calls).as_bytes());
+    let run_syncs = syncs(
+        &cmdlog(&["run", "--session", "bench-run", "/hi counted"]),
+        b"",
+    );
+    let (c, sql) = sqlite(sqlite_inserts(&payload(0), 1));
+    let one_syncs = syncs(&c, sql.as_bytes());
+    let (c, sql) = sqlite(sqlite_inserts(&payload(0), 2));
+    let two_syncs = syncs(&c, sql.as_bytes());
+
+    // Every payload and every run is in the log.
+    let events = |session: &str, kind: &str| {
+        let out = cmdlog(&["log", "--session", session]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(kind))
+            .count()
+    };
     assert_eq!(
-        recorded,
+        events("bench-1", "session/prompt"),
         calls + usize::from(hook_syncs.is_some()),
         "every payload recorded"
     );
-    println!("| per payload ({calls} calls, one process each) | median | p99 |");
-    println!("|---|---|---|");
-    println!(
-        "| `cmdlog hook claude-code` | {:.2} ms | {:.2} ms |",
-        ms(percentile(&hook, 0.5)),
-        ms(percentile(&hook, 0.99))
+    assert_eq!(
+        events("bench-run", "command/done"),
+        calls + 1 + usize::from(run_syncs.is_some()),
+        "every run recorded"
     );
-    if sqlite {
-        println!(
-            "| `sqlite3` insert (WAL, synchronous=FULL) | {:.2} ms | {:.2} ms |",
-            ms(percentile(&lite, 0.5)),
-            ms(percentile(&lite, 0.99))
-        );
-        println!(
-            "| cmdlog / sqlite3 | {:.2}x | {:.2}x |",
-            ms(percentile(&hook, 0.5)) / ms(percentile(&lite, 0.5)),
-            ms(percentile(&hook, 0.99)) / ms(percentile(&lite, 0.99))
-        );
-    } else {
-        println!("| `sqlite3` | not installed | - |");
-    }
     let count = |n: Option<usize>| n.map_or("- (no strace)".to_string(), |n| n.to_string());
     println!(
-        "\nsyncs (fsync + fdatasync, `strace -f -c`) per call: `cmdlog hook` {}, `sqlite3` insert {}",
-        count(hook_syncs),
-        count(lite_syncs.flatten())
+        "| {calls} alternating pairs, one process each | cmdlog median | sqlite3 median | median of pair ratios | limit | cmdlog p99 | sqlite3 p99 | syncs cmdlog / sqlite3 |"
     );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, pairs, syncs) in [
+        (
+            "`cmdlog hook claude-code` vs one insert",
+            &hook,
+            (hook_syncs, one_syncs),
+        ),
+        (
+            "`cmdlog run \"/hi N\"` vs two inserts",
+            &run,
+            (run_syncs, two_syncs),
+        ),
+    ] {
+        println!(
+            "| {name} | {:.2} ms | {:.2} ms | {:.2}x | 1.2x | {:.2} ms | {:.2} ms | {} / {} |",
+            ms(percentile(&pairs.cmdlog, 0.5)),
+            ms(percentile(&pairs.sqlite, 0.5)),
+            pairs.ratios[pairs.ratios.len() / 2],
+            ms(percentile(&pairs.cmdlog, 0.99)),
+            ms(percentile(&pairs.sqlite, 0.99)),
+            count(syncs.0),
+            count(syncs.1),
+        );
+    }
 }
 
 /// A Claude Code transcript line of the given kind, shaped like real ones: the
@@ -366,6 +432,9 @@ fn import(megabytes: usize) {
 }
 
 fn main() {
-    hook_latency(env_or("CMDLOG_HOOK_CALLS", 300));
-    import(env_or("CMDLOG_IMPORT_MB", 100));
+    short_processes(env_or("CMDLOG_HOOK_CALLS", 300));
+    let megabytes = env_or("CMDLOG_IMPORT_MB", 100);
+    if megabytes > 0 {
+        import(megabytes);
+    }
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use cmdlog_test_support::Workspace;
 
 mod fidelity;
+mod kills;
 mod modes;
 mod real;
 mod releases;

@@ -1,6 +1,6 @@
 //! Crash test: a child process appends and executes under load and reports every
-//! acknowledged seq; the parent kills it with SIGKILL at a random moment, reopens
-//! the log, and checks that every acknowledged event is there, `verify` is clean
+//! acknowledged seq (every third cycle, two short-lived children at once); the
+//! parent kills it with SIGKILL at a random moment, reopens the log, and checks that every acknowledged event is there, `verify` is clean
 //! and interrupted runs were closed. 20 cycles by default; `CMDLOG_CRASH_CYCLES=500`
 //! runs more. The seed is printed; `CMDLOG_SEED` replays one.
 
@@ -14,6 +14,9 @@ use cmdlog_store::{Log, LogConfig};
 
 const CHILD_ENV: &str = "CMDLOG_CRASH_CHILD_LOG";
 const CHECKPOINT_ENV: &str = "CMDLOG_CRASH_CHILD_CHECKPOINT_BYTES";
+/// Set: the child opens the log short-lived (frames alone, redb's file untouched),
+/// and two children append at once.
+const SHORT_LIVED_ENV: &str = "CMDLOG_CRASH_CHILD_SHORT_LIVED";
 /// Cycles that share one log before the test starts a fresh one.
 const LOG_CYCLES: usize = 50;
 
@@ -39,7 +42,11 @@ fn crash_child() {
         {
             config.checkpoint_bytes = bytes;
         }
-        let log = Log::open(&path, config).unwrap();
+        let log = if std::env::var_os(SHORT_LIVED_ENV).is_some() {
+            Log::open_short_lived(&path, config).unwrap()
+        } else {
+            Log::open(&path, config).unwrap()
+        };
         let engine = Engine::open(log, EngineConfig::default()).await.unwrap();
         let pid = std::process::id();
         let tasks: Vec<_> = (0..8)
@@ -103,6 +110,7 @@ fn crash_cycles_lose_no_acknowledged_event() {
     let mut dir = tempfile::tempdir().unwrap();
     let mut acknowledged: Vec<u64> = Vec::new();
     let mut total_acks = 0usize;
+    let mut short_lived_acks = 0usize;
     for cycle in 0..cycles {
         // A fresh log every 50 cycles keeps each cycle's full verify cheap.
         if cycle > 0 && cycle % LOG_CYCLES == 0 {
@@ -110,42 +118,58 @@ fn crash_cycles_lose_no_acknowledged_event() {
             acknowledged.clear();
         }
         let path = dir.path().join("log.redb");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "crash::crash_child",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env(CHILD_ENV, &path)
-            .env(
-                CHECKPOINT_ENV,
-                if cycle % 2 == 1 { "16384" } else { "67108864" },
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acks = Vec::new();
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("ack ") {
-                    acks.extend(rest.split(' ').filter_map(|n| n.parse::<u64>().ok()));
+        // Every third cycle, two short-lived children append at once.
+        let short_lived = cycle % 3 == 2;
+        let children: Vec<_> = (0..if short_lived { 2 } else { 1 })
+            .map(|_| {
+                let mut command = Command::new(std::env::current_exe().unwrap());
+                command
+                    .args([
+                        "--ignored",
+                        "--exact",
+                        "crash::crash_child",
+                        "--nocapture",
+                        "--test-threads",
+                        "1",
+                    ])
+                    .env(CHILD_ENV, &path)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null());
+                if short_lived {
+                    command.env(SHORT_LIVED_ENV, "1");
+                } else {
+                    command.env(
+                        CHECKPOINT_ENV,
+                        if cycle % 2 == 1 { "16384" } else { "67108864" },
+                    );
                 }
-            }
-            acks
-        });
-        // Let it start and work for a while, then pull the plug.
+                let mut child = command.spawn().unwrap();
+                let stdout = child.stdout.take().unwrap();
+                let reader = std::thread::spawn(move || {
+                    let mut acks = Vec::new();
+                    for line in BufReader::new(stdout).lines() {
+                        let Ok(line) = line else { break };
+                        if let Some(rest) = line.strip_prefix("ack ") {
+                            acks.extend(rest.split(' ').filter_map(|n| n.parse::<u64>().ok()));
+                        }
+                    }
+                    acks
+                });
+                (child, reader)
+            })
+            .collect();
+        // Let them start and work for a while, then pull the plug.
         std::thread::sleep(Duration::from_millis(150 + next(&mut rng) % 400));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let acks = reader.join().unwrap();
-        total_acks += acks.len() / 2;
-        acknowledged.extend(acks);
+        for (mut child, reader) in children {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            let acks = reader.join().unwrap();
+            total_acks += acks.len() / 2;
+            if short_lived {
+                short_lived_acks += acks.len() / 2;
+            }
+            acknowledged.extend(acks);
+        }
 
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -184,7 +208,11 @@ fn crash_cycles_lose_no_acknowledged_event() {
         total_acks > cycles,
         "the child did work before each kill ({total_acks} acknowledged runs)"
     );
+    assert!(
+        cycles < 3 || short_lived_acks > 0,
+        "the short-lived children did work before their kills"
+    );
     eprintln!(
-        "{cycles} crash cycles: {total_acks} acknowledged runs, none lost; verify clean after every cycle"
+        "{cycles} crash cycles: {total_acks} acknowledged runs ({short_lived_acks} by short-lived children), none lost; verify clean after every cycle"
     );
 }

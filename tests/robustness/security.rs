@@ -604,7 +604,12 @@ fn verify_catches_a_rollback_against_a_recorded_head() {
         .find_map(|l| l.strip_prefix("head seq "))
         .unwrap()
         .replace(" hash ", ":");
-    let backup = std::fs::read(w.log_path()).unwrap();
+    // Both files: the write-ahead log holds what short-lived runs appended.
+    let wal = cmdlog_store::journal_path(&w.log_path());
+    let backup = (
+        std::fs::read(w.log_path()).unwrap(),
+        std::fs::read(&wal).unwrap(),
+    );
     assert!(w.run(&["run", "/help"]).status.success());
     let later = w.ok(&["verify"]);
     let later_head = later
@@ -613,8 +618,9 @@ fn verify_catches_a_rollback_against_a_recorded_head() {
         .unwrap()
         .replace(" hash ", ":");
     assert!(w.ok(&["verify", "--expect-head", &head]).contains("ok"));
-    // Restore the old file: locally it verifies, against the recorded head it does not.
-    std::fs::write(w.log_path(), backup).unwrap();
+    // Restore the old files: locally they verify, against the recorded head not.
+    std::fs::write(w.log_path(), backup.0).unwrap();
+    std::fs::write(&wal, backup.1).unwrap();
     assert!(w.ok(&["verify"]).contains("ok: no violations"));
     let out = w.run(&["verify", "--expect-head", &later_head]);
     assert_eq!(out.status.code(), Some(1));
