@@ -19,7 +19,7 @@ pub(crate) const SNIPPET_CHARS_MAX: usize = 80;
 /// Events folded after the last snapshot before an open writes a new one. Every
 /// `cmdlog run` folds them (measured: about 0.8 µs an event), and a snapshot of a
 /// short-lived process rides in the write-ahead log without a sync of its own.
-pub(crate) const SNAPSHOT_TAIL_EVENTS: u64 = 256;
+pub(crate) const SNAPSHOT_TAIL_EVENTS: u64 = 128;
 
 /// Most images one invocation admits, by default.
 pub(crate) const ATTACHED_IMAGES_MAX: usize = 10;

@@ -39,7 +39,7 @@ pub(crate) const WAL_SCAN_CHUNK_BYTES: usize = 1024 * 1024;
 /// checkpoint's) opens writable instead, which checkpoints them: every short-lived
 /// open reads all the frames (measured: about 1 µs a frame), and a checkpoint costs
 /// about as much as ten short-lived appends.
-pub(crate) const SHORT_LIVED_FRAME_BYTES: u64 = 128 * 1024;
+pub(crate) const SHORT_LIVED_FRAME_BYTES: u64 = 64 * 1024;
 
 /// The size of a blob chunk: 1 KiB under 256 KiB leaves room for the leaf's header.
 pub(crate) const BLOB_CHUNK_BYTES: usize = 255 * 1024;

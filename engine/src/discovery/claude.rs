@@ -44,7 +44,7 @@ pub(super) fn roots(config: &DiscoveryConfig) -> Vec<(PathBuf, bool)> {
 
 pub(super) fn discover(pass: &mut Pass<'_>) {
     let user = pass.config.claude_dir();
-    let projects = pass.config.project_dirs();
+    let projects = pass.project_dirs.clone();
     let mut item = 0;
     // Skills first (any skill beats any command), then commands; personal first.
     let mut skill_roots = vec![("user", user.join("skills"))];

@@ -346,6 +346,7 @@ pub fn discover(config: &DiscoveryConfig) -> Result<Discovery, DiscoveryError> {
     let mut pass = Pass {
         config,
         out: Discovery::default(),
+        project_dirs: config.project_dirs(),
     };
     native::discover(&mut pass)?;
     claude::discover(&mut pass);
@@ -392,6 +393,9 @@ pub(crate) struct FileText {
 pub(crate) struct Pass<'a> {
     pub(crate) config: &'a DiscoveryConfig,
     pub(crate) out: Discovery,
+    /// [`DiscoveryConfig::project_dirs`], looked up once per pass (each lookup
+    /// resolves every folder up to the repository root).
+    pub(crate) project_dirs: Vec<PathBuf>,
 }
 
 impl Pass<'_> {

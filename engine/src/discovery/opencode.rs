@@ -23,14 +23,14 @@ const WALK: Walk = Walk {
 };
 
 /// The configuration folders, the one that wins first, with their level.
-fn config_dirs(config: &DiscoveryConfig) -> Vec<(PathBuf, &'static str)> {
+fn config_dirs(config: &DiscoveryConfig, projects: &[PathBuf]) -> Vec<(PathBuf, &'static str)> {
     let mut dirs = Vec::new();
     if let Some(dir) = &config.opencode_config_dir {
         dirs.push((dir.clone(), "user"));
     }
     dirs.push((config.home.join(".opencode"), "user"));
     // OpenCode merges the project folders nearest first, so the farthest wins.
-    for dir in config.project_dirs().into_iter().rev() {
+    for dir in projects.iter().rev() {
         dirs.push((dir.join(".opencode"), "project"));
     }
     dirs.push((config.home.join(".config/opencode"), "user"));
@@ -38,21 +38,21 @@ fn config_dirs(config: &DiscoveryConfig) -> Vec<(PathBuf, &'static str)> {
 }
 
 pub(super) fn roots(config: &DiscoveryConfig) -> Vec<(PathBuf, bool)> {
-    config_dirs(config)
+    config_dirs(config, &config.project_dirs())
         .into_iter()
         .flat_map(|(dir, _)| [(dir.join("command"), true), (dir.join("commands"), true)])
         .collect()
 }
 
 /// `opencode.json` and `opencode.jsonc` files, the one that wins first.
-fn json_files(config: &DiscoveryConfig) -> Vec<(PathBuf, &'static str)> {
+fn json_files(config: &DiscoveryConfig, projects: &[PathBuf]) -> Vec<(PathBuf, &'static str)> {
     let mut files = Vec::new();
-    for (dir, level) in config_dirs(config) {
+    for (dir, level) in config_dirs(config, projects) {
         for name in ["opencode.json", "opencode.jsonc"] {
             files.push((dir.join(name), level));
         }
     }
-    for dir in config.project_dirs() {
+    for dir in projects {
         for name in ["opencode.json", "opencode.jsonc"] {
             files.push((dir.join(name), "project"));
         }
@@ -78,7 +78,7 @@ fn spec_fields(command: &mut CommandSpec, fields: &std::collections::BTreeMap<St
 pub(super) fn discover(pass: &mut Pass<'_>) {
     let provider = ProviderId::OpenCode;
     let mut item = 0;
-    for (dir, level) in config_dirs(pass.config) {
+    for (dir, level) in config_dirs(pass.config, &pass.project_dirs) {
         for sub in ["command", "commands"] {
             let root = dir.join(sub);
             for path in pass.files(provider, &root, WALK) {
@@ -127,7 +127,7 @@ pub(super) fn discover(pass: &mut Pass<'_>) {
             item += 1;
         }
     }
-    for (path, level) in json_files(pass.config) {
+    for (path, level) in json_files(pass.config, &pass.project_dirs) {
         read_json(pass, &path, level, item);
         item += 1;
     }

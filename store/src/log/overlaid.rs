@@ -50,7 +50,7 @@ impl Log {
     ///
     /// Opens writable instead ([`Log::open`]) where that is needed: a new log, one a
     /// crash left needing recovery, a write-ahead log that is missing, damaged or
-    /// ends in a torn frame, one holding 128 KiB of frames or a quarter of
+    /// ends in a torn frame, one holding 64 KiB of frames or a quarter of
     /// [`LogConfig::checkpoint_bytes`] (every short-lived open reads them all; the
     /// writable open checkpoints them), and buffered durability.
     pub fn open_short_lived(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
