@@ -158,7 +158,18 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
     let workspace = target.workspace.clone();
     let discovery = || discovery_for(&workspace);
     let mut recent = None;
-    drain(&log, &spill, &discovery, &mut recent);
+    // Other hooks may be appending at the same time (short-lived opens): one
+    // drains at a time, from a view that has what the others appended, and the
+    // others wait for it so that what was spilled comes first.
+    match Spill::lock_drain(&target.log, deadline) {
+        Ok(None) => {}
+        held => {
+            if log.catch_up().is_ok() {
+                drain(&log, &spill, &discovery, &mut recent);
+            }
+            drop(held);
+        }
+    }
     let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
     let batch = batch_for(
         kind,

@@ -142,6 +142,27 @@ impl Spill {
         Spill { beside, fallback }
     }
 
+    /// Takes the drain lock of the log at `log` (an `flock` of its folder), so
+    /// that two processes never append the same spilled payload, waiting until
+    /// `deadline` for a process draining now: `Ok(None)` if it is still at it.
+    pub fn lock_drain(
+        log: &Path,
+        deadline: std::time::Instant,
+    ) -> std::io::Result<Option<std::fs::File>> {
+        let folder = log.parent().filter(|p| !p.as_os_str().is_empty());
+        let folder = std::fs::File::open(folder.unwrap_or(Path::new(".")))?;
+        loop {
+            match folder.try_lock() {
+                Ok(()) => return Ok(Some(folder)),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => return Err(e),
+            }
+        }
+    }
+
     fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
         std::iter::once(&self.beside).chain(self.fallback.iter())
     }

@@ -254,12 +254,17 @@ pub fn open_faulty_short_lived(
     plan: &Arc<FaultPlan>,
     config: crate::LogConfig,
 ) -> Result<Option<crate::Log>, crate::OpenError> {
-    crate::Log::try_short_lived(path, &config, &|file| {
-        Box::new(FaultyFile {
-            file,
-            plan: Arc::clone(plan),
-        })
-    })
+    crate::Log::try_short_lived(
+        path,
+        &config,
+        &|file| {
+            Box::new(FaultyFile {
+                file,
+                plan: Arc::clone(plan),
+            })
+        },
+        true,
+    )
 }
 
 /// Opens (or creates) a file for reading and writing, keeping its contents.

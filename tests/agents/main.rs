@@ -524,6 +524,41 @@ fn a_held_log_spills_and_the_next_call_appends_it() {
     assert!(!verify.contains("spilled"), "{verify}");
 }
 
+#[test]
+fn hooks_that_find_spilled_payloads_at_once_append_each_once() {
+    let w = Workspace::new();
+    let cwd = w.ws.path().to_str().unwrap().to_string();
+    let prompt = |n: u32| json!({"session_id": "h2", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": format!("q{n}")});
+    assert_silent(&hook(&w, "claude-code", &prompt(0)), "first");
+    let log_path = w.ws.path().join(".cmdlog/log.redb");
+    let held = cmdlog_store::Log::open(&log_path, cmdlog_store::LogConfig::default()).unwrap();
+    for n in 1..=3 {
+        assert_silent(&hook(&w, "claude-code", &prompt(n)), "held");
+    }
+    held.close();
+    // Six hooks start together; each finds the three spilled payloads.
+    std::thread::scope(|scope| {
+        for n in 4..10 {
+            let (w, prompt) = (&w, &prompt);
+            scope.spawn(move || assert_silent(&hook(w, "claude-code", &prompt(n)), "racing"));
+        }
+    });
+    let texts: Vec<String> = events(&w)
+        .iter()
+        .filter(|e| e["type"] == "session/prompt")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_string())
+        .collect();
+    for n in 0..10 {
+        let q = format!("q{n}");
+        assert_eq!(
+            texts.iter().filter(|t| **t == q).count(),
+            1,
+            "{q} once: {texts:?}"
+        );
+    }
+    assert_eq!(texts[..4], ["q0", "q1", "q2", "q3"], "spilled ones first");
+}
+
 fn running_as_root() -> bool {
     std::process::Command::new("id")
         .arg("-u")

@@ -106,6 +106,19 @@ impl Log {
         self.alone_through
     }
 
+    /// Makes what other short-lived processes appended since this handle's last
+    /// append visible to its reads (a no-op for other logs, whose reads see every
+    /// append already).
+    pub fn catch_up(&self) -> Result<(), AppendError> {
+        match &self.inline {
+            Some(inline) => inline
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .catch_up(&self.shared),
+            None => Ok(()),
+        }
+    }
+
     /// Whether this log was opened short-lived ([`Log::open_short_lived`]): other
     /// processes may be appending to it at the same time.
     pub fn is_short_lived(&self) -> bool {

@@ -55,10 +55,45 @@ impl Log {
     /// writable open checkpoints them), and buffered durability.
     pub fn open_short_lived(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref();
-        match Self::try_short_lived(path, &config, &|file| Box::new(file))? {
+        let wrap = |file| -> Box<dyn JournalIo> { Box::new(file) };
+        match Self::try_short_lived(path, &config, &wrap, true)? {
             Some(log) => Ok(log),
+            None if Self::wants_checkpoint(path, &config) => {
+                // A writable open that waits for every short-lived process to let go
+                // would starve under a steady stream of them (each holds redb's
+                // shared lock): try once, and if the log is busy, append short-lived
+                // over the frames — the next open that finds it free checkpoints.
+                let once = LogConfig {
+                    lock_wait: std::time::Duration::ZERO,
+                    ..config.clone()
+                };
+                match Self::open(path, once) {
+                    Err(OpenError::Locked { .. }) => {
+                        match Self::try_short_lived(path, &config, &wrap, false)? {
+                            Some(log) => Ok(log),
+                            None => Self::open(path, config),
+                        }
+                    }
+                    other => other,
+                }
+            }
             None => Self::open(path, config),
         }
+    }
+
+    /// Whether the write-ahead log holds as many frames as a short-lived open
+    /// takes (and nothing else keeps it from one).
+    fn wants_checkpoint(path: &Path, config: &LogConfig) -> bool {
+        let wal = journal_path(path);
+        let Ok(file) = std::fs::File::open(&wal) else {
+            return false;
+        };
+        let Ok(scan) = scan_locked(&file, &wal) else {
+            return false;
+        };
+        matches!(scan.header, Header::Valid(_))
+            && scan.unreadable.is_none()
+            && scan.end.saturating_sub(journal::HEADER_BYTES) >= frames_max(config)
     }
 
     /// [`Log::open_short_lived`] with its write-ahead log's file wrapped by `wrap`
@@ -67,6 +102,7 @@ impl Log {
         path: &Path,
         config: &LogConfig,
         wrap: &dyn Fn(std::fs::File) -> Box<dyn JournalIo>,
+        bounded: bool,
     ) -> Result<Option<Log>, OpenError> {
         if config.durability != Durability::Durable || !path.exists() {
             return Ok(None);
@@ -103,7 +139,7 @@ impl Log {
             let frame_bytes = scan.end.saturating_sub(journal::HEADER_BYTES);
             if !matches!(scan.header, Header::Valid(_))
                 || scan.unreadable.is_some()
-                || frame_bytes >= (config.checkpoint_bytes / 4).min(SHORT_LIVED_FRAME_BYTES)
+                || (bounded && frame_bytes >= frames_max(config))
             {
                 return None;
             }
@@ -143,6 +179,11 @@ impl Log {
         log.presence = Some(presence);
         Ok(Some(log))
     }
+}
+
+/// The frames a short-lived open takes before it wants a checkpoint.
+fn frames_max(config: &LogConfig) -> u64 {
+    (config.checkpoint_bytes / 4).min(SHORT_LIVED_FRAME_BYTES)
 }
 
 /// The file short-lived appenders hold locked shared while they have the log open

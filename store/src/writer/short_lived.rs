@@ -32,6 +32,27 @@ impl Inline {
         }
     }
 
+    /// Takes in the frames other processes appended since this handle's last
+    /// commit, so that reads see them.
+    pub(crate) fn catch_up(&mut self, shared: &Shared) -> Result<(), AppendError> {
+        if let Some(cause) = poisoned(shared) {
+            return Err(AppendError::Poisoned { cause });
+        }
+        let Some(journal) = self.journal.as_mut() else {
+            return Ok(());
+        };
+        let storage = |message: String| AppendError::Storage { message };
+        journal
+            .lock()
+            .map_err(|e| storage(journal_error(journal, e).to_string()))?;
+        let caught_up = journal
+            .catch_up()
+            .map_err(|e| journal_error(journal, e).to_string())
+            .and_then(|frames| take_in(shared, &mut self.head, frames));
+        let _ = journal.unlock();
+        caught_up.map_err(storage)
+    }
+
     /// Commits `request` and answers it before returning.
     pub(crate) fn commit(&mut self, shared: &Shared, request: Request) {
         if matches!(request, Request::Shutdown) {
