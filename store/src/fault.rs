@@ -265,6 +265,7 @@ pub fn open_faulty_short_lived(
         },
         true,
     )
+    .map(Result::ok)
 }
 
 /// Opens (or creates) a file for reading and writing, keeping its contents.

@@ -57,8 +57,8 @@ impl Log {
         let path = path.as_ref();
         let wrap = |file| -> Box<dyn JournalIo> { Box::new(file) };
         match Self::try_short_lived(path, &config, &wrap, true)? {
-            Some(log) => Ok(log),
-            None if Self::wants_checkpoint(path, &config) => {
+            Ok(log) => Ok(log),
+            Err(Declined::Checkpoint) => {
                 // A writable open that waits for every short-lived process to let go
                 // would starve under a steady stream of them (each holds redb's
                 // shared lock): try once, and if the log is busy, append short-lived
@@ -70,55 +70,40 @@ impl Log {
                 match Self::open(path, once) {
                     Err(OpenError::Locked { .. }) => {
                         match Self::try_short_lived(path, &config, &wrap, false)? {
-                            Some(log) => Ok(log),
-                            None => Self::open(path, config),
+                            Ok(log) => Ok(log),
+                            Err(_) => Self::open(path, config),
                         }
                     }
                     other => other,
                 }
             }
-            None => Self::open(path, config),
+            Err(Declined::Writable) => Self::open(path, config),
         }
     }
 
-    /// Whether the write-ahead log holds as many frames as a short-lived open
-    /// takes (and nothing else keeps it from one).
-    fn wants_checkpoint(path: &Path, config: &LogConfig) -> bool {
-        let wal = journal_path(path);
-        let Ok(file) = std::fs::File::open(&wal) else {
-            return false;
-        };
-        let Ok(scan) = scan_locked(&file, &wal) else {
-            return false;
-        };
-        matches!(scan.header, Header::Valid(_))
-            && scan.unreadable.is_none()
-            && scan.end.saturating_sub(journal::HEADER_BYTES) >= frames_max(config)
-    }
-
     /// [`Log::open_short_lived`] with its write-ahead log's file wrapped by `wrap`
-    /// (tests inject faults with it); `None` where it would open writable.
+    /// (tests inject faults with it); why not, where it would open writable.
     pub(crate) fn try_short_lived(
         path: &Path,
         config: &LogConfig,
         wrap: &dyn Fn(std::fs::File) -> Box<dyn JournalIo>,
         bounded: bool,
-    ) -> Result<Option<Log>, OpenError> {
+    ) -> Result<Result<Log, Declined>, OpenError> {
         if config.durability != Durability::Durable || !path.exists() {
-            return Ok(None);
+            return Ok(Err(Declined::Writable));
         }
         let db = match open_redb_read_only(path, config) {
             Ok(db) => Db::ShortLived(db),
             Err(e @ OpenError::Locked { .. }) => return Err(e),
             // The writable open recovers it, or names what is wrong.
-            Err(_) => return Ok(None),
+            Err(_) => return Ok(Err(Declined::Writable)),
         };
         if !matches!(Self::initialized(&db, path), Ok(true)) || !streams_through_marked(&db)? {
-            return Ok(None);
+            return Ok(Err(Declined::Writable));
         }
         let wal = journal_path(path);
         let Ok(file) = cmdlog_common::private_fs::open_existing_rw(&wal) else {
-            return Ok(None);
+            return Ok(Err(Declined::Writable));
         };
         let io = |source| OpenError::Io {
             path: wal.clone(),
@@ -128,7 +113,7 @@ impl Log {
         let Ok(presence) = cmdlog_common::private_fs::open_or_create_private(&presence_path) else {
             // A link planted there, or a folder that cannot be written: the writable
             // open needs no presence lock.
-            return Ok(None);
+            return Ok(Err(Declined::Writable));
         };
         // Under the appenders' lock, so that no one appends meanwhile: whether any
         // other short-lived process has the log open (each holds the presence lock
@@ -137,11 +122,11 @@ impl Log {
         let alone = presence.try_lock().is_ok();
         let scanned = journal::scan(&file).map_err(io).map(|scan| {
             let frame_bytes = scan.end.saturating_sub(journal::HEADER_BYTES);
-            if !matches!(scan.header, Header::Valid(_))
-                || scan.unreadable.is_some()
-                || (bounded && frame_bytes >= frames_max(config))
-            {
-                return None;
+            if !matches!(scan.header, Header::Valid(_)) || scan.unreadable.is_some() {
+                return Err(Declined::Writable);
+            }
+            if bounded && frame_bytes >= frames_max(config) {
+                return Err(Declined::Checkpoint);
             }
             let resume = Scan {
                 header: scan.header,
@@ -151,16 +136,17 @@ impl Log {
                 unreadable: None,
             };
             match lay_frames(&db, path, Some(scan)) {
-                Ok(Some((overlay, 0))) => Some((overlay, resume)),
-                _ => None,
+                Ok(Some((overlay, 0))) => Ok((overlay, resume)),
+                _ => Err(Declined::Writable),
             }
         });
         // Held shared from here until the log is dropped (taken while the
         // appenders' lock is held, so no one's check sees it missing meanwhile).
         let present = presence.lock_shared();
         let _ = JournalIo::unlock(&file);
-        let Some((overlay, resume)) = scanned? else {
-            return Ok(None);
+        let (overlay, resume) = match scanned? {
+            Ok(laid) => laid,
+            Err(declined) => return Ok(Err(declined)),
         };
         present.map_err(|source| OpenError::Io {
             path: presence_path.clone(),
@@ -177,8 +163,19 @@ impl Log {
         )?;
         log.alone_through = alone.then(|| log.head().seq);
         log.presence = Some(presence);
-        Ok(Some(log))
+        Ok(Ok(log))
     }
+}
+
+/// Why a short-lived open was not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Declined {
+    /// Only a writable open can take the log as it is (new, needing recovery, a
+    /// write-ahead log missing, damaged or torn, …).
+    Writable,
+    /// The write-ahead log holds as many frames as a short-lived open takes: a
+    /// writable open would checkpoint them.
+    Checkpoint,
 }
 
 /// The frames a short-lived open takes before it wants a checkpoint.
