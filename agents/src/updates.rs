@@ -8,12 +8,15 @@ use serde_json::{Value, json};
 
 use crate::kind::tool_kind;
 
-/// An `agent_message_chunk` / `agent_thought_chunk` update of `text`.
+/// An `agent_message_chunk` / `agent_thought_chunk` update of `text` (what an
+/// [`Update`] of either kind serializes to; the tests compare them).
+#[cfg(test)]
 pub(crate) fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
 }
 
-/// A `tool_call` update.
+/// A `tool_call` update (as [`chunk`], for the tests).
+#[cfg(test)]
 pub(crate) fn tool_call(id: &str, name: &str, input: Value) -> Value {
     json!({
         "sessionUpdate": "tool_call",
@@ -65,12 +68,41 @@ pub(crate) enum Update {
     },
 }
 
-/// A text content block whose text is a JSON string token.
+/// A text content block: its text a JSON string token as written, or text
+/// joined from several parts.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct TextContent {
     #[serde(rename = "type")]
     kind: &'static str,
-    text: Box<RawValue>,
+    text: Text,
+}
+
+/// The text of a [`TextContent`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Text {
+    /// A JSON string token.
+    Raw(Box<RawValue>),
+    /// Plain text.
+    Plain(String),
+}
+
+impl Text {
+    /// Whether there is no text.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Text::Raw(raw) => raw.get() == "\"\"",
+            Text::Plain(s) => s.is_empty(),
+        }
+    }
+
+    /// The text itself.
+    pub(crate) fn into_string(self) -> String {
+        match self {
+            Text::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+            Text::Plain(s) => s,
+        }
+    }
 }
 
 impl PartialEq for Update {
@@ -82,21 +114,25 @@ impl PartialEq for Update {
 impl Update {
     /// [`chunk`] of an agent's message; `text` is a JSON string token.
     pub(crate) fn message(text: &RawValue) -> Update {
-        Update::AgentMessageChunk {
-            content: TextContent {
-                kind: "text",
-                text: text.to_owned(),
-            },
-        }
+        Update::message_of(Text::Raw(text.to_owned()))
     }
 
     /// [`chunk`] of an agent's thought; `text` is a JSON string token.
     pub(crate) fn thought(text: &RawValue) -> Update {
+        Update::thought_of(Text::Raw(text.to_owned()))
+    }
+
+    /// [`chunk`] of an agent's message.
+    pub(crate) fn message_of(text: Text) -> Update {
+        Update::AgentMessageChunk {
+            content: TextContent { kind: "text", text },
+        }
+    }
+
+    /// [`chunk`] of an agent's thought.
+    pub(crate) fn thought_of(text: Text) -> Update {
         Update::AgentThoughtChunk {
-            content: TextContent {
-                kind: "text",
-                text: text.to_owned(),
-            },
+            content: TextContent { kind: "text", text },
         }
     }
 
@@ -141,6 +177,10 @@ mod tests {
         };
         same(
             Update::message(&raw(r#""a\tb""#)),
+            chunk("agent_message_chunk", "a\tb"),
+        );
+        same(
+            Update::message_of(Text::Plain("a\tb".into())),
             chunk("agent_message_chunk", "a\tb"),
         );
         same(

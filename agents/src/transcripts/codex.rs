@@ -14,16 +14,182 @@
 //! reaches the model as typed. The rest (token usage, world state, settings
 //! echoes) is kept as bookkeeping.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
 
+use serde::de::MapAccess;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::lenient::{List, Raw, RawStr, Shape, Str, any, fields};
 use super::transcript::{JsonLines, Transcript};
-use crate::updates::{chunk, tool_call, tool_done};
+use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::{AgentKind, text};
+
+/// One rollout line: the fields the reader uses, decoded in one pass (see
+/// [`super::lenient`]); what is kept as it is comes from the line again.
+#[derive(Default)]
+struct Line<'a> {
+    kind: Str<'a>,
+    timestamp: Str<'a>,
+    payload: Payload<'a>,
+}
+
+impl<'a> Shape<'a> for Line<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut line = Line::default();
+        fields(map, |key, map| {
+            match key {
+                "type" => line.kind = map.next_value()?,
+                "timestamp" => line.timestamp = map.next_value()?,
+                "payload" => line.payload = map.next_value_seed(super::lenient::Seed::new())?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(line)
+    }
+}
+
+/// A line's `payload`, the fields of every kind the reader types.
+#[derive(Default)]
+struct Payload<'a> {
+    kind: Str<'a>,
+    id: Str<'a>,
+    source: Str<'a>,
+    message: RawStr<'a>,
+    text: RawStr<'a>,
+    error: Raw<'a>,
+    call_id: Str<'a>,
+    name: Str<'a>,
+    arguments: RawStr<'a>,
+    input: Raw<'a>,
+    action: Raw<'a>,
+    output: Raw<'a>,
+    item: Item<'a>,
+}
+
+impl<'a> Shape<'a> for Payload<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut p = Payload::default();
+        fields(map, |key, map| {
+            match key {
+                "type" => p.kind = map.next_value()?,
+                "id" => p.id = map.next_value()?,
+                "source" => p.source = map.next_value()?,
+                "message" => p.message = map.next_value()?,
+                "text" => p.text = map.next_value()?,
+                "error" => p.error = map.next_value()?,
+                "call_id" => p.call_id = map.next_value()?,
+                "name" => p.name = map.next_value()?,
+                "arguments" => p.arguments = map.next_value()?,
+                "input" => p.input = map.next_value()?,
+                "action" => p.action = map.next_value()?,
+                "output" => p.output = map.next_value()?,
+                "item" => p.item = map.next_value_seed(super::lenient::Seed::new())?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(p)
+    }
+}
+
+/// An `item_completed`'s `item` (Codex 0.171).
+#[derive(Default)]
+struct Item<'a> {
+    kind: Str<'a>,
+    id: Str<'a>,
+    status: Str<'a>,
+    exit_code: Raw<'a>,
+    content: List<Part<'a>>,
+    summary_text: List<Part<'a>>,
+    raw_content: List<Part<'a>>,
+    command: List<Str<'a>>,
+    aggregated_output: Raw<'a>,
+}
+
+impl<'a> Shape<'a> for Item<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut i = Item::default();
+        fields(map, |key, map| {
+            match key {
+                "type" => i.kind = map.next_value()?,
+                "id" => i.id = map.next_value()?,
+                "status" => i.status = map.next_value()?,
+                "exit_code" => i.exit_code = map.next_value()?,
+                "content" => i.content = map.next_value()?,
+                "summary_text" => i.summary_text = map.next_value()?,
+                "raw_content" => i.raw_content = map.next_value()?,
+                "command" => i.command = map.next_value()?,
+                "aggregated_output" => i.aggregated_output = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(i)
+    }
+}
+
+impl Item<'_> {
+    /// The exit code, where it is an integer.
+    fn exit_code(&self) -> Option<i64> {
+        self.exit_code.and_then(|c| c.get().parse().ok())
+    }
+}
+
+/// A part of an item's text: a string, or `{type, text}`.
+#[derive(Default)]
+struct Part<'a> {
+    kind: Str<'a>,
+    text: RawStr<'a>,
+    string: Option<Cow<'a, str>>,
+}
+
+impl<'a> Shape<'a> for Part<'a> {
+    fn string(v: Cow<'a, str>) -> Self {
+        Part {
+            string: Some(v),
+            ..Part::default()
+        }
+    }
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut part = Part::default();
+        fields(map, |key, map| {
+            match key {
+                "type" => part.kind = map.next_value()?,
+                "text" => part.text = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(part)
+    }
+}
+
+/// The text of `parts` of the given types (any type when `kinds` is empty):
+/// the one part's text as written, or the parts' texts joined.
+fn texts(parts: &[Part<'_>], kinds: &[&str]) -> Text {
+    let chosen: Vec<&Part<'_>> = parts
+        .iter()
+        .filter(|p| kinds.is_empty() || kinds.contains(&p.kind.as_deref().unwrap_or("")))
+        .filter(|p| p.string.is_some() || p.text.0.is_some())
+        .collect();
+    if let [only] = chosen[..]
+        && let Some(raw) = only.text.0
+    {
+        return Text::Raw(raw.to_owned());
+    }
+    Text::Plain(
+        chosen
+            .iter()
+            .filter_map(|p| p.string.clone().or_else(|| p.text.text()))
+            .collect(),
+    )
+}
 
 /// What a rollout's shell runs said, for the outputs that follow them.
 #[derive(Default)]
@@ -34,43 +200,77 @@ struct Calls {
     failed: HashSet<String>,
 }
 
+/// A JSON string token of `text`, or the empty string's.
+fn raw_or_empty(text: RawStr<'_>) -> Box<RawValue> {
+    text.0
+        .map(RawValue::to_owned)
+        .unwrap_or_else(|| RawValue::from_string("\"\"".into()).expect("valid JSON"))
+}
+
+/// JSON text made from a value built here.
+fn raw_of(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("a value serializes")
+}
+
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let mut t = Transcript::default();
     let mut calls = Calls::default();
     let mut lines = JsonLines::open(path)?;
-    while let Some(item) = lines.next(&mut t) {
-        let (number, v) = item?;
+    while let Some((number, bytes)) = lines.next_line(&mut t) {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let line: Line<'_> = match any(&mut de).and_then(|line| de.end().map(|()| line)) {
+            Ok(line) => line,
+            Err(_) => {
+                t.malformed.push(number);
+                continue;
+            }
+        };
+        // The payload as written, for what is kept as it is.
+        let whole = || {
+            serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|mut v| v.get_mut("payload").map(Value::take))
+                .unwrap_or_default()
+        };
         let key = format!("line {number}");
-        let at = text(&v, "timestamp").and_then(parse_time);
-        let payload = &v["payload"];
-        let inner = text(payload, "type").unwrap_or("");
-        match (text(&v, "type").unwrap_or(""), inner) {
+        let at = line.timestamp.as_deref().and_then(parse_time);
+        let payload = &line.payload;
+        let inner = payload.kind.as_deref().unwrap_or("");
+        match (line.kind.as_deref().unwrap_or(""), inner) {
             ("session_meta", _) => {
-                t.session = text(payload, "id").map(str::to_string);
-                t.mode = text(payload, "source").and_then(crate::headless::codex_source_mode);
-                t.other(AgentKind::Codex, key, at, "session_meta", payload.clone());
+                t.session = payload.id.owned();
+                t.mode = payload
+                    .source
+                    .as_deref()
+                    .and_then(crate::headless::codex_source_mode);
+                t.other(AgentKind::Codex, key, at, "session_meta", whole());
             }
             ("event_msg", "item_completed") => {
-                completed_item(&mut t, &mut calls, key, at, &payload["item"]);
+                let item = || whole().get_mut("item").map(Value::take).unwrap_or_default();
+                completed_item(&mut t, &mut calls, key, at, &payload.item, item);
             }
             ("event_msg", "user_message") => {
-                t.prompt(key, at, text(payload, "message").unwrap_or("").to_string());
+                let message = payload.message.text().unwrap_or_default();
+                t.prompt(key, at, message.into_owned());
             }
             ("event_msg", "agent_message") => {
-                let message = text(payload, "message").unwrap_or("");
-                t.update(key, at, chunk("agent_message_chunk", message));
+                let message = raw_or_empty(payload.message);
+                t.update_raw(key, at, Update::message_of(Text::Raw(message)));
             }
             ("event_msg", "agent_reasoning") => {
-                let thought = text(payload, "text").unwrap_or("");
-                t.update(key, at, chunk("agent_thought_chunk", thought));
+                let thought = raw_or_empty(payload.text);
+                t.update_raw(key, at, Update::thought_of(Text::Raw(thought)));
             }
             ("event_msg", "task_complete" | "turn_complete") => {
-                let end = match payload.get("error").filter(|e| !e.is_null()) {
-                    Some(error) => json!({
-                        "sessionUpdate": "turn_error",
-                        "message": text(error, "message").unwrap_or("the turn failed"),
-                        "code": error.get("codex_error_info").cloned().unwrap_or(Value::Null),
-                    }),
+                let end = match payload.error {
+                    Some(error) => {
+                        let error: Value = serde_json::from_str(error.get()).unwrap_or_default();
+                        json!({
+                            "sessionUpdate": "turn_error",
+                            "message": text(&error, "message").unwrap_or("the turn failed"),
+                            "code": error.get("codex_error_info").cloned().unwrap_or(Value::Null),
+                        })
+                    }
                     None => json!({"sessionUpdate": "turn_complete", "stopReason": "end_turn"}),
                 };
                 t.update(key, at, end);
@@ -83,27 +283,30 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 );
             }
             ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
-                let id = text(payload, "call_id").unwrap_or("");
+                let id = payload.call_id.as_deref().unwrap_or("");
                 calls.called.insert(id.to_string());
-                let input = match payload["arguments"].as_str() {
-                    Some(args) => {
-                        serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into()))
-                    }
+                let input: Box<RawValue> = match payload.arguments.0 {
+                    // The arguments are JSON in a string; kept as the string when
+                    // they are not.
+                    Some(args) => payload
+                        .arguments
+                        .text()
+                        .and_then(|text| serde_json::from_str::<Box<RawValue>>(&text).ok())
+                        .unwrap_or_else(|| args.to_owned()),
                     None => payload
-                        .get("input")
-                        .or_else(|| payload.get("action"))
-                        .cloned()
-                        .unwrap_or(Value::Null),
+                        .input
+                        .or(payload.action)
+                        .unwrap_or(RawValue::NULL)
+                        .to_owned(),
                 };
-                let name = text(payload, "name").unwrap_or(inner);
-                t.update(key, at, tool_call(id, name, input));
+                let name = payload.name.as_deref().unwrap_or(inner);
+                t.update_raw(key, at, Update::tool_call(id, name, &input));
             }
             ("response_item", "function_call_output" | "custom_tool_call_output") => {
-                let id = text(payload, "call_id").unwrap_or("");
-                let output = payload.get("output").cloned().unwrap_or(Value::Null);
-                let failed =
-                    calls.failed.contains(id) || exit_code(&output).is_some_and(|c| c != 0);
-                t.update(key, at, tool_done(id, failed, output));
+                let id = payload.call_id.as_deref().unwrap_or("");
+                let output = payload.output.unwrap_or(RawValue::NULL);
+                let failed = calls.failed.contains(id) || exit_code(output).is_some_and(|c| c != 0);
+                t.update_raw(key, at, Update::tool_done(id, failed, output));
             }
             // The model's copy of messages and reasoning (the prompt and reply are
             // read from the event_msg items above), and what repeats each turn.
@@ -116,7 +319,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 } else {
                     format!("{kind}/{inner}")
                 };
-                t.other(AgentKind::Codex, key, at, &event, payload.clone());
+                t.other(AgentKind::Codex, key, at, &event, whole());
             }
         }
     }
@@ -131,88 +334,77 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     Ok(t)
 }
 
-/// One `item_completed` of Codex 0.171.
+/// One `item_completed` of Codex 0.171; `whole` gives it as written.
 fn completed_item(
     t: &mut Transcript,
     calls: &mut Calls,
     key: String,
     at: Option<u64>,
-    item: &Value,
+    item: &Item<'_>,
+    whole: impl FnOnce() -> Value,
 ) {
-    let texts = |field: &str, kind: &[&str]| -> String {
-        item[field]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|part| kind.is_empty() || kind.contains(&text(part, "type").unwrap_or("")))
-            .filter_map(|part| part.as_str().or_else(|| text(part, "text")))
-            .collect::<Vec<_>>()
-            .join("")
-    };
-    match text(item, "type").unwrap_or("") {
-        "UserMessage" => t.prompt(key, at, texts("content", &["text"])),
+    match item.kind.as_deref().unwrap_or("") {
+        "UserMessage" => t.prompt(key, at, texts(&item.content, &["text"]).into_string()),
         "AgentMessage" => {
-            t.update(
-                key,
-                at,
-                chunk("agent_message_chunk", &texts("content", &["Text", "text"])),
-            );
+            let message = texts(&item.content, &["Text", "text"]);
+            t.update_raw(key, at, Update::message_of(message));
         }
         "Reasoning" => {
-            let summary = texts("summary_text", &[]);
+            let summary = texts(&item.summary_text, &[]);
             let thought = if summary.is_empty() {
-                texts("raw_content", &[])
+                texts(&item.raw_content, &[])
             } else {
                 summary
             };
             if !thought.is_empty() {
-                t.update(key, at, chunk("agent_thought_chunk", &thought));
+                t.update_raw(key, at, Update::thought_of(thought));
             }
         }
         "CommandExecution" => {
-            let id = text(item, "id").unwrap_or("");
-            let failed = text(item, "status") == Some("failed")
-                || item["exit_code"].as_i64().is_some_and(|c| c != 0);
+            let id = item.id.as_deref().unwrap_or("");
+            let failed = item.status.as_deref() == Some("failed")
+                || item.exit_code().is_some_and(|c| c != 0);
             if failed {
                 calls.failed.insert(id.to_string());
             }
             // A run inside a code-mode cell has no function_call of its own: it is
             // the tool call, and its item is how it settled.
             if !calls.called.contains(id) {
-                let command = item["command"]
-                    .as_array()
-                    .and_then(|c| c.last())
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                t.update(
-                    key.clone(),
-                    at,
-                    tool_call(id, "Bash", json!({"command": command})),
+                let command = item.command.last().and_then(Str::as_deref).unwrap_or("");
+                let input = raw_of(&json!({"command": command}));
+                t.update_raw(key.clone(), at, Update::tool_call(id, "Bash", &input));
+                let output = format!(
+                    "{{\"exit_code\":{},\"output\":{}}}",
+                    item.exit_code.unwrap_or(RawValue::NULL).get(),
+                    item.aggregated_output.unwrap_or(RawValue::NULL).get(),
                 );
-                let output = json!({
-                    "output": item.get("aggregated_output").cloned().unwrap_or(Value::Null),
-                    "exit_code": item.get("exit_code").cloned().unwrap_or(Value::Null),
-                });
-                t.update(format!("{key}#done"), at, tool_done(id, failed, output));
+                let output = RawValue::from_string(output).expect("JSON texts joined as JSON");
+                t.update_raw(
+                    format!("{key}#done"),
+                    at,
+                    Update::tool_done(id, failed, &output),
+                );
             }
         }
         other => {
             let event = format!("item_completed/{other}");
-            t.other(AgentKind::Codex, key, at, &event, item.clone());
+            t.other(AgentKind::Codex, key, at, &event, whole());
         }
     }
 }
 
 /// A shell run's exit code in a tool output: the older `{metadata: {exit_code}}`
 /// or the `Process exited with code N` line of Codex 0.171's plain text.
-fn exit_code(output: &Value) -> Option<i64> {
-    if let Some(code) = output
-        .pointer("/metadata/exit_code")
-        .and_then(Value::as_i64)
-    {
-        return Some(code);
+fn exit_code(output: &RawValue) -> Option<i64> {
+    let json = output.get();
+    if json.starts_with('{') {
+        let output: Value = serde_json::from_str(json).ok()?;
+        return output
+            .pointer("/metadata/exit_code")
+            .and_then(Value::as_i64);
     }
-    let text = output.as_str()?;
+    let token = RawStr(Some(output));
+    let text = token.text()?;
     text.lines()
         .find_map(|l| l.strip_prefix("Process exited with code "))
         .and_then(|c| c.trim().parse().ok())

@@ -14,16 +14,20 @@
 //! without their `displayContent`, thoughts and times: the records read earlier
 //! win. A `gemini` record without tool calls ends the turn.
 
-use std::io::BufRead;
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
 
+use serde::de::{MapAccess, SeqAccess};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::lenient::{Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields, present};
 use super::transcript::Transcript;
-use crate::updates::{chunk, tool_call, tool_done};
+use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
-use crate::kind::{AgentKind, text};
+use crate::kind::AgentKind;
 
 /// A message's text: a string, or the `text` of its parts (`thought` parts
 /// when `thoughts`, the others otherwise).
@@ -40,162 +44,494 @@ fn message_text(content: &Value, thoughts: bool) -> String {
     }
 }
 
-/// Whether a `user` record holds only tool results (`functionResponse` parts).
-fn only_tool_results(content: &Value) -> bool {
-    content.as_array().is_some_and(|parts| {
-        !parts.is_empty() && parts.iter().all(|p| p.get("functionResponse").is_some())
-    })
-}
-
 /// Gemini's own text in the user's turn, which it skips itself on resume.
 fn is_preamble(text: &str) -> bool {
     let text = text.trim_start();
     text.starts_with("<session_context>") || text.starts_with("<hook_context>")
 }
 
-/// `messages` after a `$set` of all of them: the records read earlier, where
-/// they are kept, as they were (the rewrite drops their `displayContent`,
-/// thoughts and times); the new ones as given.
-fn replace_all(messages: &mut Vec<Value>, all: &[Value]) {
-    let mut next = Vec::with_capacity(all.len());
-    for m in all {
-        let earlier = m["id"]
-            .as_str()
-            .and_then(|id| messages.iter().position(|e| e["id"] == id));
-        match earlier {
-            Some(i) => next.push(std::mem::take(&mut messages[i])),
-            None => next.push(m.clone()),
+/// One record of a chat (a JSON-lines line, or a message of the older
+/// document): the fields the reader uses, decoded in one pass (see
+/// [`super::lenient`]), and its text for what is kept as it is.
+#[derive(Default)]
+struct Record<'a> {
+    /// The record as written.
+    json: &'a str,
+    /// Whether it has a `type` (the metadata line has none).
+    typed: bool,
+    kind: Str<'a>,
+    /// Its `id` as JSON text, to find the record it replaces.
+    id: Raw<'a>,
+    session_id: Str<'a>,
+    timestamp: Str<'a>,
+    content: Content<'a>,
+    display_content: Content<'a>,
+    thoughts: List<Thought<'a>>,
+    tool_calls: List<ToolCall<'a>>,
+    /// A `$set`, and the messages it sets.
+    set: Option<Set<'a>>,
+    rewind_to: Str<'a>,
+}
+
+impl<'a> Shape<'a> for Record<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut r = Record::default();
+        fields(map, |key, map| {
+            match key {
+                "type" => {
+                    r.typed = true;
+                    r.kind = map.next_value()?;
+                }
+                "id" => r.id = map.next_value()?,
+                "sessionId" => r.session_id = map.next_value()?,
+                "timestamp" => r.timestamp = map.next_value()?,
+                "content" => r.content = map.next_value_seed(Seed::new())?,
+                "displayContent" => r.display_content = map.next_value_seed(Seed::new())?,
+                "thoughts" => r.thoughts = map.next_value()?,
+                "toolCalls" => r.tool_calls = map.next_value()?,
+                "$set" => r.set = Some(map.next_value_seed(Seed::new())?),
+                "$rewindTo" => r.rewind_to = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(r)
+    }
+}
+
+impl<'a> Record<'a> {
+    /// Decodes a record from its JSON text.
+    fn parse(json: &'a str) -> serde_json::Result<Record<'a>> {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let mut record: Record<'a> = any(&mut de)?;
+        de.end()?;
+        record.json = json;
+        Ok(record)
+    }
+
+    /// Its `id`, where it is a string.
+    fn id_text(&self) -> Option<Cow<'a, str>> {
+        RawStr(self.id).text().map(|t| Cow::Owned(t.into_owned()))
+    }
+
+    /// What finds the record an update replaces: its `id` (as JSON equality
+    /// compares it: strings by their text, other values by theirs).
+    fn id_key(&self) -> Option<String> {
+        let raw = self.id?;
+        Some(match RawStr(Some(raw)).text() {
+            Some(text) => format!("s{text}"),
+            None => format!("v{}", raw.get()),
+        })
+    }
+
+    /// The record as a value, for what is kept as it is.
+    fn value(&self) -> Value {
+        serde_json::from_str(self.json).unwrap_or_default()
+    }
+}
+
+/// A `$set`: the messages it sets, where it sets them.
+#[derive(Default)]
+struct Set<'a> {
+    messages: Option<RawList<'a>>,
+}
+
+impl<'a> Shape<'a> for Set<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut set = Set::default();
+        fields(map, |key, map| {
+            if key != "messages" {
+                return Ok(false);
+            }
+            let list: RawList<'a> = map.next_value_seed(Seed::new())?;
+            set.messages = list.array.then_some(list);
+            Ok(true)
+        })?;
+        Ok(set)
+    }
+}
+
+/// An array's elements as JSON text.
+#[derive(Default)]
+struct RawList<'a> {
+    array: bool,
+    items: Vec<&'a RawValue>,
+}
+
+impl<'a> Shape<'a> for RawList<'a> {
+    fn seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<&'a RawValue>()? {
+            items.push(item);
+        }
+        Ok(RawList { array: true, items })
+    }
+}
+
+/// The older `session-*.json` document.
+#[derive(Default)]
+struct Document<'a> {
+    session_id: Str<'a>,
+    messages: RawList<'a>,
+}
+
+impl<'a> Shape<'a> for Document<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut doc = Document::default();
+        fields(map, |key, map| {
+            match key {
+                "sessionId" => doc.session_id = map.next_value()?,
+                "messages" => doc.messages = map.next_value_seed(Seed::new())?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(doc)
+    }
+}
+
+/// A message's `content` (or `displayContent`): a string or parts.
+#[derive(Default)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+    #[default]
+    Other,
+}
+
+impl<'a> Shape<'a> for Content<'a> {
+    fn string(v: Cow<'a, str>) -> Self {
+        Content::Text(v)
+    }
+    fn seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut parts = Vec::new();
+        while let Some(part) = seq.next_element_seed(Seed::<Part<'a>>::new())? {
+            parts.push(part);
+        }
+        Ok(Content::Parts(parts))
+    }
+}
+
+impl Content<'_> {
+    /// The text: the string (unless `thoughts`), or the `text` of the parts
+    /// whose `thought` is `thoughts` — the one part's as written.
+    fn text(&self, thoughts: bool) -> Text {
+        match self {
+            Content::Text(s) if !thoughts => Text::Plain(s.to_string()),
+            Content::Parts(parts) => {
+                let chosen: Vec<&Part<'_>> = parts
+                    .iter()
+                    .filter(|p| p.thought.0 == thoughts && p.text.0.is_some())
+                    .collect();
+                match chosen[..] {
+                    [only] => Text::Raw(only.text.0.expect("chosen for it").to_owned()),
+                    _ => Text::Plain(chosen.iter().filter_map(|p| p.text.text()).collect()),
+                }
+            }
+            _ => Text::Plain(String::new()),
         }
     }
-    *messages = next;
+
+    /// Whether it holds only tool results (`functionResponse` parts).
+    fn only_tool_results(&self) -> bool {
+        matches!(self, Content::Parts(parts)
+            if !parts.is_empty() && parts.iter().all(|p| p.function_response))
+    }
+}
+
+/// A part of a message's content.
+#[derive(Default)]
+struct Part<'a> {
+    text: RawStr<'a>,
+    thought: Flag,
+    function_response: bool,
+}
+
+impl<'a> Shape<'a> for Part<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut part = Part::default();
+        fields(map, |key, map| {
+            match key {
+                "text" => part.text = map.next_value()?,
+                "thought" => part.thought = map.next_value()?,
+                "functionResponse" => part.function_response = present(map)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(part)
+    }
+}
+
+/// One of a `gemini` record's `thoughts`.
+#[derive(Default)]
+struct Thought<'a> {
+    subject: Str<'a>,
+    description: Str<'a>,
+}
+
+impl<'a> Shape<'a> for Thought<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut thought = Thought::default();
+        fields(map, |key, map| {
+            match key {
+                "subject" => thought.subject = map.next_value()?,
+                "description" => thought.description = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(thought)
+    }
+}
+
+/// One of a `gemini` record's `toolCalls`.
+#[derive(Default)]
+struct ToolCall<'a> {
+    id: Str<'a>,
+    name: Str<'a>,
+    args: Raw<'a>,
+    status: Str<'a>,
+    timestamp: Str<'a>,
+    result: Raw<'a>,
+}
+
+impl<'a> Shape<'a> for ToolCall<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut call = ToolCall::default();
+        fields(map, |key, map| {
+            match key {
+                "id" => call.id = map.next_value()?,
+                "name" => call.name = map.next_value()?,
+                "args" => call.args = map.next_value()?,
+                "status" => call.status = map.next_value()?,
+                "timestamp" => call.timestamp = map.next_value()?,
+                "result" => call.result = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(call)
+    }
+}
+
+/// The messages of a chat as they stand, in order, found by id.
+#[derive(Default)]
+struct Messages<'a> {
+    list: Vec<Record<'a>>,
+    by_id: HashMap<String, usize>,
+}
+
+impl<'a> Messages<'a> {
+    /// A record added, or replacing the earlier record of its id.
+    fn put(&mut self, record: Record<'a>) {
+        let key = record
+            .id_key()
+            .filter(|_| record.id.is_some_and(|r| r.get() != "null"));
+        match key.as_ref().and_then(|k| self.by_id.get(k)) {
+            Some(&i) => self.list[i] = record,
+            None => {
+                if let Some(key) = key {
+                    self.by_id.entry(key).or_insert(self.list.len());
+                }
+                self.list.push(record);
+            }
+        }
+    }
+
+    /// Where the first record with string id `id` is.
+    fn position(&self, id: &str) -> Option<usize> {
+        self.list
+            .iter()
+            .position(|m| m.id_text().as_deref() == Some(id))
+    }
+
+    fn reindex(&mut self) {
+        self.by_id.clear();
+        for (i, m) in self.list.iter().enumerate() {
+            if let Some(key) = m
+                .id_key()
+                .filter(|_| m.id.is_some_and(|r| r.get() != "null"))
+            {
+                self.by_id.entry(key).or_insert(i);
+            }
+        }
+    }
+
+    /// `$rewindTo`: the record of `id` and those after it dropped.
+    fn rewind_to(&mut self, id: &str) {
+        if let Some(i) = self.position(id) {
+            self.list.truncate(i);
+            self.reindex();
+        }
+    }
+
+    /// The messages after a `$set` of all of them: the records read earlier,
+    /// where they are kept, as they were (the rewrite drops their
+    /// `displayContent`, thoughts and times); the new ones as given.
+    fn replace_all(&mut self, all: Vec<Record<'a>>) {
+        let mut next = Vec::with_capacity(all.len());
+        for m in all {
+            let earlier = m.id_text().and_then(|id| self.position(&id));
+            match earlier {
+                Some(i) => next.push(std::mem::take(&mut self.list[i])),
+                None => next.push(m),
+            }
+        }
+        self.list = next;
+        self.reindex();
+    }
 }
 
 pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let mut t = Transcript::default();
-    // The messages as they stand at the end of the file, in order.
-    let mut messages: Vec<Value> = Vec::new();
+    let bytes = std::fs::read(path)?;
+    let mut messages = Messages::default();
     if path.extension().is_some_and(|e| e == "json") {
-        let text_in = std::fs::read_to_string(path)?;
+        let text_in = String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         t.lines = text_in.lines().count();
-        match serde_json::from_str::<Value>(&text_in) {
+        let mut de = serde_json::Deserializer::from_str(&text_in);
+        match any::<Document<'_>, _>(&mut de).and_then(|doc| de.end().map(|()| doc)) {
             Ok(doc) => {
-                t.session = text(&doc, "sessionId").map(str::to_string);
-                messages = doc["messages"].as_array().cloned().unwrap_or_default();
+                t.session = doc.session_id.owned();
+                for raw in doc.messages.items {
+                    if let Ok(record) = Record::parse(raw.get()) {
+                        messages.list.push(record);
+                    }
+                }
             }
             Err(e) => t.malformed.push(e.line()),
         }
-    } else {
-        let file = std::fs::File::open(path)?;
-        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let line = line?;
-            t.lines += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                t.malformed.push(n + 1);
-                continue;
-            };
-            if let Some(set) = v.get("$set") {
-                if let Some(all) = set["messages"].as_array() {
-                    replace_all(&mut messages, all);
-                }
-                continue;
-            }
-            if let Some(id) = v.get("$rewindTo").and_then(Value::as_str) {
-                if let Some(i) = messages.iter().position(|m| m["id"] == id) {
-                    messages.truncate(i);
-                }
-                continue;
-            }
-            if v.get("type").is_none() {
-                // The metadata line.
-                if t.session.is_none() {
-                    t.session = text(&v, "sessionId").map(str::to_string);
-                }
-                continue;
-            }
-            match messages
-                .iter_mut()
-                .find(|m| m["id"] == v["id"] && !v["id"].is_null())
-            {
-                Some(earlier) => *earlier = v,
-                None => messages.push(v),
-            }
-        }
+        return Ok(items(t, messages));
     }
-    for (i, m) in messages.iter().enumerate() {
-        let key = text(m, "id")
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("message {i}"));
-        let at = text(m, "timestamp").and_then(parse_time);
-        let content = message_text(&m["content"], false);
-        match text(m, "type").unwrap_or("") {
-            "user" if only_tool_results(&m["content"]) => {}
-            "user" if is_preamble(&content) => {
-                t.other(AgentKind::Gemini, key, at, "session_context", m.clone());
+    read_lines(&bytes, &mut t, &mut messages);
+    Ok(items(t, messages))
+}
+
+/// The records of a JSON-lines chat, applied in order.
+fn read_lines<'a>(bytes: &'a [u8], t: &mut Transcript, messages: &mut Messages<'a>) {
+    let mut number = 0;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..len];
+        rest = rest.get(len + 1..).unwrap_or_default();
+        number += 1;
+        t.lines += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Some(record) = std::str::from_utf8(line)
+            .ok()
+            .and_then(|line| Record::parse(line).ok())
+        else {
+            t.malformed.push(number);
+            continue;
+        };
+        if let Some(set) = record.set {
+            if let Some(all) = set.messages {
+                let all = all
+                    .items
+                    .into_iter()
+                    .filter_map(|raw| Record::parse(raw.get()).ok())
+                    .collect();
+                messages.replace_all(all);
             }
+            continue;
+        }
+        if let Some(id) = record.rewind_to.as_deref() {
+            messages.rewind_to(id);
+            continue;
+        }
+        if !record.typed {
+            // The metadata line.
+            if t.session.is_none() {
+                t.session = record.session_id.owned();
+            }
+            continue;
+        }
+        messages.put(record);
+    }
+}
+
+/// The transcript's items, from the messages as they stand.
+fn items(mut t: Transcript, messages: Messages<'_>) -> Transcript {
+    for (i, m) in messages.list.iter().enumerate() {
+        let key = m
+            .id_text()
+            .map(Cow::into_owned)
+            .unwrap_or_else(|| format!("message {i}"));
+        let at = m.timestamp.as_deref().and_then(parse_time);
+        match m.kind.as_deref().unwrap_or("") {
+            "user" if m.content.only_tool_results() => {}
             "user" => {
-                let typed = match &m["displayContent"] {
-                    Value::Null => None,
-                    shown => Some(message_text(shown, false)),
-                };
-                match typed.filter(|d| d.trim_start().starts_with('/')) {
-                    Some(typed) => t.run(key, at, &typed, Some(content), None),
-                    None => t.prompt(key, at, content),
+                let content = m.content.text(false).into_string();
+                if is_preamble(&content) {
+                    t.other(AgentKind::Gemini, key, at, "session_context", m.value());
+                    continue;
+                }
+                let typed = m.display_content.text(false).into_string();
+                if typed.trim_start().starts_with('/') {
+                    t.run(key, at, &typed, Some(content), None);
+                } else {
+                    t.prompt(key, at, content);
                 }
             }
             "gemini" => {
-                let rewritten_thoughts = message_text(&m["content"], true);
+                let rewritten_thoughts = m.content.text(true);
                 if !rewritten_thoughts.is_empty() {
-                    t.update(
+                    t.update_raw(
                         format!("{key}/thought"),
                         at,
-                        chunk("agent_thought_chunk", &rewritten_thoughts),
+                        Update::thought_of(rewritten_thoughts),
                     );
                 }
-                for (j, thought) in m["thoughts"].as_array().into_iter().flatten().enumerate() {
+                for (j, thought) in m.thoughts.iter().enumerate() {
                     let said = format!(
                         "{}: {}",
-                        text(thought, "subject").unwrap_or(""),
-                        text(thought, "description").unwrap_or("")
+                        thought.subject.as_deref().unwrap_or(""),
+                        thought.description.as_deref().unwrap_or("")
                     );
-                    t.update(
+                    t.update_raw(
                         format!("{key}/thought{j}"),
                         at,
-                        chunk("agent_thought_chunk", &said),
+                        Update::thought_of(Text::Plain(said)),
                     );
                 }
+                let content = m.content.text(false);
                 if !content.is_empty() {
-                    t.update(key.clone(), at, chunk("agent_message_chunk", &content));
+                    t.update_raw(key.clone(), at, Update::message_of(content));
                 }
-                for (j, call) in m["toolCalls"].as_array().into_iter().flatten().enumerate() {
-                    let id = text(call, "id").unwrap_or("");
-                    t.update(
+                for (j, call) in m.tool_calls.iter().enumerate() {
+                    let id = call.id.as_deref().unwrap_or("");
+                    t.update_raw(
                         format!("{key}/call{j}"),
                         at,
-                        tool_call(
+                        Update::tool_call(
                             id,
-                            text(call, "name").unwrap_or("tool"),
-                            call["args"].clone(),
+                            call.name.as_deref().unwrap_or("tool"),
+                            call.args.unwrap_or(RawValue::NULL),
                         ),
                     );
-                    if let Some(status) =
-                        text(call, "status").filter(|s| *s != "executing" && *s != "scheduled")
+                    if let Some(status) = call
+                        .status
+                        .as_deref()
+                        .filter(|s| *s != "executing" && *s != "scheduled")
                     {
-                        t.update(
+                        t.update_raw(
                             format!("{key}/result{j}"),
-                            text(call, "timestamp").and_then(parse_time).or(at),
-                            tool_done(
+                            call.timestamp.as_deref().and_then(parse_time).or(at),
+                            Update::tool_done(
                                 id,
                                 status == "error" || status == "cancelled",
-                                call.get("result").cloned().unwrap_or(json!(null)),
+                                call.result.unwrap_or(RawValue::NULL),
                             ),
                         );
                     }
                 }
                 // A reply with no tool call to run is the end of the turn.
-                if m["toolCalls"].as_array().is_none_or(Vec::is_empty) {
+                if m.tool_calls.is_empty() {
                     t.update(
                         format!("{key}/end"),
                         at,
@@ -208,11 +544,11 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 key,
                 at,
                 if kind.is_empty() { "message" } else { kind },
-                m.clone(),
+                m.value(),
             ),
         }
     }
-    Ok(t)
+    t
 }
 
 /// Largest chat file read for [`last_reply`].

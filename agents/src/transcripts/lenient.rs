@@ -22,6 +22,9 @@ pub(crate) trait Shape<'de>: Sized + Default {
     fn boolean(_: bool) -> Self {
         Self::default()
     }
+    fn integer(_: i64) -> Self {
+        Self::default()
+    }
     fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Self::default())
@@ -66,11 +69,11 @@ impl<'de, T: Shape<'de>> Visitor<'de> for ByShape<T> {
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
         Ok(T::boolean(v))
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<T, E> {
-        Ok(T::default())
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        Ok(T::integer(v))
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<T, E> {
-        Ok(T::default())
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Ok(i64::try_from(v).map(T::integer).unwrap_or_default())
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
         Ok(T::default())
@@ -121,6 +124,11 @@ impl Str<'_> {
     pub(crate) fn as_deref(&self) -> Option<&str> {
         self.0.as_deref()
     }
+
+    /// The text, owned.
+    pub(crate) fn owned(&self) -> Option<String> {
+        self.0.as_deref().map(str::to_string)
+    }
 }
 
 /// A boolean field: true only when it is JSON `true`.
@@ -137,6 +145,77 @@ impl<'de> Deserialize<'de> for Flag {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         any(d)
     }
+}
+
+/// A boolean field that may be absent (or of another shape).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Bool(pub Option<bool>);
+
+impl Shape<'_> for Bool {
+    fn boolean(v: bool) -> Self {
+        Bool(Some(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Bool {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        any(d)
+    }
+}
+
+/// An array field whose elements are read by their shape; anything else reads
+/// as empty.
+#[derive(Debug)]
+pub(crate) struct List<T>(pub Vec<T>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(Vec::new())
+    }
+}
+
+impl<'de, T: Shape<'de>> Shape<'de> for List<T> {
+    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Seed::<T>::new())? {
+            items.push(item);
+        }
+        Ok(List(items))
+    }
+}
+
+impl<'de, T: Shape<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        any(d)
+    }
+}
+
+impl<T> std::ops::Deref for List<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+/// Whether a map has a key: `map.present(&mut field)` in a reader's map loop
+/// reads the value past and records that the key was there (a `null` included).
+pub(crate) fn present<'de, A: MapAccess<'de>>(map: &mut A) -> Result<bool, A::Error> {
+    map.next_value::<IgnoredAny>()?;
+    Ok(true)
+}
+
+/// Reads a map's entries, calling `field` with each key; keys `field` does not
+/// take (it returns `Ok(false)`) are read past.
+pub(crate) fn fields<'de, A: MapAccess<'de>>(
+    mut map: A,
+    mut field: impl FnMut(&str, &mut A) -> Result<bool, A::Error>,
+) -> Result<(), A::Error> {
+    while let Some(key) = map.next_key::<Str<'de>>()? {
+        if !field(key.as_deref().unwrap_or(""), &mut map)? {
+            map.next_value::<IgnoredAny>()?;
+        }
+    }
+    Ok(())
 }
 
 /// Any value, kept as its JSON text.

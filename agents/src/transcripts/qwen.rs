@@ -19,13 +19,176 @@
 use std::path::Path;
 
 use cmdlog_engine::Delivery;
+use serde::de::MapAccess;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::lenient::{Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields};
 use super::transcript::{JsonLines, Transcript};
-use crate::updates::{chunk, tool_call, tool_done};
+use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
-use crate::kind::{AgentKind, text};
+use crate::kind::AgentKind;
+
+/// One `ChatRecord`: the fields the reader uses, decoded in one pass (see
+/// [`super::lenient`]); what is kept as it is comes from the line again.
+#[derive(Default)]
+struct Record<'a> {
+    uuid: Str<'a>,
+    session_id: Str<'a>,
+    timestamp: Str<'a>,
+    kind: Str<'a>,
+    subtype: Str<'a>,
+    system_payload: SystemPayload<'a>,
+    parts: List<Part<'a>>,
+    tool_call_result: ToolCallResult<'a>,
+}
+
+impl<'a> Shape<'a> for Record<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut r = Record::default();
+        fields(map, |key, map| {
+            match key {
+                "uuid" => r.uuid = map.next_value()?,
+                "sessionId" => r.session_id = map.next_value()?,
+                "timestamp" => r.timestamp = map.next_value()?,
+                "type" => r.kind = map.next_value()?,
+                "subtype" => r.subtype = map.next_value()?,
+                "systemPayload" => r.system_payload = map.next_value_seed(Seed::new())?,
+                "message" => r.parts = map.next_value_seed(Seed::<Message<'a>>::new())?.parts,
+                "toolCallResult" => r.tool_call_result = map.next_value_seed(Seed::new())?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(r)
+    }
+}
+
+/// A record's `message` (Gemini's shape): its parts.
+#[derive(Default)]
+struct Message<'a> {
+    parts: List<Part<'a>>,
+}
+
+impl<'a> Shape<'a> for Message<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut m = Message::default();
+        fields(map, |key, map| {
+            if key != "parts" {
+                return Ok(false);
+            }
+            m.parts = map.next_value()?;
+            Ok(true)
+        })?;
+        Ok(m)
+    }
+}
+
+/// A `system` record's `systemPayload` (and a `user` record's display text).
+#[derive(Default)]
+struct SystemPayload<'a> {
+    phase: Str<'a>,
+    raw_command: Str<'a>,
+    sent_to_model: Bool,
+    display_text: Str<'a>,
+}
+
+impl<'a> Shape<'a> for SystemPayload<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut p = SystemPayload::default();
+        fields(map, |key, map| {
+            match key {
+                "phase" => p.phase = map.next_value()?,
+                "rawCommand" => p.raw_command = map.next_value()?,
+                "sentToModel" => p.sent_to_model = map.next_value()?,
+                "displayText" => p.display_text = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(p)
+    }
+}
+
+/// A part: text (or a thought), a function call, a function response.
+#[derive(Default)]
+struct Part<'a> {
+    text: RawStr<'a>,
+    thought: Flag,
+    function_call: Option<FunctionCall<'a>>,
+    response_id: Str<'a>,
+}
+
+impl<'a> Shape<'a> for Part<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut part = Part::default();
+        fields(map, |key, map| {
+            match key {
+                "text" => part.text = map.next_value()?,
+                "thought" => part.thought = map.next_value()?,
+                "functionCall" => part.function_call = Some(map.next_value_seed(Seed::new())?),
+                "functionResponse" => {
+                    part.response_id = map.next_value_seed(Seed::<FunctionCall<'a>>::new())?.id
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(part)
+    }
+}
+
+/// A `functionCall` (or the id of a `functionResponse`).
+#[derive(Default)]
+struct FunctionCall<'a> {
+    id: Str<'a>,
+    name: Str<'a>,
+    args: Raw<'a>,
+}
+
+impl<'a> Shape<'a> for FunctionCall<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut call = FunctionCall::default();
+        fields(map, |key, map| {
+            match key {
+                "id" => call.id = map.next_value()?,
+                "name" => call.name = map.next_value()?,
+                "args" => call.args = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(call)
+    }
+}
+
+/// A `tool_result` record's `toolCallResult`.
+#[derive(Default)]
+struct ToolCallResult<'a> {
+    call_id: Str<'a>,
+    status: Str<'a>,
+    /// `resultDisplay`, where the key is there (`null` included).
+    result_display: Option<&'a RawValue>,
+}
+
+impl<'a> Shape<'a> for ToolCallResult<'a> {
+    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
+        let mut r = ToolCallResult::default();
+        fields(map, |key, map| {
+            match key {
+                "callId" => r.call_id = map.next_value()?,
+                "status" => r.status = map.next_value()?,
+                "resultDisplay" => {
+                    r.result_display = Some(map.next_value::<Raw<'a>>()?.unwrap_or(RawValue::NULL))
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(r)
+    }
+}
 
 /// A slash command whose invocation was read and whose settling was not yet.
 struct OpenCommand {
@@ -60,14 +223,14 @@ fn result_output(payload: &Value) -> Option<String> {
 
 /// What the user said in a `user` record: what the UI showed when Qwen kept it
 /// (`systemPayload.displayText`), else its text parts but a hook's context.
-fn user_text(v: &Value, parts: &[Value]) -> String {
-    if let Some(shown) = text(&v["systemPayload"], "displayText") {
+fn user_text(r: &Record<'_>) -> String {
+    if let Some(shown) = r.system_payload.display_text.as_deref() {
         return shown.to_string();
     }
-    parts
+    r.parts
         .iter()
-        .filter(|p| !p["thought"].as_bool().unwrap_or(false))
-        .filter_map(|p| p["text"].as_str())
+        .filter(|p| !p.thought.0)
+        .filter_map(|p| p.text.text())
         .filter(|s| {
             !s.trim_start()
                 .starts_with("<qwen:user-prompt-submit-context>")
@@ -79,31 +242,41 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let mut t = Transcript::default();
     let mut lines = JsonLines::open(path)?;
     let mut open: Option<OpenCommand> = None;
-    while let Some(item) = lines.next(&mut t) {
-        let (number, v) = item?;
+    while let Some((number, bytes)) = lines.next_line(&mut t) {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let r: Record<'_> = match any(&mut de).and_then(|r| de.end().map(|()| r)) {
+            Ok(r) => r,
+            Err(_) => {
+                t.malformed.push(number);
+                continue;
+            }
+        };
+        // The record as written, for what is kept as it is.
+        let whole = || serde_json::from_slice::<Value>(bytes).unwrap_or_default();
+        let field = |name: &str| {
+            serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|mut v| v.get_mut(name).map(Value::take))
+                .unwrap_or_default()
+        };
         if t.session.is_none() {
-            t.session = text(&v, "sessionId").map(str::to_string);
+            t.session = r.session_id.owned();
         }
-        let key = text(&v, "uuid")
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("line {number}"));
-        let at = text(&v, "timestamp").and_then(parse_time);
-        let parts = v["message"]["parts"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let kind = text(&v, "type").unwrap_or("");
-        let subtype = text(&v, "subtype");
-        let phase = text(&v["systemPayload"], "phase");
+        let key = r.uuid.owned().unwrap_or_else(|| format!("line {number}"));
+        let at = r.timestamp.as_deref().and_then(parse_time);
+        let kind = r.kind.as_deref().unwrap_or("");
+        let subtype = r.subtype.as_deref();
+        let payload = &r.system_payload;
+        let phase = payload.phase.as_deref();
         if let Some(mut command) = open.take() {
             match (kind, subtype, phase) {
                 // The expansion the model received.
                 ("user", None, _) => {
-                    command.settle(&mut t, Some(user_text(&v, &parts)));
+                    command.settle(&mut t, Some(user_text(&r)));
                     continue;
                 }
                 ("system", Some("slash_command"), Some("result")) => {
-                    command.output = result_output(&v["systemPayload"]);
+                    command.output = result_output(&field("systemPayload"));
                     if command.sent_to_model {
                         open = Some(command);
                     } else {
@@ -119,50 +292,54 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             }
         }
         match (kind, subtype) {
-            ("system", Some("slash_command")) => {
-                let payload = &v["systemPayload"];
-                match (phase, text(payload, "rawCommand")) {
-                    (Some("invocation") | None, Some(raw)) => {
-                        open = Some(OpenCommand {
-                            key,
-                            at,
-                            line: raw.to_string(),
-                            sent_to_model: payload["sentToModel"].as_bool().unwrap_or(true),
-                            output: None,
-                        })
-                    }
-                    _ => t.other(AgentKind::Qwen, key, at, "slash_command", payload.clone()),
+            ("system", Some("slash_command")) => match (phase, payload.raw_command.as_deref()) {
+                (Some("invocation") | None, Some(raw)) => {
+                    open = Some(OpenCommand {
+                        key,
+                        at,
+                        line: raw.to_string(),
+                        sent_to_model: payload.sent_to_model.0.unwrap_or(true),
+                        output: None,
+                    })
                 }
-            }
-            ("user", None) => t.prompt(key, at, user_text(&v, &parts)),
+                _ => t.other(
+                    AgentKind::Qwen,
+                    key,
+                    at,
+                    "slash_command",
+                    field("systemPayload"),
+                ),
+            },
+            ("user", None) => t.prompt(key, at, user_text(&r)),
             ("user", Some("mid_turn_user_message")) => {
-                t.prompt_as(key, at, user_text(&v, &parts), Delivery::Steer);
+                t.prompt_as(key, at, user_text(&r), Delivery::Steer);
             }
             // Sent to the model as the user's turn by Qwen itself.
             ("user", Some(sub)) => {
                 let event = format!("user/{sub}");
-                t.noted(AgentKind::Qwen, key, at, &event, v.clone());
+                t.noted(AgentKind::Qwen, key, at, &event, whole());
             }
             ("assistant", _) => {
                 let mut called = false;
-                for (i, p) in parts.iter().enumerate() {
+                for (i, p) in r.parts.iter().enumerate() {
                     let k = format!("{key}/{i}");
-                    if let Some(text_part) = p["text"].as_str() {
-                        let kind = if p["thought"].as_bool().unwrap_or(false) {
-                            "agent_thought_chunk"
+                    if let Some(text) = p.text.0 {
+                        let text = Text::Raw(text.to_owned());
+                        let update = if p.thought.0 {
+                            Update::thought_of(text)
                         } else {
-                            "agent_message_chunk"
+                            Update::message_of(text)
                         };
-                        t.update(k, at, chunk(kind, text_part));
-                    } else if let Some(call) = p.get("functionCall") {
+                        t.update_raw(k, at, update);
+                    } else if let Some(call) = &p.function_call {
                         called = true;
-                        t.update(
+                        t.update_raw(
                             k,
                             at,
-                            tool_call(
-                                text(call, "id").unwrap_or(""),
-                                text(call, "name").unwrap_or("tool"),
-                                call["args"].clone(),
+                            Update::tool_call(
+                                call.id.as_deref().unwrap_or(""),
+                                call.name.as_deref().unwrap_or("tool"),
+                                call.args.unwrap_or(RawValue::NULL),
                             ),
                         );
                     }
@@ -176,27 +353,31 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
                 }
             }
             ("tool_result", _) => {
-                let result = &v["toolCallResult"];
-                let id = text(result, "callId")
-                    .or_else(|| {
-                        parts
-                            .iter()
-                            .find_map(|p| p["functionResponse"]["id"].as_str())
-                    })
+                let result = &r.tool_call_result;
+                let id = result
+                    .call_id
+                    .as_deref()
+                    .or_else(|| r.parts.iter().find_map(|p| p.response_id.as_deref()))
                     .unwrap_or("");
-                let failed = matches!(text(result, "status"), Some("error" | "cancelled"));
-                let output = result
-                    .get("resultDisplay")
-                    .cloned()
-                    .unwrap_or_else(|| Value::Array(parts.clone()));
-                t.update(key, at, tool_done(id, failed, output));
+                let failed = matches!(result.status.as_deref(), Some("error" | "cancelled"));
+                match result.result_display {
+                    Some(shown) => t.update_raw(key, at, Update::tool_done(id, failed, shown)),
+                    None => {
+                        // The parts as written (none when they are not a list).
+                        let parts = match field("message").get_mut("parts").map(Value::take) {
+                            Some(parts @ Value::Array(_)) => parts,
+                            _ => Value::Array(Vec::new()),
+                        };
+                        t.update(key, at, crate::updates::tool_done(id, failed, parts));
+                    }
+                }
             }
             (other, sub) => {
                 let event = match sub {
                     Some(sub) => format!("{other}/{sub}"),
                     None => other.to_string(),
                 };
-                t.other(AgentKind::Qwen, key, at, &event, v.clone());
+                t.other(AgentKind::Qwen, key, at, &event, whole());
             }
         }
     }

@@ -197,10 +197,10 @@ impl Transcript {
     }
 }
 
-/// The lines of a JSON-lines transcript that parse, with their 1-based numbers.
-/// Each call to [`JsonLines::next`] counts the lines it passes in the transcript
-/// and names those that do not parse (invalid UTF-8 included); blank lines are
-/// skipped. The file is read whole and each line parsed where it lies.
+/// The lines of a JSON-lines transcript, with their 1-based numbers. Each call
+/// to [`JsonLines::next_line`] counts the lines it passes in the transcript;
+/// blank lines are skipped. The file is read whole and each line parsed where
+/// it lies, by the reader of its format.
 pub(crate) struct JsonLines {
     text: Vec<u8>,
     at: usize,
@@ -214,17 +214,6 @@ impl JsonLines {
             at: 0,
             number: 0,
         })
-    }
-
-    /// The next line that parses.
-    pub(crate) fn next(&mut self, t: &mut Transcript) -> Option<std::io::Result<(usize, Value)>> {
-        while let Some((number, line)) = self.next_line(t) {
-            match serde_json::from_slice::<Value>(line) {
-                Ok(v) => return Some(Ok((number, v))),
-                Err(_) => t.malformed.push(number),
-            }
-        }
-        None
     }
 
     /// The next line that is not blank, as bytes, with its number; the reader
