@@ -4,17 +4,22 @@
 //!   line making the same durable commits (a new process each time too, WAL,
 //!   `synchronous=FULL`): medians, the median of the pair ratios, p99, and the
 //!   syncs one call of each makes (`strace -f -c`, when installed);
-//! - `cmdlog import --from claude-code` (through `cmdlog_agents::import`, as the
-//!   verb calls it) of a generated transcript set beside plain
-//!   `serde_json` decoding of the same lines, and a second import (adds nothing).
+//! - `cmdlog import --from <agent>` for Claude Code, Codex, Gemini and Qwen
+//!   (through `cmdlog_agents::import`, as the verb calls it) of a generated
+//!   transcript set (`agents/transcripts.rs`) beside plain `serde_json`
+//!   decoding of the same lines, and a second import (adds nothing).
 //!
 //! `cargo bench --bench agents`; CMDLOG_HOOK_CALLS (300 pairs of each) and
-//! CMDLOG_IMPORT_MB (100; 0 skips the import) size it.
+//! CMDLOG_IMPORT_MB (100 per agent; 0 skips the imports) size it;
+//! CMDLOG_IMPORT_AGENTS (`codex,gemini`; all four when unset) picks the agents.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "agents/transcripts.rs"]
+mod transcripts;
 
 use cmdlog_agents::AgentKind;
 use cmdlog_store::{Log, LogConfig};
@@ -260,113 +265,35 @@ fn short_processes(calls: usize) {
     }
 }
 
-/// A Claude Code transcript line of the given kind, shaped like real ones: the
-/// envelope every line carries, and the sizes a session has (short prompts, longer
-/// answers, tool results that hold whole files).
-fn line(session: &str, n: usize, t: usize) -> Value {
-    let uuid = format!("{session}-{n:06}");
-    let parent = format!("{session}-{:06}", n.saturating_sub(1));
-    let ts = format!(
-        "2026-08-01T{:02}:{:02}:{:02}.{:03}Z",
-        10 + t / 3600 % 10,
-        (t / 60) % 60,
-        t % 60,
-        n % 1000
-    );
-    let words = |count: usize| {
-        (0..count)
-            .map(|i| {
-                [
-                    "the", "build", "fails", "because", "lib.rs", "returns", "an", "error", "when",
-                    "parsing",
-                ][(i * 7 + n) % 10]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let envelope = |kind: &str, message: Value| {
-        json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/home/u/src/app",
-            "sessionId": session, "version": "2.1.140", "gitBranch": "main", "type": kind,
-            "message": message, "uuid": uuid, "timestamp": ts})
-    };
-    match n % 4 {
-        0 => envelope("user", json!({"role": "user", "content": words(40)})),
-        1 => envelope(
-            "assistant",
-            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
-            "model": "claude-sonnet-4-5", "content": [
-                {"type": "text", "text": words(120)},
-                {"type": "tool_use", "id": format!("toolu_{n}"), "name": "Read", "input": {"file_path": "/home/u/src/app/src/lib.rs", "limit": 400}}],
-            "stop_reason": "tool_use", "stop_sequence": null,
-            "usage": {"input_tokens": 2310, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 18211, "output_tokens": 212, "service_tier": "standard"}}),
-        ),
-        2 => {
-            let file: String = (0..120)
-                .map(|i| format!("{:>4}\t    let value_{i} = parse(input, {i})?;\n", i + 1))
-                .collect();
-            let mut v = envelope(
-                "user",
-                json!({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": format!("toolu_{}", n - 1), "content": file}]}),
-            );
-            v["toolUseResult"] = json!({"type": "text", "file": {"filePath": "/home/u/src/app/src/lib.rs", "numLines": 120, "startLine": 1, "totalLines": 400}});
-            v
-        }
-        _ => envelope(
-            "assistant",
-            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
-            "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": words(200)}],
-            "stop_reason": "end_turn", "stop_sequence": null,
-            "usage": {"input_tokens": 2500, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 18500, "output_tokens": 350, "service_tier": "standard"}}),
-        ),
-    }
-}
-
-fn import(megabytes: usize) {
+/// One agent's generated transcript set, imported three times beside plain
+/// decoding of the same lines, then a second time into the last log.
+fn import(agent: AgentKind, megabytes: usize) {
     let home = tempfile::tempdir().unwrap();
-    let dir = home.path().join(".claude/projects/-p");
-    std::fs::create_dir_all(&dir).unwrap();
-    let target = megabytes * 1024 * 1024;
-    let (mut written, mut lines, mut file_no) = (0usize, 0usize, 0usize);
-    while written < target {
-        let session = format!("sess-{file_no:04}");
-        let mut f = std::io::BufWriter::new(
-            std::fs::File::create(dir.join(format!("{session}.jsonl"))).unwrap(),
-        );
-        for n in 0..2000 {
-            let text = line(&session, n, n).to_string();
-            writeln!(f, "{text}").unwrap();
-            written += text.len() + 1;
-            lines += 1;
-        }
-        file_no += 1;
-    }
+    let set = transcripts::write(agent, home.path(), megabytes * 1024 * 1024);
     // Plain decoding of the same lines: the floor any reader pays. Both sides are
     // run three times, side by side, and the medians compared (the machine's disk
     // and neighbours make single runs noisy).
     let decode_once = || {
         let started = Instant::now();
         let mut decoded = 0usize;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for file in &set.files {
+            let text = std::fs::read_to_string(file).unwrap();
             for l in text.lines() {
                 let v: Value = serde_json::from_str(l).unwrap();
                 decoded += v.is_object() as usize;
             }
         }
-        assert_eq!(decoded, lines);
+        assert_eq!(decoded, set.lines);
         started.elapsed()
     };
-    // What `cmdlog import --from claude-code` does, through the library: open the
+    // What `cmdlog import --from <agent>` does, through the library: open the
     // log, give it its identity, import, close (durable).
-    let roots = [home.path().join(".claude/projects")];
+    let roots = [set.root.clone()];
     let import_once = |ws: &Path| {
         let started = Instant::now();
         let log = Log::open(ws.join(".cmdlog/log.redb"), LogConfig::default()).unwrap();
         cmdlog_engine::ensure_identity(&log).unwrap();
-        let done =
-            cmdlog_agents::import(&log, AgentKind::ClaudeCode, &roots, None, false, 1, |_| {})
-                .unwrap();
+        let done = cmdlog_agents::import(&log, agent, &roots, None, false, 1, |_| {}).unwrap();
         log.close();
         let summary = serde_json::to_value(&done).unwrap();
         (started.elapsed(), summary)
@@ -389,13 +316,15 @@ fn import(megabytes: usize) {
     let (decode, first) = (median(decodes), median(imports.clone()));
     let (second, again) = import_once(ws.path());
     assert_eq!(again["events"], 0, "a second import adds nothing");
+    let (lines, files) = (set.lines, set.files.len());
     let events = summary["events"].as_u64().unwrap() as f64;
-    let mb = written as f64 / 1e6;
+    let mb = set.bytes as f64 / 1e6;
     let lines_per_s = lines as f64 / decode.as_secs_f64();
     let events_per_s = events / first.as_secs_f64();
+    let name = agent.name();
     println!();
     println!(
-        "| import of {mb:.0} MB, {lines} lines in {file_no} files, {events} events (median of 3) | time | lines/s | events/s | MB/s |"
+        "| {name}: import of {mb:.0} MB, {lines} lines in {files} files, {events} events (median of 3) | time | lines/s | events/s | MB/s |"
     );
     println!("|---|---|---|---|---|");
     println!(
@@ -405,7 +334,7 @@ fn import(megabytes: usize) {
         mb / decode.as_secs_f64()
     );
     println!(
-        "| `cmdlog import --from claude-code` | {:.2} s (runs: {}) | {:.0} | {:.0} | {:.1} |",
+        "| `cmdlog import --from {name}` | {:.2} s (runs: {}) | {:.0} | {:.0} | {:.1} |",
         first.as_secs_f64(),
         imports
             .iter()
@@ -417,24 +346,39 @@ fn import(megabytes: usize) {
         mb / first.as_secs_f64()
     );
     println!(
+        "| import lines/s / decode lines/s (bar: 0.5) | {:.2}x | | | |",
+        decode.as_secs_f64() / first.as_secs_f64()
+    );
+    println!(
         "| import events/s / decode lines/s | {:.2}x | | | |",
         events_per_s / lines_per_s
     );
     println!(
-        "| import lines/s / decode lines/s | {:.2}x | | | |",
-        decode.as_secs_f64() / first.as_secs_f64()
-    );
-    println!(
-        "| second import (adds {} events) | {:.2} s | | | |",
+        "| second import (adds {} events, {} of {files} files unchanged; bar: 0.2 s) | {:.3} s | | | |",
         again["events"],
+        again["unchanged"],
         second.as_secs_f64()
     );
 }
 
 fn main() {
-    short_processes(env_or("CMDLOG_HOOK_CALLS", 300));
+    let calls = env_or("CMDLOG_HOOK_CALLS", 300);
+    if calls > 0 {
+        short_processes(calls);
+    }
     let megabytes = env_or("CMDLOG_IMPORT_MB", 100);
     if megabytes > 0 {
-        import(megabytes);
+        // CMDLOG_IMPORT_AGENTS (all four): which, by name, comma-separated.
+        let only = std::env::var("CMDLOG_IMPORT_AGENTS").unwrap_or_default();
+        for agent in [
+            AgentKind::ClaudeCode,
+            AgentKind::Codex,
+            AgentKind::Gemini,
+            AgentKind::Qwen,
+        ] {
+            if only.is_empty() || only.split(',').any(|a| a == agent.name()) {
+                import(agent, megabytes);
+            }
+        }
     }
 }

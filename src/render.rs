@@ -145,6 +145,7 @@ pub(crate) fn summary(event: &Event) -> String {
                 .to_string()
         }
         EventData::AgentEvent(a) => format!("{} {}", a.agent, a.event),
+        EventData::ImportCheckpoint(c) => format!("{} {} ({} bytes)", c.source, c.file, c.bytes),
         EventData::Redacted(r) => format!(
             "{} secret(s) redacted from {} ({})",
             r.count,

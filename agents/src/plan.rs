@@ -15,6 +15,16 @@ pub(crate) struct Planned {
     pub tie: Option<Tie>,
 }
 
+impl Planned {
+    /// Whether it is an import's checkpoint of a file (not an item of it).
+    pub(crate) fn is_checkpoint(&self) -> bool {
+        matches!(
+            self.data,
+            PlannedData::Ready(EventData::ImportCheckpoint(_))
+        )
+    }
+}
+
 /// An event's data, or a `command/done` for a run planned in the same append.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PlannedData {

@@ -68,11 +68,11 @@ pub use engine::{
 pub use event::{
     AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
     CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
-    IDENTITY_STREAM, InvocationSource, LogIdentity, ModelSwitchFailed, ModelSwitched, NewEvent,
-    Observed, Origin, Outcome, PermissionRequested, PermissionResolved, ProviderRef, Redacted,
-    Registered, RunRelease, Scope, Seq, SessionCancelled, SessionCreated, SessionEnded,
-    SessionPrompt, SessionUpdateRef, UnknownEvent, UnregisterReason, Unregistered, WalDiscarded,
-    stream_key,
+    IDENTITY_STREAM, IMPORT_STREAM, ImportCheckpoint, InvocationSource, LogIdentity,
+    ModelSwitchFailed, ModelSwitched, NewEvent, Observed, Origin, Outcome, PermissionRequested,
+    PermissionResolved, ProviderRef, Redacted, Registered, RunRelease, Scope, Seq,
+    SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef, UnknownEvent,
+    UnregisterReason, Unregistered, WalDiscarded, stream_key,
 };
 pub use expand::{
     EXPANSION_BYTES_MAX, ExpandError, ExpandInput, Version, derived_hint, expand, injections,

@@ -146,6 +146,7 @@ impl LogState {
             | EventData::AgentEvent(_)
             | EventData::Redacted(_)
             | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
             | EventData::Unknown(_) => {}
         }
     }

@@ -67,13 +67,21 @@ pub(crate) fn exec(
     }
     writeln!(
         out,
-        "{}: {} file(s), {} line(s): {} event(s) appended in {} session(s), {} item(s) already imported{}",
+        "{}: {} file(s), {} line(s): {} event(s) appended in {} session(s), {} item(s) already imported{}{}",
         agent.name(),
         summary.files,
         summary.lines,
         summary.events,
         summary.sessions.len(),
         summary.skipped,
+        if summary.unchanged > 0 {
+            format!(
+                ", {} file(s) unchanged since they were imported",
+                summary.unchanged
+            )
+        } else {
+            String::new()
+        },
         if summary.redacted > 0 {
             format!(", {} secret(s) redacted", summary.redacted)
         } else {

@@ -23,7 +23,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { AGENTS, CMDLOG, cmdlog, events, installed, kindOf, runAgent, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, cmdlog, events, installed, kindOf, runAgent, world, ownEvent } from "./harness.mjs";
 import { fakeResponses, lastUserText, sessionOf } from "./fake-openai-responses.mjs";
 
 const SKIP = !(installed() && CMDLOG) && "needs the pinned agents (npm install --prefix tests/agents-real --no-save) and CMDLOG_BIN";
@@ -161,7 +161,7 @@ function imported() {
   return (importedOnce ??= (async () => {
     const s = await scenario();
     const file = path.join(s.w.root, "import.redb");
-    const count = () => (fs.existsSync(file) ? events(s.w, file).filter((e) => e.type !== "log/identity").length : 0);
+    const count = () => (fs.existsSync(file) ? events(s.w, file).filter((e) => !ownEvent(e)).length : 0);
     const before = count();
     const out = cmdlog(s.w, ["import", "--from", "codex", "--log", file, "--json"], { env: s.w.agentEnv });
     const summary = JSON.parse(out.stdout);
@@ -409,7 +409,7 @@ test("cmdlog run \"<line>\" prints exactly what Codex sent the model for that sl
 test("import --from codex gives what the hooks gave, with Codex's own times; again adds nothing; its counters add up", { skip: SKIP }, async (t) => {
   const { w, runs, log, importLog, summary, before, count, file } = await imported();
   const runIds = Object.values(runs).map((r) => r.session);
-  const fresh = importLog.filter((e) => e.type !== "log/identity");
+  const fresh = importLog.filter((e) => !ownEvent(e));
 
   await t.test("the same sessions", () => {
     const got = [...new Set(fresh.map((e) => e.session))].sort();
@@ -474,14 +474,21 @@ test("import --from codex gives what the hooks gave, with Codex's own times; aga
     assert.equal(summary.files, rollouts.length, `files: summary vs rollout files under $CODEX_HOME/sessions`);
     assert.equal(summary.lines, lines, "lines: summary vs the rollouts' lines");
     assert.deepEqual(summary.malformed, [], "malformed lines named in a Codex-written rollout");
-    assert.equal(summary.events, fresh.length - before, "events: summary vs events the import log gained (log/identity aside)");
+    assert.equal(summary.events, fresh.length - before, "events: summary vs events the import log gained (log/identity and checkpoints aside)");
     const created = fresh.filter((e) => e.type === "session/created").map((e) => e.session).sort();
     assert.deepEqual([...summary.sessions].sort(), created, "sessions: summary vs the session/created events it appended");
     // Every item the first import appended (its events but the session/created
-    // it added) is an item the second one finds already there.
+    // it added) is an item a later import of the changed rollouts finds there.
     if (second) {
-      assert.equal(second.lines, summary.lines, "the second import read a different number of lines");
-      assert.equal(second.skipped, summary.skipped + summary.events - summary.sessions.length, `second import's skipped (${second.skipped}) vs items the first appended (${summary.events} events − ${summary.sessions.length} session/created) + its skipped (${summary.skipped})`);
+      // Every rollout was checkpointed: the second import parses none.
+      assert.deepEqual([second.unchanged, second.lines, second.skipped], [summary.files, 0, 0], `the second import: ${JSON.stringify(second)}`);
+      // A rollout that changed is read again, and its items found by key: each
+      // file gains a blank line (its hash changes, not its items).
+      for (const f of rollouts) fs.appendFileSync(f, "\n");
+      const third = JSON.parse(cmdlog(w, ["import", "--from", "codex", "--log", file, "--json"], { env: w.agentEnv }).stdout);
+      assert.equal(third.events, 0, `a changed rollout's items imported again: ${JSON.stringify(third)}`);
+      assert.equal(third.lines, summary.lines + rollouts.length, "the third import read a different number of lines");
+      assert.equal(third.skipped, summary.skipped + summary.events - summary.sessions.length, `third import's skipped (${third.skipped}) vs items the first appended (${summary.events} events − ${summary.sessions.length} session/created) + its skipped (${summary.skipped})`);
     }
   });
 });

@@ -113,6 +113,12 @@ export function events(w, log) {
     .map((l) => JSON.parse(l));
 }
 
+/** Whether an event is cmdlog's own about the log (its identity, an import's
+ * file checkpoints), not one of the agent's. */
+export function ownEvent(e) {
+  return e.type === "log/identity" || e.type === "import/checkpoint";
+}
+
 /** An event's type, with the ACP update kind for `session/update`. */
 export function kindOf(e) {
   return e.type === "session/update" ? `${e.type}:${e.data.sessionUpdate}` : e.type;

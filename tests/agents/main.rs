@@ -804,6 +804,10 @@ fn transcripts_import_once_with_their_slash_commands_and_broken_lines() {
             again["events"], 0,
             "{agent}: a second import adds nothing: {again}"
         );
+        assert!(
+            again["unchanged"] == again["files"] && again["lines"] == 0,
+            "{agent}: a second import parses no file it checkpointed: {again}"
+        );
         let all = events(&w);
         let names: Vec<&str> = all
             .iter()
@@ -841,5 +845,74 @@ fn transcripts_import_once_with_their_slash_commands_and_broken_lines() {
         .find(|e| e["session"] == "cs-1" && e["type"] == "command/done")
         .unwrap();
     assert_eq!(model["data"]["outcome"]["text"], "Set model to opus");
+    assert!(w.ok(&["verify"]).contains("ok: no violations"));
+}
+
+#[test]
+fn a_transcript_that_grew_is_imported_for_its_new_lines_and_an_unchanged_one_not_read() {
+    let w = Workspace::new();
+    let dir = w.home.path().join(".codex/sessions/2026/08/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rollout = |id: &str| dir.join(format!("rollout-2026-08-01T10-00-00-{id}.jsonl"));
+    let (grows, stays) = (
+        rollout("0199a2b3-c4d5-7e8f-9a0b-000000000001"),
+        rollout("0199a2b3-c4d5-7e8f-9a0b-000000000002"),
+    );
+    let prompt = |n: usize, text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-08-01T10:00:{n:02}.000Z","type":"event_msg","payload":{{"type":"user_message","message":"{text}"}}}}"#
+        ) + "\n"
+    };
+    std::fs::write(&grows, prompt(1, "first") + &prompt(2, "second")).unwrap();
+    std::fs::write(&stays, prompt(1, "other")).unwrap();
+    let import = || -> Value {
+        serde_json::from_str(w.ok(&["import", "--from", "codex", "--json"]).trim()).unwrap()
+    };
+    let first = import();
+    assert_eq!(
+        (first["events"].as_u64(), first["unchanged"].as_u64()),
+        (Some(5), Some(0)),
+        "{first}"
+    );
+
+    // One file grows (an agent appending to its rollout); the other is untouched.
+    let mut text = std::fs::read_to_string(&grows).unwrap();
+    text.push_str(&prompt(3, "third"));
+    std::fs::write(&grows, &text).unwrap();
+    let second = import();
+    assert_eq!(
+        second["unchanged"], 1,
+        "the untouched file is not read: {second}"
+    );
+    assert_eq!(
+        second["lines"], 3,
+        "only the file that grew is read: {second}"
+    );
+    assert_eq!(second["events"], 1, "its new line, once: {second}");
+    assert_eq!(second["skipped"], 2, "{second}");
+
+    // Changed in place at the same size: read again (its hash differs), keyed
+    // items not doubled.
+    std::fs::write(&grows, text.replace("first", "FIRST")).unwrap();
+    let third = import();
+    assert_eq!(
+        (third["unchanged"].as_u64(), third["events"].as_u64()),
+        (Some(1), Some(0)),
+        "{third}"
+    );
+    let fourth = import();
+    assert_eq!(fourth["unchanged"], 2, "{fourth}");
+
+    let prompts: Vec<String> = events(&w)
+        .iter()
+        .filter(|e| e["type"] == "session/prompt")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(prompts, ["first", "second", "other", "third"]);
+    let checkpoints = events(&w)
+        .into_iter()
+        .filter(|e| e["type"] == "import/checkpoint")
+        .count();
+    assert_eq!(checkpoints, 4, "one per file each time it was read");
     assert!(w.ok(&["verify"]).contains("ok: no violations"));
 }

@@ -6,7 +6,6 @@
 //! user line, a built-in's output in `<local-command-stdout>`.
 
 use std::borrow::Cow;
-use std::path::Path;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess};
 use serde_json::Value;
@@ -215,9 +214,9 @@ fn empty_text() -> &'static RawValue {
     EMPTY.get_or_init(|| RawValue::from_string("\"\"".into()).expect("valid JSON"))
 }
 
-pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
+pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
-    let mut lines = JsonLines::open(path)?;
+    let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String)> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
@@ -374,7 +373,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     if let Some((ckey, cat, cline)) = open_command.take() {
         t.run(ckey, cat, &cline, None, None);
     }
-    Ok(t)
+    t
 }
 
 #[cfg(test)]
@@ -399,10 +398,7 @@ mod tests {
 
     /// Each item as the JSON its event's data encodes to.
     fn items(text: &str) -> (Transcript, Vec<(String, Value)>) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, text).unwrap();
-        let t = read(&path).unwrap();
+        let t = read(text.as_bytes().to_vec());
         let out = t
             .items
             .iter()

@@ -212,10 +212,10 @@ fn raw_of(value: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("a value serializes")
 }
 
-pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
+pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut calls = Calls::default();
-    let mut lines = JsonLines::open(path)?;
+    let mut lines = JsonLines::new(bytes);
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let line: Line<'_> = match any(&mut de).and_then(|line| de.end().map(|()| line)) {
@@ -331,7 +331,7 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             .and_then(|s| s.get(s.len().saturating_sub(36)..))
             .map(str::to_string);
     }
-    Ok(t)
+    t
 }
 
 /// One `item_completed` of Codex 0.171; `whole` gives it as written.

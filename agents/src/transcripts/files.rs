@@ -29,11 +29,16 @@ pub fn read_transcript(agent: AgentKind, path: &Path) -> std::io::Result<Transcr
 
 /// Reads one transcript file of `agent`.
 pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript> {
+    Ok(parse(agent, path, std::fs::read(path)?))
+}
+
+/// Parses the bytes of `agent`'s transcript file `path`.
+pub(crate) fn parse(agent: AgentKind, path: &Path, bytes: Vec<u8>) -> Transcript {
     match agent {
-        AgentKind::ClaudeCode => claude::read(path),
-        AgentKind::Codex => codex::read(path),
-        AgentKind::Gemini => gemini::read(path),
-        AgentKind::Qwen => qwen::read(path),
+        AgentKind::ClaudeCode => claude::read(bytes),
+        AgentKind::Codex => codex::read(path, bytes),
+        AgentKind::Gemini => gemini::read(path, bytes),
+        AgentKind::Qwen => qwen::read(bytes),
     }
 }
 

@@ -383,13 +383,11 @@ impl<'a> Messages<'a> {
     }
 }
 
-pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
+pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
-    let bytes = std::fs::read(path)?;
     let mut messages = Messages::default();
     if path.extension().is_some_and(|e| e == "json") {
-        let text_in = String::from_utf8(bytes)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let text_in = String::from_utf8_lossy(&bytes);
         t.lines = text_in.lines().count();
         let mut de = serde_json::Deserializer::from_str(&text_in);
         match any::<Document<'_>, _>(&mut de).and_then(|doc| de.end().map(|()| doc)) {
@@ -403,10 +401,10 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
             }
             Err(e) => t.malformed.push(e.line()),
         }
-        return Ok(items(t, messages));
+        return items(t, messages);
     }
     read_lines(&bytes, &mut t, &mut messages);
-    Ok(items(t, messages))
+    items(t, messages)
 }
 
 /// The records of a JSON-lines chat, applied in order.

@@ -8,7 +8,8 @@ use cmdlog_store::Log;
 use serde::Serialize;
 
 use super::batches::{batches, imported_keys, session_of};
-use super::files::{files, read};
+use super::checkpoint::{Checkpoints, hash};
+use super::files::{files, parse};
 use super::transcript::Transcript;
 use crate::kind::AgentKind;
 use crate::plan::PlannedData;
@@ -43,10 +44,12 @@ pub struct ImportSummary {
     pub files: usize,
     /// Lines read.
     pub lines: usize,
-    /// Events appended.
+    /// Events appended (not counting the files' checkpoints).
     pub events: u64,
     /// Items already in the log (or before `--since`).
     pub skipped: usize,
+    /// Files unchanged since an import read them whole: not read again.
+    pub unchanged: usize,
     /// Lines that did not parse: `file:line`.
     pub malformed: Vec<String>,
     /// Files that could not be read, with why.
@@ -70,6 +73,7 @@ pub fn import(
     mut tick: impl FnMut(u64),
 ) -> Result<ImportSummary, ImportError> {
     let mut summary = ImportSummary::default();
+    let mut checkpoints = Checkpoints::read(log, &format!("{} transcript", agent.name()))?;
     let mut created: HashSet<String> = HashSet::new();
     let mut seen_by_session: HashMap<String, HashSet<String>> = HashMap::new();
     let mut in_flight: VecDeque<(PathBuf, cmdlog_store::AppendTicket)> = VecDeque::new();
@@ -82,14 +86,22 @@ pub fn import(
     for file in files(agent, roots, since) {
         summary.files += 1;
         let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        let transcript = match read(agent, &file) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(&file) {
+            Ok(bytes) => bytes,
             Err(e) => {
                 summary.unreadable.push(format!("{}: {e}", file.display()));
                 tick(size);
                 continue;
             }
         };
+        let read_bytes = bytes.len() as u64;
+        let file_hash = hash(&bytes);
+        if checkpoints.unchanged(&file, read_bytes, &file_hash) {
+            summary.unchanged += 1;
+            tick(size);
+            continue;
+        }
+        let transcript = parse(agent, &file, bytes);
         summary.lines += transcript.lines;
         summary.malformed.extend(
             transcript
@@ -110,8 +122,22 @@ pub fn import(
         } else {
             transcript
         };
-        let (chunks, skipped) = batches(agent, &file, transcript, seen, since, CHUNK);
+        let (mut chunks, skipped) = batches(agent, &file, transcript, seen, since, CHUNK);
         summary.skipped += skipped;
+        // The file is checkpointed with its last items (alone when it adds
+        // none): durable together, or not at all. Not when `--since` left
+        // items out: a later import without it must read them.
+        if since.is_none() {
+            let checkpoint = checkpoints.record(&file, read_bytes, file_hash);
+            match chunks.last_mut() {
+                Some(last) => last.events.push(checkpoint),
+                None => {
+                    let mut alone = crate::append::Batch::new(agent.name());
+                    alone.events.push(checkpoint);
+                    chunks.push(alone);
+                }
+            }
+        }
         for batch in &chunks {
             seen.extend(
                 batch
@@ -127,7 +153,7 @@ pub fn import(
                     summary.sessions.push(s);
                 }
             }
-            summary.events += batch.events.len() as u64;
+            summary.events += batch.events.iter().filter(|p| !p.is_checkpoint()).count() as u64;
             let ticket = batch
                 .submit(log, now)
                 .map_err(|source| ImportError::Append {

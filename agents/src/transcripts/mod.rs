@@ -3,9 +3,11 @@
 //! appended as sessions with their original times (`observed.at`; the events'
 //! own `at` stays the time of the import). Every item is keyed by its source
 //! (file and line or item id): importing again adds nothing. A line that does not
-//! parse is counted and named, never fatal.
+//! parse is counted and named, never fatal. A file imported whole is
+//! checkpointed in the log (`checkpoint.rs`): unchanged, it is not parsed again.
 
 mod batches;
+mod checkpoint;
 mod claude;
 mod codex;
 mod files;

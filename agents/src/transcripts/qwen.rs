@@ -16,8 +16,6 @@
 //! hook added (`<qwen:user-prompt-submit-context>`) is not part of the prompt.
 //! An `assistant` record without a function call ends the turn.
 
-use std::path::Path;
-
 use cmdlog_engine::Delivery;
 use serde::de::MapAccess;
 use serde_json::value::RawValue;
@@ -238,9 +236,9 @@ fn user_text(r: &Record<'_>) -> String {
         .collect()
 }
 
-pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
+pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
-    let mut lines = JsonLines::open(path)?;
+    let mut lines = JsonLines::new(bytes);
     let mut open: Option<OpenCommand> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -384,5 +382,5 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     if let Some(command) = open.take() {
         command.settle(&mut t, None);
     }
-    Ok(t)
+    t
 }

@@ -1,8 +1,6 @@
 //! A transcript file as read: its items before they are events, and the
 //! JSON-lines reader the formats share.
 
-use std::path::Path;
-
 use cmdlog_engine::{
     CommandRun, Delivery, EventData, InvocationSource, Mode, Outcome, SessionPrompt,
 };
@@ -208,12 +206,12 @@ pub(crate) struct JsonLines {
 }
 
 impl JsonLines {
-    pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
-        Ok(JsonLines {
-            text: std::fs::read(path)?,
+    pub(crate) fn new(text: Vec<u8>) -> Self {
+        JsonLines {
+            text,
             at: 0,
             number: 0,
-        })
+        }
     }
 
     /// The next line that is not blank, as bytes, with its number; the reader

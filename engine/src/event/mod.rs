@@ -24,9 +24,10 @@ pub use runs::{
     Outcome, RunRelease,
 };
 pub use session::{
-    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, LogIdentity,
-    ModelSwitchFailed, ModelSwitched, PermissionRequested, PermissionResolved, Redacted,
-    SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, WalDiscarded,
+    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, IMPORT_STREAM,
+    ImportCheckpoint, LogIdentity, ModelSwitchFailed, ModelSwitched, PermissionRequested,
+    PermissionResolved, Redacted, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt,
+    WalDiscarded,
 };
 
 /// Where an event that happened outside cmdlog was observed: an agent's hook or
@@ -114,6 +115,8 @@ pub enum EventData {
     Redacted(Redacted),
     /// `log/identity`
     LogIdentity(LogIdentity),
+    /// `import/checkpoint`
+    ImportCheckpoint(ImportCheckpoint),
     /// A type this version does not know: kept, skipped by every fold.
     Unknown(UnknownEvent),
 }
@@ -156,6 +159,7 @@ impl EventData {
             EventData::AgentEvent(_) => "agent/event",
             EventData::Redacted(_) => "log/redacted",
             EventData::LogIdentity(_) => "log/identity",
+            EventData::ImportCheckpoint(_) => "import/checkpoint",
             EventData::Unknown(u) => &u.type_name,
         }
     }
@@ -186,6 +190,7 @@ impl EventData {
             "agent/event" => EventData::AgentEvent(de(data)?),
             "log/redacted" => EventData::Redacted(de(data)?),
             "log/identity" => EventData::LogIdentity(de(data)?),
+            "import/checkpoint" => EventData::ImportCheckpoint(de(data)?),
             other => EventData::Unknown(UnknownEvent {
                 type_name: other.to_string(),
                 data: de(data)?,
@@ -271,8 +276,8 @@ impl NewEvent {
 }
 
 /// The stream key an event of `type_name` in `session` is stored under: its
-/// session's, except the log identity's own ([`IDENTITY_STREAM`]), so that it is
-/// found without a scan. Every writer of records and the verifier agree on it.
+/// session's, except the log identity's own ([`IDENTITY_STREAM`]) and import
+/// checkpoints' ([`IMPORT_STREAM`]), so that they are found without a scan. Every writer of records and the verifier agree on it.
 pub fn stream_key(type_name: &str, session: Option<&str>) -> Option<String> {
     debug_assert!(
         session.is_none_or(|s| !s.is_empty() && s.len() <= crate::limits::ID_BYTES_MAX),
@@ -280,6 +285,7 @@ pub fn stream_key(type_name: &str, session: Option<&str>) -> Option<String> {
     );
     match type_name {
         "log/identity" => Some(IDENTITY_STREAM.to_string()),
+        "import/checkpoint" => Some(IMPORT_STREAM.to_string()),
         _ => session.map(str::to_string),
     }
 }

@@ -151,6 +151,26 @@ pub struct LogIdentity {
     pub created_at: u64,
 }
 
+/// The stream key `import/checkpoint` records are stored under (not a valid
+/// session id): an import finds what it read before without a scan.
+pub const IMPORT_STREAM: &str = "@import";
+
+/// `import/checkpoint`: a transcript file was imported whole as it stood — its
+/// size and BLAKE3 hash when read. Appended with the file's last items (or
+/// alone, when it added none): an import that finds the file unchanged reads
+/// it no further.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportCheckpoint {
+    /// What was imported: `codex transcript`, …
+    pub source: String,
+    /// The file's absolute path.
+    pub file: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The BLAKE3 hash of those bytes, 64 lowercase hex digits.
+    pub blake3: String,
+}
+
 /// `agent/event`: something an agent reported (a hook event, a transcript line)
 /// that no typed event records, kept as the agent gave it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
