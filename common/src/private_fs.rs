@@ -86,13 +86,26 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 /// Opens a file for reading and writing, creating it (mode 0600) if it is missing,
 /// never through a link.
 pub fn open_or_create_private(path: &Path) -> io::Result<File> {
+    open_or_create_private_truncating(path, false)
+}
+
+/// [`open_or_create_private`], emptying the file when `truncate`.
+pub fn open_or_create_private_truncating(path: &Path, truncate: bool) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
-        .truncate(false)
+        .truncate(truncate)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .mode(0o600)
+        .open(path)
+}
+
+/// Opens an existing file for reading, never through a link.
+pub fn open_existing_read(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
 }
 

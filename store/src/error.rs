@@ -55,6 +55,19 @@ pub enum OpenError {
         /// The last seq that would be kept.
         kept_through: Seq,
     },
+    /// The log file or its write-ahead log is not a regular file of this user
+    /// that only this user can write (a link, another user's file, a file others
+    /// can write): opening it could write elsewhere or read what a stranger
+    /// planted. Nothing was opened.
+    #[error(
+        "{path} {problem}; cmdlog opens only its own regular files here (a link or a file others can write could make it write elsewhere or record what a stranger planted): remove it if you did not make it, or use another --log"
+    )]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// redb refused the file or failed underneath.
     #[error("cannot open {path}: {message}{}", space_advice_text(message))]
     Storage {

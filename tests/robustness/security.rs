@@ -762,3 +762,62 @@ fn the_daemon_reopens_the_log_once_a_full_disk_has_room_again() {
         last = at;
     }
 }
+
+#[test]
+fn links_planted_in_a_cloned_log_folder_are_refused_by_name_and_written_through_never() {
+    let w = Workspace::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("authorized_keys");
+    let precious = b"ssh-ed25519 AAAA precious\n";
+    std::fs::write(&victim, precious).unwrap();
+    // What a cloned repository can hold: `.cmdlog/` with a link where the log's
+    // write-ahead log goes, and no log yet.
+    let folder = w.log_path().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&folder).unwrap();
+    let wal = journal_path(&w.log_path());
+    std::os::unix::fs::symlink(&victim, &wal).unwrap();
+    for args in [&["run", "/help"][..], &["commands"]] {
+        let out = w.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} went on through the link");
+        assert!(
+            stderr.contains(&format!("{} is a symbolic link", wal.display())),
+            "{args:?} names the link: {stderr}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), precious, "{args:?}");
+    }
+    assert!(!w.run(&["log"]).status.success(), "no log to read");
+    // A hook never fails its agent: it keeps the payload aside, and writes nothing
+    // through the link either.
+    let mut hook = w
+        .cmd(&["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"hi"}"#)
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    assert_eq!(std::fs::read(&victim).unwrap(), precious);
+
+    // The log file itself as a link; then a real log that others can write.
+    std::fs::remove_file(&wal).unwrap();
+    std::os::unix::fs::symlink(&victim, w.log_path()).unwrap();
+    let out = w.run(&["run", "/help"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a symbolic link"));
+    assert_eq!(std::fs::read(&victim).unwrap(), precious);
+    std::fs::remove_file(w.log_path()).unwrap();
+    assert!(w.run(&["run", "/help"]).status.success());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(w.log_path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = w.run(&["log"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("is mode 0666: others can write it"),
+        "{stderr}"
+    );
+    std::fs::set_permissions(w.log_path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(w.run(&["log"]).status.success());
+}

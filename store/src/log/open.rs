@@ -51,6 +51,8 @@ impl Log {
             set_mode(parent, 0o700).map_err(io)?;
             sync_parent(parent).map_err(io)?;
         }
+        check_own_file(path)?;
+        check_own_file(&journal_path(path))?;
         let new_file = !path.exists();
         if new_file {
             // The owner's from the first byte: redb then opens the empty file.
@@ -415,16 +417,45 @@ impl Created {
 }
 
 /// Opens (creating it if needed, truncating it when asked) a file readable and
-/// writable by its owner only.
+/// writable by its owner only, never through a link.
 fn owner_only_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .mode(0o600)
-        .open(path)
+    cmdlog_common::private_fs::open_or_create_private_truncating(path, truncate)
+}
+
+/// Checks that `path`, where it exists, is a regular file of this user that no
+/// one else can write: a log's folder may come from elsewhere (a cloned
+/// repository's `.cmdlog/`, a shared temporary folder), and a link planted as
+/// `log.redb-wal` would have the log truncate and overwrite whatever it names.
+pub(crate) fn check_own_file(path: &Path) -> Result<(), OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(OpenError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let problem = if meta.file_type().is_symlink() {
+        "is a symbolic link".to_string()
+    } else if !meta.is_file() {
+        "is not a regular file".to_string()
+    } else if meta.uid() != cmdlog_common::private_fs::current_uid() {
+        format!("belongs to another user (uid {})", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!(
+            "is mode 0{:o}: others can write it (`chmod 600` it if it is yours)",
+            meta.mode() & 0o777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(OpenError::Untrusted {
+        path: path.to_path_buf(),
+        problem,
+    })
 }
 
 /// `fsync`s the folder holding `path`, so a file created in it keeps its name.

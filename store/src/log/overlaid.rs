@@ -22,6 +22,8 @@ impl Log {
     /// writable once.
     pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
+        super::open::check_own_file(&path)?;
+        super::open::check_own_file(&journal_path(&path))?;
         let db = Db::ReadOnly(open_redb_read_only(&path, &config)?);
         if !Self::initialized(&db, &path)? {
             return Err(OpenError::Format {
@@ -30,7 +32,7 @@ impl Log {
             });
         }
         let wal = journal_path(&path);
-        let scan = match std::fs::File::open(&wal) {
+        let scan = match cmdlog_common::private_fs::open_existing_read(&wal) {
             Ok(file) => Some(scan_locked(&file, &wal)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(OpenError::Io { path: wal, source }),
@@ -90,6 +92,12 @@ impl Log {
         bounded: bool,
     ) -> Result<Result<Log, Declined>, OpenError> {
         if config.durability != Durability::Durable || !path.exists() {
+            return Ok(Err(Declined::Writable));
+        }
+        // The writable open refuses them by name.
+        if super::open::check_own_file(path).is_err()
+            || super::open::check_own_file(&journal_path(path)).is_err()
+        {
             return Ok(Err(Declined::Writable));
         }
         let db = match open_redb_read_only(path, config) {
