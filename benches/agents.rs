@@ -286,6 +286,16 @@ fn import(agent: AgentKind, megabytes: usize) {
         assert_eq!(decoded, set.lines);
         started.elapsed()
     };
+    // The reader alone: the files parsed into items, nothing appended.
+    let parse_once = || {
+        let started = Instant::now();
+        let mut items = 0;
+        for file in &set.files {
+            items += cmdlog_agents::read_transcript(agent, file).unwrap().items;
+        }
+        assert!(items > 0);
+        started.elapsed()
+    };
     // What `cmdlog import --from <agent>` does, through the library: open the
     // log, give it its identity, import, close (durable).
     let roots = [set.root.clone()];
@@ -303,9 +313,11 @@ fn import(agent: AgentKind, megabytes: usize) {
         runs[runs.len() / 2]
     };
     let (mut decodes, mut imports, mut summary) = (Vec::new(), Vec::new(), Value::Null);
+    let mut parses = Vec::new();
     let mut last_ws = None;
     for _ in 0..3 {
         decodes.push(decode_once());
+        parses.push(parse_once());
         let ws = tempfile::tempdir().unwrap();
         let (took, s) = import_once(ws.path());
         imports.push(took);
@@ -313,7 +325,7 @@ fn import(agent: AgentKind, megabytes: usize) {
         last_ws = Some(ws);
     }
     let ws = last_ws.unwrap();
-    let (decode, first) = (median(decodes), median(imports.clone()));
+    let (decode, first, parse) = (median(decodes), median(imports.clone()), median(parses));
     let (second, again) = import_once(ws.path());
     assert_eq!(again["events"], 0, "a second import adds nothing");
     let (lines, files) = (set.lines, set.files.len());
@@ -332,6 +344,12 @@ fn import(agent: AgentKind, megabytes: usize) {
         decode.as_secs_f64(),
         lines_per_s,
         mb / decode.as_secs_f64()
+    );
+    println!(
+        "| its reader alone (items, no log) | {:.2} s | {:.0} | - | {:.1} |",
+        parse.as_secs_f64(),
+        lines as f64 / parse.as_secs_f64(),
+        mb / parse.as_secs_f64()
     );
     println!(
         "| `cmdlog import --from {name}` | {:.2} s (runs: {}) | {:.0} | {:.0} | {:.1} |",
