@@ -384,6 +384,9 @@ enum WriterFailure {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// Another process's frame does not continue the chain this process holds.
+    #[error("another appender's frame: {0}")]
+    Discontinuous(String),
 }
 
 fn poison(shared: &Shared, message: String) {

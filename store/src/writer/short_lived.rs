@@ -12,8 +12,8 @@ use crate::schema::{self, BLOB_META};
 use crate::shared::Shared;
 
 use super::{
-    Applying, Prepared, Request, apply, commit_batch, journal_error, materialize, poison, poisoned,
-    prepare, publish_head, run_hook, write_frame,
+    Applying, Prepared, Request, WriterFailure, apply, commit_batch, journal_error, materialize,
+    poison, poisoned, prepare, publish_head, run_hook, write_frame,
 };
 
 /// A short-lived appender's writer: each request is committed on the caller's
@@ -47,10 +47,10 @@ impl Inline {
             .map_err(|e| storage(journal_error(journal, e).to_string()))?;
         let caught_up = journal
             .catch_up()
-            .map_err(|e| journal_error(journal, e).to_string())
+            .map_err(|e| journal_error(journal, e))
             .and_then(|frames| take_in(shared, &mut self.head, frames));
         let _ = journal.unlock();
-        caught_up.map_err(storage)
+        caught_up.map_err(|failure| storage(failure.to_string()))
     }
 
     /// Commits `request` and answers it before returning.
@@ -88,11 +88,11 @@ pub(super) fn commit_short_lived(
     }
     let caught_up = journal
         .catch_up()
-        .map_err(|e| journal_error(journal, e).to_string())
+        .map_err(|e| journal_error(journal, e))
         .and_then(|frames| take_in(shared, head, frames));
-    if let Err(message) = caught_up {
+    if let Err(failure) = caught_up {
         let _ = journal.unlock();
-        return fail(batch, message);
+        return fail(batch, failure.to_string());
     }
     let start = *head;
     let batch = materialize(shared, start.seq, batch);
@@ -131,7 +131,7 @@ fn take_in(
     shared: &Shared,
     head: &mut Head,
     frames: Vec<crate::journal::FoundFrame>,
-) -> Result<(), String> {
+) -> Result<(), WriterFailure> {
     if frames.is_empty() {
         return Ok(());
     }
@@ -140,7 +140,7 @@ fn take_in(
         let mut overlay = shared.overlay.write().unwrap_or_else(|p| p.into_inner());
         let seqs = overlay
             .apply_frames(head, frames)
-            .map_err(|d| format!("another appender's frame: {}", d.0))?;
+            .map_err(|d| WriterFailure::Discontinuous(d.0))?;
         // Copied out: the hook runs without the overlay's lock.
         let added: Vec<_> = seqs
             .iter()
