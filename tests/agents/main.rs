@@ -437,6 +437,50 @@ fn drift_agents_lists_expansions_cmdlog_disagrees_with() {
     assert!(text.contains("1 differ"), "{text}");
 }
 
+/// The first hooks of a project start together, and none of them finds a log:
+/// each round starts six at once in a fresh workspace. Before the log was made
+/// under a temporary name and published by a hard link, a hook that had created
+/// the file but lost the race for its lock removed it as a failed creation while
+/// another had it open, and everything appended to it vanished.
+#[test]
+fn hooks_that_create_the_log_at_once_lose_nothing() {
+    let rounds: usize = std::env::var("CMDLOG_CREATE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    for round in 0..rounds {
+        let w = Workspace::new();
+        let cwd = w.ws.path().to_str().unwrap().to_string();
+        std::thread::scope(|scope| {
+            for p in 0..6 {
+                let (w, cwd) = (&w, cwd.clone());
+                scope.spawn(move || {
+                    for i in 0..3 {
+                        let payload = json!({"session_id": format!("s{p}"), "cwd": cwd,
+                            "hook_event_name": "UserPromptSubmit", "prompt": format!("prompt {p}/{i}")});
+                        assert_silent(&hook(w, "claude-code", &payload), "creating hook");
+                    }
+                });
+            }
+        });
+        let all = events(&w);
+        let prompts = all.iter().filter(|e| e["type"] == "session/prompt").count();
+        let identities = all.iter().filter(|e| e["type"] == "log/identity").count();
+        assert_eq!(
+            (prompts, identities),
+            (18, 1),
+            "round {round}: every payload, one log"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(w.log_path().parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".cmdlog-tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
+    }
+}
+
 #[test]
 fn concurrent_hook_processes_lose_nothing() {
     let processes = 8;

@@ -1,6 +1,7 @@
 //! Opening a log, reading it, and following it.
 
 mod blobs;
+mod create;
 mod open;
 mod overlaid;
 mod read;

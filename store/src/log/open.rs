@@ -22,7 +22,7 @@ use super::{Db, Head, Log, LogConfig, PendingStreams, Shared, recovery};
 impl Log {
     /// Opens the log at `path`, creating it (and its folder) if needed. Waits up to
     /// `config.lock_wait` for another process to release the file. A creation that
-    /// fails removes what it made.
+    /// fails leaves no log (see `create.rs`: several processes may create at once).
     pub fn open(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
         let mut made = Created::default();
@@ -53,38 +53,34 @@ impl Log {
         }
         check_own_file(path)?;
         check_own_file(&journal_path(path))?;
-        let new_file = !path.exists();
-        if new_file {
-            // The owner's from the first byte: redb then opens the empty file.
-            let created = {
-                use std::os::unix::fs::OpenOptionsExt;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)
-            };
-            match created {
-                Ok(_) => made.files.push(path.to_path_buf()),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io(e)),
-            }
+        if !path.exists() {
+            super::create::create(path, &config)?;
         }
         let mut builder = redb::Builder::new();
         builder.set_cache_size(config.cache_bytes);
         let db = waiting_for_lock(path, config.lock_wait, || builder.create(path))?;
-        // redb's lock on the log file is held: no other writer touches the journal.
+        // redb's lock on the log file is held: no other process appends meanwhile
+        // (short-lived appenders hold its shared lock while they append). Whether the
+        // log is new is decided here, under that lock: another process may have
+        // created the file, initialized it and had frames appended to the
+        // write-ahead log while this one waited for the lock, and those frames are
+        // acknowledged appends.
+        let db = Db::Writable(db);
+        let new_log = !Self::initialized(&db, path)?;
+        let Db::Writable(db) = db else {
+            unreachable!("wrapped above")
+        };
         let wal = journal_path(path);
         let wal_io = |source| OpenError::Io {
             path: wal.clone(),
             source,
         };
-        let wal_existed = wal.exists() && !new_file;
-        // Frames beside a log file that was just created belong to a deleted log:
-        // never apply them to this one.
-        let journal = owner_only_file(&wal, new_file).map_err(wal_io)?;
+        let wal_existed = wal.exists() && !new_log;
+        // Frames beside a log that holds nothing yet (a file made by an older
+        // version, or given empty) belong to a deleted log: no appender writes a
+        // frame before the log is initialized, durably. Never apply them to it.
+        let journal = owner_only_file(&wal, new_log).map_err(wal_io)?;
         if !wal_existed {
-            made.files.push(wal.clone());
             // A synced frame in a file whose name is not yet durable in its folder
             // could vanish with a power cut: make the new names durable first.
             sync_parent(path).map_err(io)?;
@@ -97,7 +93,6 @@ impl Log {
             wal,
             config,
         )?;
-        made.files.clear();
         made.folder = None;
         Ok(log)
     }
@@ -171,17 +166,31 @@ impl Log {
         config: LogConfig,
     ) -> Result<Log, OpenError> {
         let db = Db::Writable(db);
-        if !Self::initialized(&db, &path)? {
-            Self::initialize(db.writable(), &path)?;
-        }
-        mark_streams_through(db.writable(), &path)?;
-        let (journal, discard) = recovery::recover(
-            db.writable(),
-            journal,
-            wal_existed,
-            wal,
-            config.discard_wal_damage,
-        )?;
+        let made_wal = (!wal_existed).then(|| wal.clone());
+        let recovered = (|| {
+            if !Self::initialized(&db, &path)? {
+                Self::initialize(db.writable(), &path)?;
+            }
+            mark_streams_through(db.writable(), &path)?;
+            recovery::recover(
+                db.writable(),
+                journal,
+                wal_existed,
+                wal,
+                config.discard_wal_damage,
+            )
+        })();
+        let (journal, discard) = match recovered {
+            Ok(recovered) => recovered,
+            Err(e) => {
+                // A refused open changes nothing: the write-ahead log file it made
+                // goes, while redb's lock still keeps every other process out.
+                if let Some(made) = made_wal.filter(|w| w.exists()) {
+                    let _ = std::fs::remove_file(made);
+                }
+                return Err(e);
+            }
+        };
         // Buffered logs skip the write-ahead log: their commits are not durable anyway.
         let journal = (config.durability == Durability::Durable).then_some(journal);
         let mut log = Self::start(db, path, config, journal, Overlay::default())?;
@@ -222,7 +231,7 @@ impl Log {
     }
 
     /// Writes the format marker and creates the tables.
-    fn initialize(db: &Database, path: &Path) -> Result<(), OpenError> {
+    pub(super) fn initialize(db: &Database, path: &Path) -> Result<(), OpenError> {
         let storage = storage_error(path);
         let txn = db.begin_write().map_err(|e| storage(e.into()))?;
         {
@@ -398,18 +407,15 @@ impl Log {
     }
 }
 
-/// What a failed creation removes: the files and folder it made.
+/// What a failed creation removes: the folder it made (when it is still empty;
+/// the log file itself is never removed, see `create.rs`).
 #[derive(Default)]
 struct Created {
-    files: Vec<PathBuf>,
     folder: Option<PathBuf>,
 }
 
 impl Created {
     fn remove(&self) {
-        for file in &self.files {
-            let _ = std::fs::remove_file(file);
-        }
         if let Some(folder) = &self.folder {
             let _ = std::fs::remove_dir(folder);
         }
@@ -459,7 +465,7 @@ pub(crate) fn check_own_file(path: &Path) -> Result<(), OpenError> {
 }
 
 /// `fsync`s the folder holding `path`, so a file created in it keeps its name.
-fn sync_parent(path: &Path) -> std::io::Result<()> {
+pub(super) fn sync_parent(path: &Path) -> std::io::Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
