@@ -44,7 +44,7 @@ fn make_and_publish(path: &Path, temp: &Path, config: &LogConfig) -> Result<(), 
         builder.set_cache_size(config.cache_bytes);
         let db = builder
             .create(temp)
-            .map_err(|e| super::open::storage_error(path)(e.into()))?;
+            .map_err(|e| super::storage_error(path)(e.into()))?;
         Log::initialize(&db, path)?;
     }
     let wal = journal_path(path);
@@ -66,7 +66,7 @@ fn make_and_publish(path: &Path, temp: &Path, config: &LogConfig) -> Result<(), 
             Err(e) => return Err(io(e)),
         }
         // The new names durable before anything is appended under them.
-        super::open::sync_parent(path).map_err(io)
+        super::sync_parent(path).map_err(io)
     })();
     let _ = JournalIo::unlock(&journal);
     published

@@ -280,3 +280,20 @@ impl AppendTicket {
         self.rx.await.unwrap_or(Err(AppendError::Closed))
     }
 }
+
+/// A redb failure while opening `path`.
+pub(crate) fn storage_error(path: &Path) -> impl Fn(redb::Error) -> crate::error::OpenError + '_ {
+    move |e| crate::error::OpenError::Storage {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// `fsync`s the folder holding `path`, so a file created in it keeps its name.
+pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)?.sync_all()
+}

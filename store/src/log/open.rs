@@ -17,7 +17,9 @@ use crate::record::{Durability, Seq};
 use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
 use crate::writer;
 
-use super::{Db, Head, Log, LogConfig, PendingStreams, Shared, recovery};
+use super::{
+    Db, Head, Log, LogConfig, PendingStreams, Shared, recovery, storage_error, sync_parent,
+};
 
 impl Log {
     /// Opens the log at `path`, creating it (and its folder) if needed. Waits up to
@@ -464,15 +466,6 @@ pub(crate) fn check_own_file(path: &Path) -> Result<(), OpenError> {
     })
 }
 
-/// `fsync`s the folder holding `path`, so a file created in it keeps its name.
-pub(super) fn sync_parent(path: &Path) -> std::io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)?.sync_all()
-}
-
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -493,13 +486,6 @@ pub(super) fn waiting_for_lock<T>(
             Err(e) => return Err(open_error(path, e)),
             Ok(db) => return Ok(db),
         }
-    }
-}
-
-pub(super) fn storage_error(path: &Path) -> impl Fn(redb::Error) -> OpenError + '_ {
-    move |e| OpenError::Storage {
-        path: path.to_path_buf(),
-        message: e.to_string(),
     }
 }
 

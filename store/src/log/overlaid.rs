@@ -11,8 +11,8 @@ use crate::overlay::Overlay;
 use crate::record::Durability;
 use crate::schema::{self, META};
 
-use super::open::{storage_error, waiting_for_lock};
-use super::{Db, Log, LogConfig, recovery};
+use super::open::waiting_for_lock;
+use super::{Db, Log, LogConfig, recovery, storage_error};
 
 impl Log {
     /// Opens an existing log for reading only, as of now: redb's file and the
