@@ -63,7 +63,9 @@ fn make_and_publish(path: &Path, temp: &Path, config: &LogConfig) -> Result<(), 
         match std::fs::hard_link(temp, path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-            Err(e) => return Err(io(e)),
+            // A file system without hard links (FAT, some network mounts): the
+            // appenders' lock held here already keeps other creators out.
+            Err(_) => std::fs::rename(temp, path).map_err(io)?,
         }
         // The new names durable before anything is appended under them.
         super::sync_parent(path).map_err(io)
