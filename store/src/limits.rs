@@ -67,3 +67,6 @@ const _: () = assert!(SHORT_LIVED_FRAME_BYTES < CHECKPOINT_BYTES);
 // A blob bigger than one chunk is what chunking exists for.
 const _: () = assert!(BLOB_CHUNK_BYTES < DIRECT_BLOB_BYTES);
 const _: () = assert!(WAL_HEADER_BYTES as usize <= WAL_ZERO_CHUNK_BYTES);
+/// Blobs from this size are hashed on every core (BLAKE3's tree, with rayon);
+/// below it the threads' start costs more than they save.
+pub(crate) const PARALLEL_HASH_BYTES: usize = 1024 * 1024;
