@@ -19,7 +19,7 @@ use crate::limits::{
     DAEMON_CONNECT_WAIT, HOOK_WAIT, RECENT_DELIVERIES_MAX, RECENT_DELIVERIES_RECORDS,
 };
 use crate::record::{append_to, batch_for};
-use crate::spill::{Spill, Spilled};
+use crate::spill::{Spill, SpillEntry, Spilled};
 
 /// The commands discovered for `workspace` (with `$HOME`'s), asked for only when
 /// an agent's expansion is to be checked.
@@ -205,7 +205,7 @@ pub fn drain(
         };
         let recent = recent.get_or_insert_with(|| RecentDeliveries::from_log_tail(log));
         let (batch, at, delivery) = match &read {
-            Ok(item) => {
+            SpillEntry::Payload(item) => {
                 if recent.contains(&item.delivery) {
                     let _ = std::fs::remove_file(&path);
                     continue;
@@ -227,7 +227,7 @@ pub fn drain(
                 )
             }
             // Ours but not a spilled payload (damaged): kept in the log as text.
-            Err(raw) => (
+            SpillEntry::Damaged(raw) => (
                 batch_for(
                     AgentKind::ClaudeCode,
                     raw.as_bytes(),

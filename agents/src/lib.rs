@@ -62,7 +62,7 @@ pub use settings_file::{
     SettingsFile, SettingsPlan, apply_settings, locate_settings, plan_install, plan_uninstall,
     read_settings, write_settings,
 };
-pub use spill::{Refused, Spill, SpillReport, Spilled};
+pub use spill::{Refused, Spill, SpillEntry, SpillReport, Spilled};
 pub use status::{HookStatus, LastPayload, hooks_status};
 pub use transcripts::{
     ImportError, ImportSummary, TranscriptRead, default_roots, files, import, read_transcript,

@@ -23,6 +23,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::SPILL_ENTRY_BYTES_MAX;
 
+/// A kept entry, read.
+#[derive(Debug)]
+pub enum SpillEntry {
+    /// A spilled payload.
+    Payload(Spilled),
+    /// Ours, but not a spilled payload (damaged): its text, kept in the log as such.
+    Damaged(String),
+}
+
 /// A kept payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spilled {
@@ -258,9 +267,8 @@ impl Spill {
     }
 
     /// Reads a kept payload: `Err` when the file is refused (a link, another
-    /// user's, open to others, too large, not a regular file); `Ok(Err(text))`
-    /// with the raw text when it is ours but not a spilled payload.
-    pub fn read(path: &Path) -> std::io::Result<Result<Spilled, String>> {
+    /// user's, open to others, too large, not a regular file).
+    pub fn read(path: &Path) -> std::io::Result<SpillEntry> {
         let bytes = private_fs::read_untrusted(
             path,
             Expect {
@@ -269,7 +277,10 @@ impl Spill {
             },
         )?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        Ok(serde_json::from_str(&text).map_err(|_| text))
+        Ok(match serde_json::from_str(&text) {
+            Ok(spilled) => SpillEntry::Payload(spilled),
+            Err(_) => SpillEntry::Damaged(text),
+        })
     }
 
     /// Moves an entry that can never be appended aside (`failed/` in its folder),
@@ -314,7 +325,9 @@ mod tests {
         }
         let pending = spill.pending();
         assert_eq!(pending.len(), 2);
-        let first = Spill::read(&pending[0]).unwrap().unwrap();
+        let SpillEntry::Payload(first) = Spill::read(&pending[0]).unwrap() else {
+            panic!("a spilled payload")
+        };
         assert_eq!(first.payload, "a");
         assert!(pending[0].starts_with(dir.path().join(".cmdlog/spill")));
         let raw = Spilled::new("qwen", false, 1, vec![b'a', 0xff]);
