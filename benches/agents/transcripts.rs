@@ -109,17 +109,7 @@ fn claude(session: &str, n: usize, t: usize) -> Value {
         t % 60,
         n % 1000
     );
-    let words = |count: usize| {
-        (0..count)
-            .map(|i| {
-                [
-                    "the", "build", "fails", "because", "lib.rs", "returns", "an", "error", "when",
-                    "parsing",
-                ][(i * 7 + n) % 10]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let words = |count: usize| words(count, n);
     let envelope = |kind: &str, message: Value| {
         json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/home/u/src/app",
             "sessionId": session, "version": "2.1.140", "gitBranch": "main", "type": kind,
@@ -137,9 +127,7 @@ fn claude(session: &str, n: usize, t: usize) -> Value {
             "usage": {"input_tokens": 2310, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 18211, "output_tokens": 212, "service_tier": "standard"}}),
         ),
         2 => {
-            let file: String = (0..120)
-                .map(|i| format!("{:>4}\t    let value_{i} = parse(input, {i})?;\n", i + 1))
-                .collect();
+            let file = file_lines();
             let mut v = envelope(
                 "user",
                 json!({"role": "user", "content": [
