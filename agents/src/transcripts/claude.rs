@@ -11,7 +11,7 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, any};
+use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, any, by_shape, lenient_map};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::Update;
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -74,26 +74,11 @@ impl<'a> Shape<'a> for Line<'a> {
     }
 }
 
-/// A line's `message` (Anthropic's Messages shape).
-#[derive(Default)]
-struct Message<'a> {
-    content: Content<'a>,
-    stop_reason: Str<'a>,
-}
-
-impl<'a> Shape<'a> for Message<'a> {
-    fn map<A: MapAccess<'a>>(mut map: A) -> Result<Self, A::Error> {
-        let mut message = Message::default();
-        while let Some(key) = map.next_key::<Str<'a>>()? {
-            match key.as_deref().unwrap_or("") {
-                "content" => message.content = map.next_value_seed(Seed::<Content<'a>>::new())?,
-                "stop_reason" => message.stop_reason = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(message)
+lenient_map! {
+    /// A line's `message` (Anthropic's Messages shape).
+    struct Message<'a> {
+        content: Content<'a> = "content",
+        stop_reason: Str<'a> = "stop_reason",
     }
 }
 
@@ -119,40 +104,20 @@ impl<'a> Shape<'a> for Content<'a> {
     }
 }
 
-/// A content block of any type.
-#[derive(Default)]
-struct Block<'a> {
-    kind: Str<'a>,
-    text: RawStr<'a>,
-    thinking: RawStr<'a>,
-    id: Str<'a>,
-    name: Str<'a>,
-    input: Raw<'a>,
-    tool_use_id: Str<'a>,
-    is_error: Flag,
-    content: Raw<'a>,
-}
+by_shape!(Content);
 
-impl<'a> Shape<'a> for Block<'a> {
-    fn map<A: MapAccess<'a>>(mut map: A) -> Result<Self, A::Error> {
-        let mut block = Block::default();
-        while let Some(key) = map.next_key::<Str<'a>>()? {
-            match key.as_deref().unwrap_or("") {
-                "type" => block.kind = map.next_value()?,
-                "text" => block.text = map.next_value()?,
-                "thinking" => block.thinking = map.next_value()?,
-                "id" => block.id = map.next_value()?,
-                "name" => block.name = map.next_value()?,
-                "input" => block.input = map.next_value()?,
-                "tool_use_id" => block.tool_use_id = map.next_value()?,
-                "is_error" => block.is_error = map.next_value()?,
-                "content" => block.content = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(block)
+lenient_map! {
+    /// A content block of any type.
+    struct Block<'a> {
+        kind: Str<'a> = "type",
+        text: RawStr<'a> = "text",
+        thinking: RawStr<'a> = "thinking",
+        id: Str<'a> = "id",
+        name: Str<'a> = "name",
+        input: Raw<'a> = "input",
+        tool_use_id: Str<'a> = "tool_use_id",
+        is_error: Flag = "is_error",
+        content: Raw<'a> = "content",
     }
 }
 

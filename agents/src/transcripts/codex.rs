@@ -22,115 +22,54 @@ use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::lenient::{List, Raw, RawStr, Shape, Str, any, fields};
+use super::lenient::{List, Raw, RawStr, Shape, Str, any, fields, lenient_map};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::{AgentKind, text};
 
-/// One rollout line: the fields the reader uses, decoded in one pass (see
-/// [`super::lenient`]); what is kept as it is comes from the line again.
-#[derive(Default)]
-struct Line<'a> {
-    kind: Str<'a>,
-    timestamp: Str<'a>,
-    payload: Payload<'a>,
-}
-
-impl<'a> Shape<'a> for Line<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut line = Line::default();
-        fields(map, |key, map| {
-            match key {
-                "type" => line.kind = map.next_value()?,
-                "timestamp" => line.timestamp = map.next_value()?,
-                "payload" => line.payload = map.next_value_seed(super::lenient::Seed::new())?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(line)
+lenient_map! {
+    /// One rollout line: the fields the reader uses, decoded in one pass (see
+    /// [`super::lenient`]); what is kept as it is comes from the line again.
+    struct Line<'a> {
+        kind: Str<'a> = "type",
+        timestamp: Str<'a> = "timestamp",
+        payload: Payload<'a> = "payload",
     }
 }
 
-/// A line's `payload`, the fields of every kind the reader types.
-#[derive(Default)]
-struct Payload<'a> {
-    kind: Str<'a>,
-    id: Str<'a>,
-    source: Str<'a>,
-    message: RawStr<'a>,
-    text: RawStr<'a>,
-    error: Raw<'a>,
-    call_id: Str<'a>,
-    name: Str<'a>,
-    arguments: RawStr<'a>,
-    input: Raw<'a>,
-    action: Raw<'a>,
-    output: Raw<'a>,
-    item: Item<'a>,
-}
-
-impl<'a> Shape<'a> for Payload<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut p = Payload::default();
-        fields(map, |key, map| {
-            match key {
-                "type" => p.kind = map.next_value()?,
-                "id" => p.id = map.next_value()?,
-                "source" => p.source = map.next_value()?,
-                "message" => p.message = map.next_value()?,
-                "text" => p.text = map.next_value()?,
-                "error" => p.error = map.next_value()?,
-                "call_id" => p.call_id = map.next_value()?,
-                "name" => p.name = map.next_value()?,
-                "arguments" => p.arguments = map.next_value()?,
-                "input" => p.input = map.next_value()?,
-                "action" => p.action = map.next_value()?,
-                "output" => p.output = map.next_value()?,
-                "item" => p.item = map.next_value_seed(super::lenient::Seed::new())?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(p)
+lenient_map! {
+    /// A line's `payload`, the fields of every kind the reader types.
+    struct Payload<'a> {
+        kind: Str<'a> = "type",
+        id: Str<'a> = "id",
+        source: Str<'a> = "source",
+        message: RawStr<'a> = "message",
+        text: RawStr<'a> = "text",
+        error: Raw<'a> = "error",
+        call_id: Str<'a> = "call_id",
+        name: Str<'a> = "name",
+        arguments: RawStr<'a> = "arguments",
+        input: Raw<'a> = "input",
+        action: Raw<'a> = "action",
+        output: Raw<'a> = "output",
+        item: Item<'a> = "item",
     }
 }
 
-/// An `item_completed`'s `item` (Codex 0.171).
-#[derive(Default)]
-struct Item<'a> {
-    kind: Str<'a>,
-    id: Str<'a>,
-    status: Str<'a>,
-    exit_code: Raw<'a>,
-    content: List<Part<'a>>,
-    summary_text: List<Part<'a>>,
-    raw_content: List<Part<'a>>,
-    command: List<Str<'a>>,
-    aggregated_output: Raw<'a>,
-}
-
-impl<'a> Shape<'a> for Item<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut i = Item::default();
-        fields(map, |key, map| {
-            match key {
-                "type" => i.kind = map.next_value()?,
-                "id" => i.id = map.next_value()?,
-                "status" => i.status = map.next_value()?,
-                "exit_code" => i.exit_code = map.next_value()?,
-                "content" => i.content = map.next_value()?,
-                "summary_text" => i.summary_text = map.next_value()?,
-                "raw_content" => i.raw_content = map.next_value()?,
-                "command" => i.command = map.next_value()?,
-                "aggregated_output" => i.aggregated_output = map.next_value()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(i)
+lenient_map! {
+    /// An `item_completed`'s `item` (Codex 0.171).
+    struct Item<'a> {
+        kind: Str<'a> = "type",
+        id: Str<'a> = "id",
+        status: Str<'a> = "status",
+        exit_code: Raw<'a> = "exit_code",
+        content: List<Part<'a>> = "content",
+        summary_text: List<Part<'a>> = "summary_text",
+        raw_content: List<Part<'a>> = "raw_content",
+        command: List<Str<'a>> = "command",
+        aggregated_output: Raw<'a> = "aggregated_output",
     }
 }
 

@@ -22,7 +22,9 @@ use serde::de::{MapAccess, SeqAccess};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::lenient::{Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields, present};
+use super::lenient::{
+    Flag, List, Raw, RawStr, Seed, Shape, Str, any, by_shape, fields, lenient_map, present,
+};
 use super::transcript::Transcript;
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -168,25 +170,13 @@ impl<'a> Shape<'a> for RawList<'a> {
     }
 }
 
-/// The older `session-*.json` document.
-#[derive(Default)]
-struct Document<'a> {
-    session_id: Str<'a>,
-    messages: RawList<'a>,
-}
+by_shape!(RawList);
 
-impl<'a> Shape<'a> for Document<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut doc = Document::default();
-        fields(map, |key, map| {
-            match key {
-                "sessionId" => doc.session_id = map.next_value()?,
-                "messages" => doc.messages = map.next_value_seed(Seed::new())?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(doc)
+lenient_map! {
+    /// The older `session-*.json` document.
+    struct Document<'a> {
+        session_id: Str<'a> = "sessionId",
+        messages: RawList<'a> = "messages",
     }
 }
 
@@ -263,55 +253,23 @@ impl<'a> Shape<'a> for Part<'a> {
     }
 }
 
-/// One of a `gemini` record's `thoughts`.
-#[derive(Default)]
-struct Thought<'a> {
-    subject: Str<'a>,
-    description: Str<'a>,
-}
-
-impl<'a> Shape<'a> for Thought<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut thought = Thought::default();
-        fields(map, |key, map| {
-            match key {
-                "subject" => thought.subject = map.next_value()?,
-                "description" => thought.description = map.next_value()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(thought)
+lenient_map! {
+    /// One of a `gemini` record's `thoughts`.
+    struct Thought<'a> {
+        subject: Str<'a> = "subject",
+        description: Str<'a> = "description",
     }
 }
 
-/// One of a `gemini` record's `toolCalls`.
-#[derive(Default)]
-struct ToolCall<'a> {
-    id: Str<'a>,
-    name: Str<'a>,
-    args: Raw<'a>,
-    status: Str<'a>,
-    timestamp: Str<'a>,
-    result: Raw<'a>,
-}
-
-impl<'a> Shape<'a> for ToolCall<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut call = ToolCall::default();
-        fields(map, |key, map| {
-            match key {
-                "id" => call.id = map.next_value()?,
-                "name" => call.name = map.next_value()?,
-                "args" => call.args = map.next_value()?,
-                "status" => call.status = map.next_value()?,
-                "timestamp" => call.timestamp = map.next_value()?,
-                "result" => call.result = map.next_value()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(call)
+lenient_map! {
+    /// One of a `gemini` record's `toolCalls`.
+    struct ToolCall<'a> {
+        id: Str<'a> = "id",
+        name: Str<'a> = "name",
+        args: Raw<'a> = "args",
+        status: Str<'a> = "status",
+        timestamp: Str<'a> = "timestamp",
+        result: Raw<'a> = "result",
     }
 }
 

@@ -104,6 +104,55 @@ impl<'de, T: Shape<'de>> Visitor<'de> for ByShape<T> {
     }
 }
 
+/// A struct whose fields are read from a JSON object's keys, each field by its
+/// own type (its shape, see the module doc); keys it does not name are read past.
+/// Generates the struct (with `Default`), its [`Shape`] and its `Deserialize`:
+///
+/// `lenient_map! { struct Call<'a> { id: Str<'a> = "id", args: Raw<'a> = "args", } }`
+macro_rules! lenient_map {
+    (
+        $(#[$meta:meta])*
+        struct $name:ident<$a:lifetime> {
+            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Default)]
+        struct $name<$a> {
+            $( $(#[$fmeta])* $field: $ty, )*
+        }
+
+        impl<$a> $crate::transcripts::lenient::Shape<$a> for $name<$a> {
+            fn map<A: ::serde::de::MapAccess<$a>>(map: A) -> Result<Self, A::Error> {
+                let mut out = Self::default();
+                $crate::transcripts::lenient::fields(map, |key, map| {
+                    match key {
+                        $( $key => out.$field = map.next_value()?, )*
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })?;
+                Ok(out)
+            }
+        }
+
+        $crate::transcripts::lenient::by_shape!($name);
+    };
+}
+pub(crate) use lenient_map;
+
+/// `Deserialize` for a [`Shape`] type with one lifetime: decoded by its shape.
+macro_rules! by_shape {
+    ($name:ident) => {
+        impl<'de> ::serde::Deserialize<'de> for $name<'de> {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $crate::transcripts::lenient::any(d)
+            }
+        }
+    };
+}
+pub(crate) use by_shape;
+
 /// A string field.
 #[derive(Debug, Default)]
 pub(crate) struct Str<'de>(pub Option<Cow<'de, str>>);

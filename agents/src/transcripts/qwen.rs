@@ -21,7 +21,7 @@ use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::lenient::{Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields};
+use super::lenient::{Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields, lenient_map};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -63,49 +63,20 @@ impl<'a> Shape<'a> for Record<'a> {
     }
 }
 
-/// A record's `message` (Gemini's shape): its parts.
-#[derive(Default)]
-struct Message<'a> {
-    parts: List<Part<'a>>,
-}
-
-impl<'a> Shape<'a> for Message<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut m = Message::default();
-        fields(map, |key, map| {
-            if key != "parts" {
-                return Ok(false);
-            }
-            m.parts = map.next_value()?;
-            Ok(true)
-        })?;
-        Ok(m)
+lenient_map! {
+    /// A record's `message` (Gemini's shape): its parts.
+    struct Message<'a> {
+        parts: List<Part<'a>> = "parts",
     }
 }
 
-/// A `system` record's `systemPayload` (and a `user` record's display text).
-#[derive(Default)]
-struct SystemPayload<'a> {
-    phase: Str<'a>,
-    raw_command: Str<'a>,
-    sent_to_model: Bool,
-    display_text: Str<'a>,
-}
-
-impl<'a> Shape<'a> for SystemPayload<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut p = SystemPayload::default();
-        fields(map, |key, map| {
-            match key {
-                "phase" => p.phase = map.next_value()?,
-                "rawCommand" => p.raw_command = map.next_value()?,
-                "sentToModel" => p.sent_to_model = map.next_value()?,
-                "displayText" => p.display_text = map.next_value()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(p)
+lenient_map! {
+    /// A `system` record's `systemPayload` (and a `user` record's display text).
+    struct SystemPayload<'a> {
+        phase: Str<'a> = "phase",
+        raw_command: Str<'a> = "rawCommand",
+        sent_to_model: Bool = "sentToModel",
+        display_text: Str<'a> = "displayText",
     }
 }
 
@@ -137,27 +108,12 @@ impl<'a> Shape<'a> for Part<'a> {
     }
 }
 
-/// A `functionCall` (or the id of a `functionResponse`).
-#[derive(Default)]
-struct FunctionCall<'a> {
-    id: Str<'a>,
-    name: Str<'a>,
-    args: Raw<'a>,
-}
-
-impl<'a> Shape<'a> for FunctionCall<'a> {
-    fn map<A: MapAccess<'a>>(map: A) -> Result<Self, A::Error> {
-        let mut call = FunctionCall::default();
-        fields(map, |key, map| {
-            match key {
-                "id" => call.id = map.next_value()?,
-                "name" => call.name = map.next_value()?,
-                "args" => call.args = map.next_value()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(call)
+lenient_map! {
+    /// A `functionCall` (or the id of a `functionResponse`).
+    struct FunctionCall<'a> {
+        id: Str<'a> = "id",
+        name: Str<'a> = "name",
+        args: Raw<'a> = "args",
     }
 }
 
