@@ -7,11 +7,11 @@
 
 use std::borrow::Cow;
 
-use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, any, by_shape, lenient_map};
+use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, TextOrList, decode, lenient_map};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::Update;
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -83,28 +83,7 @@ lenient_map! {
 }
 
 /// A message's content: a string or content blocks.
-#[derive(Default)]
-enum Content<'a> {
-    Text(Cow<'a, str>),
-    Blocks(Vec<Block<'a>>),
-    #[default]
-    Other,
-}
-
-impl<'a> Shape<'a> for Content<'a> {
-    fn string(v: Cow<'a, str>) -> Self {
-        Content::Text(v)
-    }
-    fn seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut blocks = Vec::new();
-        while let Some(block) = seq.next_element_seed(Seed::<Block<'a>>::new())? {
-            blocks.push(block);
-        }
-        Ok(Content::Blocks(blocks))
-    }
-}
-
-by_shape!(Content);
+type Content<'a> = TextOrList<'a, Block<'a>>;
 
 lenient_map! {
     /// A content block of any type.
@@ -130,7 +109,7 @@ impl Block<'_> {
 impl<'a> Content<'a> {
     fn blocks(&self) -> &[Block<'a>] {
         match self {
-            Content::Blocks(blocks) => blocks,
+            TextOrList::List(blocks) => blocks,
             _ => &[],
         }
     }
@@ -138,8 +117,8 @@ impl<'a> Content<'a> {
     /// The text: the string, or the text blocks joined.
     fn text(&self) -> Option<String> {
         match self {
-            Content::Text(text) => Some(text.to_string()),
-            Content::Blocks(blocks) => {
+            TextOrList::Text(text) => Some(text.to_string()),
+            TextOrList::List(blocks) => {
                 let texts: Vec<Cow<'_, str>> = blocks
                     .iter()
                     .filter(|b| b.is("text"))
@@ -147,7 +126,7 @@ impl<'a> Content<'a> {
                     .collect();
                 (!texts.is_empty()).then(|| texts.join("\n"))
             }
-            Content::Other => None,
+            TextOrList::Other => None,
         }
     }
 }
@@ -185,8 +164,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String)> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let line: Line<'_> = match any(&mut de).and_then(|line| de.end().map(|()| line)) {
+        let line: Line<'_> = match decode(bytes) {
             Ok(line) => line,
             Err(_) => {
                 t.malformed.push(number);

@@ -22,7 +22,7 @@ use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::lenient::{List, Raw, RawStr, Shape, Str, any, fields, lenient_map};
+use super::lenient::{List, Raw, RawStr, Shape, Str, decode, fields, lenient_map};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -156,8 +156,7 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     let mut calls = Calls::default();
     let mut lines = JsonLines::new(bytes);
     while let Some((number, bytes)) = lines.next_line(&mut t) {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let line: Line<'_> = match any(&mut de).and_then(|line| de.end().map(|()| line)) {
+        let line: Line<'_> = match decode(bytes) {
             Ok(line) => line,
             Err(_) => {
                 t.malformed.push(number);

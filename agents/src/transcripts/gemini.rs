@@ -23,7 +23,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::lenient::{
-    Flag, List, Raw, RawStr, Seed, Shape, Str, any, by_shape, fields, lenient_map, present,
+    Flag, List, Raw, RawStr, Seed, Shape, Str, TextOrList, by_shape, decode, fields, lenient_map,
+    present,
 };
 use super::transcript::Transcript;
 use crate::updates::{Text, Update};
@@ -104,9 +105,7 @@ impl<'a> Shape<'a> for Record<'a> {
 impl<'a> Record<'a> {
     /// Decodes a record from its JSON text.
     fn parse(json: &'a str) -> serde_json::Result<Record<'a>> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        let mut record: Record<'a> = any(&mut de)?;
-        de.end()?;
+        let mut record: Record<'a> = decode(json.as_bytes())?;
         record.json = json;
         Ok(record)
     }
@@ -181,34 +180,15 @@ lenient_map! {
 }
 
 /// A message's `content` (or `displayContent`): a string or parts.
-#[derive(Default)]
-enum Content<'a> {
-    Text(Cow<'a, str>),
-    Parts(Vec<Part<'a>>),
-    #[default]
-    Other,
-}
-
-impl<'a> Shape<'a> for Content<'a> {
-    fn string(v: Cow<'a, str>) -> Self {
-        Content::Text(v)
-    }
-    fn seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut parts = Vec::new();
-        while let Some(part) = seq.next_element_seed(Seed::<Part<'a>>::new())? {
-            parts.push(part);
-        }
-        Ok(Content::Parts(parts))
-    }
-}
+type Content<'a> = TextOrList<'a, Part<'a>>;
 
 impl Content<'_> {
     /// The text: the string (unless `thoughts`), or the `text` of the parts
     /// whose `thought` is `thoughts` — the one part's as written.
     fn text(&self, thoughts: bool) -> Text {
         match self {
-            Content::Text(s) if !thoughts => Text::Plain(s.to_string()),
-            Content::Parts(parts) => {
+            TextOrList::Text(s) if !thoughts => Text::Plain(s.to_string()),
+            TextOrList::List(parts) => {
                 let chosen: Vec<&Part<'_>> = parts
                     .iter()
                     .filter(|p| p.thought.0 == thoughts && p.text.0.is_some())
@@ -224,7 +204,7 @@ impl Content<'_> {
 
     /// Whether it holds only tool results (`functionResponse` parts).
     fn only_tool_results(&self) -> bool {
-        matches!(self, Content::Parts(parts)
+        matches!(self, TextOrList::List(parts)
             if !parts.is_empty() && parts.iter().all(|p| p.function_response))
     }
 }
@@ -347,8 +327,7 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     if path.extension().is_some_and(|e| e == "json") {
         let text_in = String::from_utf8_lossy(&bytes);
         t.lines = text_in.lines().count();
-        let mut de = serde_json::Deserializer::from_str(&text_in);
-        match any::<Document<'_>, _>(&mut de).and_then(|doc| de.end().map(|()| doc)) {
+        match decode::<Document<'_>>(text_in.as_bytes()) {
             Ok(doc) => {
                 t.session = doc.session_id.owned();
                 for raw in doc.messages.items {

@@ -35,6 +35,15 @@ pub(crate) trait Shape<'de>: Sized + Default {
     }
 }
 
+/// Decodes one whole JSON text (a transcript line, a record) into `T` by its
+/// shape; anything after the value is an error, as for `serde_json::from_slice`.
+pub(crate) fn decode<'de, T: Shape<'de>>(json: &'de [u8]) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let value = any(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
 /// Decodes any JSON value into `T` by its shape.
 pub(crate) fn any<'de, T: Shape<'de>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
     d.deserialize_any(ByShape::<T>(PhantomData))
@@ -191,6 +200,35 @@ impl Shape<'_> for Flag {
 }
 
 impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        any(d)
+    }
+}
+
+/// A field that is a string or a list of `T`: a message's content, its text or
+/// its blocks (parts); any other shape is `Other`.
+#[derive(Debug, Default)]
+pub(crate) enum TextOrList<'de, T> {
+    Text(Cow<'de, str>),
+    List(Vec<T>),
+    #[default]
+    Other,
+}
+
+impl<'de, T: Shape<'de>> Shape<'de> for TextOrList<'de, T> {
+    fn string(v: Cow<'de, str>) -> Self {
+        TextOrList::Text(v)
+    }
+    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Seed::<T>::new())? {
+            items.push(item);
+        }
+        Ok(TextOrList::List(items))
+    }
+}
+
+impl<'de, T: Shape<'de>> Deserialize<'de> for TextOrList<'de, T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         any(d)
     }

@@ -21,7 +21,9 @@ use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::lenient::{Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, any, fields, lenient_map};
+use super::lenient::{
+    Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, decode, fields, lenient_map,
+};
 use super::transcript::{JsonLines, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -197,8 +199,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut lines = JsonLines::new(bytes);
     let mut open: Option<OpenCommand> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let r: Record<'_> = match any(&mut de).and_then(|r| de.end().map(|()| r)) {
+        let r: Record<'_> = match decode(bytes) {
             Ok(r) => r,
             Err(_) => {
                 t.malformed.push(number);
