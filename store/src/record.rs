@@ -127,3 +127,24 @@ pub struct Head {
     /// Its chain hash; 32 zero bytes for an empty log.
     pub hash: [u8; 32],
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_blob_hashed_on_every_core_has_the_plain_blake3_hash() {
+        for len in [
+            crate::limits::PARALLEL_HASH_BYTES - 1,
+            crate::limits::PARALLEL_HASH_BYTES,
+            3 * crate::limits::PARALLEL_HASH_BYTES + 17,
+        ] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            assert_eq!(
+                BlobHash::of(&bytes).0,
+                *blake3::hash(&bytes).as_bytes(),
+                "{len} bytes"
+            );
+        }
+    }
+}
