@@ -35,7 +35,9 @@ fn short_lived_appends_leave_redb_untouched_and_the_next_writable_open_applies_t
     let redb_before = std::fs::read(&path).unwrap();
 
     let log = Log::open_short_lived(&path, LogConfig::default()).unwrap();
-    log.append(vec![rec("one"), rec("four")]).unwrap();
+    // The receipt names both records (it named only the last before).
+    let receipt = log.append(vec![rec("one"), rec("four")]).unwrap();
+    assert_eq!((receipt.first, receipt.last), (2, 3));
     let blob = log.put_blob(vec![5u8; 70_000]).unwrap();
     assert_eq!(log.remove_blobs(vec![old_blob]).unwrap(), 1);
     assert_eq!(log.remove_blobs(vec![old_blob]).unwrap(), 0);
