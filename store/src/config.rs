@@ -31,12 +31,6 @@ pub struct LogConfig {
     /// off. Measured: 64 concurrent appenders went from ~75,000 to ~116,000
     /// events/s on a 2-core VM.
     pub commit_delay: Duration,
-    /// A writable log acknowledges a group commit once its frame is durable and
-    /// holds its records in memory over redb; it writes them to redb in one
-    /// transaction once this many records are held (or 4 MiB, or when it has been
-    /// idle for 1 ms, or at a checkpoint). Default 4096: one redb transaction for
-    /// about 64 group commits of 64 appenders.
-    pub drain_records: usize,
     /// A writable open of a log whose write-ahead log is missing, cut, damaged or
     /// does not continue the log normally refuses with [`OpenError::WalDamaged`].
     /// With this set it applies the frames before the damage, drops the rest and
@@ -56,7 +50,6 @@ impl Default for LogConfig {
             lock_wait: limits::LOCK_WAIT,
             checkpoint_bytes: limits::CHECKPOINT_BYTES,
             commit_delay: limits::COMMIT_DELAY,
-            drain_records: limits::DRAIN_RECORDS,
             discard_wal_damage: false,
         }
     }

@@ -52,13 +52,6 @@ pub(crate) const DIRECT_RECORD_BYTES: usize = 2 * 1024 * 1024;
 /// Pending stream index entries are written to the `streams` table in batches of
 /// about this many (and at every checkpoint).
 pub(crate) const STREAMS_FLUSH_ENTRIES: usize = 16 * 1024;
-/// The writer drains the overlay to redb once it holds this many records, by
-/// default ([`crate::LogConfig::drain_records`])…
-pub(crate) const DRAIN_RECORDS: usize = 4096;
-/// …or this many bytes of records and blobs…
-pub(crate) const DRAIN_BYTES: usize = 4 * 1024 * 1024;
-/// …or when no request came for this long.
-pub(crate) const DRAIN_IDLE: Duration = Duration::from_millis(1);
 /// How long the writer spins for a lone appender's next request.
 pub(crate) const LONE_APPENDER_SPIN: Duration = Duration::from_micros(30);
 

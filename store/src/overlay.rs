@@ -1,10 +1,5 @@
-//! What a log holds above redb's file: the frames of the write-ahead log that redb
-//! does not hold yet.
-//!
-//! A writable log's writer acknowledges a group commit once its frame is durable
-//! and laid over redb here; it writes the overlay to redb later, many group
-//! commits in one transaction, when it is idle or the overlay is large (see
-//! `writer/drain.rs`), and before every durable redb commit.
+//! What a log opened without writing redb holds above redb's file: the frames of
+//! the write-ahead log that no checkpoint has applied yet.
 //!
 //! A short-lived process (`cmdlog hook`, `cmdlog run`) and a read-only open do not
 //! open redb for writing: that alone costs four syncs (redb marks its header at open
@@ -45,14 +40,6 @@ pub(crate) struct Overlay {
 pub(crate) struct Discontinuous(pub(crate) String);
 
 impl Overlay {
-    /// Whether it holds nothing redb's file lacks.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.records.is_empty()
-            && self.blobs.is_empty()
-            && self.removed.is_empty()
-            && self.snapshot.is_none()
-    }
-
     /// Whether a blob `redb_has` (in redb's file) is there once the frames are
     /// applied.
     pub(crate) fn has_blob(&self, hash: &[u8; 32], redb_has: impl FnOnce() -> bool) -> bool {

@@ -58,11 +58,8 @@ pub(crate) struct Shared {
     /// Whether `META["wal"]` says open: the writer marks it durably before its
     /// first frame, and a clean close marks it clean.
     pub(crate) wal_open: std::sync::atomic::AtomicBool,
-    /// The write-ahead log's frames redb's file lacks: all of them for a log that
-    /// does not write redb, the group commits not yet drained to redb for a
-    /// writable one. Readers lock it before they begin a redb read: the writer
-    /// empties it only after redb's commit, so a reader finds a record in one of
-    /// the two, or both.
+    /// The write-ahead log's frames redb's file lacks, for a log that does not
+    /// write redb (empty otherwise).
     pub(crate) overlay: RwLock<Overlay>,
 }
 

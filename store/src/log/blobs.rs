@@ -106,10 +106,10 @@ impl Log {
 
     /// Every stored blob with the unix-ms time it was added and its size.
     pub fn list_blobs(&self) -> Result<Vec<(BlobHash, u64, u64)>, ReadError> {
-        let overlay = self.overlay();
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let meta = read.open_table(BLOB_META).map_err(read_err)?;
         let mut out = Vec::new();
+        let overlay = self.overlay();
         for entry in meta.iter().map_err(read_err)? {
             let (k, v) = entry.map_err(read_err)?;
             let (added_ms, size) = v.value();

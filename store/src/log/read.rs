@@ -35,18 +35,9 @@ impl Log {
         if from > until {
             return Ok(());
         }
-        // The overlay's records all follow redb's: redb's first, then the overlay's,
-        // copied out (`f` may read the log again) under the lock the read began in.
-        let (read, overlay_from, tail) = {
-            let overlay = self.overlay();
-            let read = self.shared.db.begin_read().map_err(read_err)?;
-            let tail: Vec<(Seq, Vec<u8>)> = overlay
-                .records
-                .range(from..=until)
-                .map(|(k, v)| (*k, v.clone()))
-                .collect();
-            (read, overlay.records.keys().next().copied(), tail)
-        };
+        // The overlay's records all follow redb's: redb's first, then the overlay's.
+        let overlay_from = self.overlay().records.keys().next().copied();
+        let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let redb_until = overlay_from.map_or(until, |o| until.min(o.saturating_sub(1)));
         if from <= redb_until {
@@ -57,9 +48,18 @@ impl Log {
                 }
             }
         }
-        for (seq, value) in tail {
-            if !f(decode(seq, &value)?) {
-                break;
+        if overlay_from.is_some() {
+            // Copied out first: `f` may read the log again.
+            let tail: Vec<(Seq, Vec<u8>)> = self
+                .overlay()
+                .records
+                .range(from..=until)
+                .map(|(k, v)| (*k, v.clone()))
+                .collect();
+            for (seq, value) in tail {
+                if !f(decode(seq, &value)?) {
+                    break;
+                }
             }
         }
         Ok(())
@@ -137,10 +137,10 @@ impl Log {
     /// The records under stream key `key` after seq `after`, in order.
     pub fn stream(&self, key: &str, after: Seq) -> Result<Vec<Record>, ReadError> {
         let seqs = self.stream_seqs(key, after)?;
-        let overlay = self.overlay();
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut out = Vec::with_capacity(seqs.len());
+        let overlay = self.overlay();
         for seq in seqs {
             if let Some(value) = overlay.records.get(&seq) {
                 out.push(decode(seq, value)?);
@@ -209,11 +209,7 @@ impl Log {
         &self,
         mut progress: impl FnMut(Seq),
     ) -> Result<Result<Head, ChainBreak>, ReadError> {
-        let (read, overlaid) = {
-            let overlay = self.overlay();
-            let read = self.shared.db.begin_read().map_err(read_err)?;
-            (read, overlay.records.clone())
-        };
+        let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut prev = Head {
             seq: 0,
@@ -240,14 +236,13 @@ impl Log {
             progress(seq);
             None
         };
-        let redb_until = overlaid.keys().next().map_or(Seq::MAX, |o| o - 1);
-        for entry in records.range(..=redb_until).map_err(read_err)? {
+        for entry in records.iter().map_err(read_err)? {
             let (k, v) = entry.map_err(read_err)?;
             if let Some(broken) = link(k.value(), v.value()) {
                 return Ok(Err(broken));
             }
         }
-        for (seq, value) in &overlaid {
+        for (seq, value) in &self.overlay().records {
             if let Some(broken) = link(*seq, value) {
                 return Ok(Err(broken));
             }

@@ -2,12 +2,10 @@
 //!
 //! It takes one request, then whatever else is already queued (up to
 //! `batch_records_max` records), appends all of it as one frame to the write-ahead
-//! log and syncs it, lays it over redb in memory (the overlay), runs the commit
-//! hook, wakes tailers, and acknowledges each request. The overlay goes to redb in
-//! one non-durable transaction when the writer is idle or it is large (`drain.rs`).
-//! Every `checkpoint_bytes` of frames (64 MiB), and at shutdown, a durable redb
-//! commit of everything checkpoints. Without a write-ahead log (buffered
-//! durability) each batch goes to redb before it is acknowledged. A batch carrying more than 1 MiB of attachments or 2 MiB of
+//! log and syncs it, writes it to redb in one non-durable transaction, runs the
+//! commit hook, wakes tailers, and only then acknowledges each request. Every
+//! `checkpoint_bytes` of frames (64 MiB), and at shutdown, a durable redb commit
+//! checkpoints. A batch carrying more than 1 MiB of attachments or 2 MiB of
 //! records (a bulk import) skips the frame: it is one durable redb commit, which
 //! writes those bytes once instead of twice and checkpoints every earlier frame.
 //! A failed commit poisons the writer: the batch and every later request fail until the log
@@ -30,16 +28,12 @@ use tokio::sync::oneshot;
 
 use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
-use crate::record::{BlobHash, Head, NewRecord, Receipt, Seq};
+use crate::record::Head;
+use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
 use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, STREAMS};
 use crate::shared::{PendingStreams, Shared, check_records};
 
-mod drain;
-mod finish;
 mod short_lived;
-
-use drain::{Undrained, drain};
-use finish::{Acker, Finish, publish_head, run_hook};
 
 pub(crate) use short_lived::Inline;
 use short_lived::{commit_short_lived, write_overlay};
@@ -111,16 +105,7 @@ struct Applying {
     start: Head,
     head: Head,
     added_ms: u64,
-    target: Target,
-}
-
-/// Where a batch is written before it is acknowledged.
-#[derive(Debug, Clone, Copy)]
-enum Target {
-    /// Laid over redb in memory: its frame is durable.
-    Overlay,
-    /// A redb transaction.
-    Redb(RedbDurability),
+    durability: RedbDurability,
 }
 
 /// Starts the writer thread.
@@ -131,7 +116,7 @@ pub(crate) fn spawn(
     let (tx, rx) = mpsc::channel();
     let writer = std::thread::Builder::new()
         .name("cmdlog-writer".into())
-        .spawn(move || run(shared, rx, journal))?;
+        .spawn(move || run(&shared, rx, journal))?;
     Ok((tx, writer))
 }
 
@@ -143,22 +128,19 @@ fn poisoned(shared: &Shared) -> Option<String> {
         .clone()
 }
 
-fn run(shared: Arc<Shared>, rx: Receiver<Request>, mut journal: Option<Journal>) {
-    let mut acker = (!shared.db.short_lived()).then(|| Acker::spawn(Arc::clone(&shared)));
-    let shared = shared.as_ref();
+fn run(shared: &Shared, rx: Receiver<Request>, mut journal: Option<Journal>) {
     let mut head = *shared.head.lock().unwrap_or_else(|p| p.into_inner());
     let mut shutting_down = false;
     // Requests in the last group commit: with several appenders, the ones just
     // acknowledged are still on their way back when the next batch is taken.
     let mut last_batch = 0usize;
     let mut wrote = false;
-    let mut undrained = Undrained::default();
     while !shutting_down {
         let first = match spin_for_lone_appender(&rx, last_batch) {
             Some(request) => request,
-            None => match next_request(shared, &rx, &mut undrained) {
-                Some(request) => request,
-                None => break,
+            None => match rx.recv() {
+                Ok(request) => request,
+                Err(_) => break,
             },
         };
         let deadline = Instant::now() + shared.config.commit_delay;
@@ -211,21 +193,8 @@ fn run(shared: Arc<Shared>, rx: Receiver<Request>, mut journal: Option<Journal>)
             }
             continue;
         }
-        commit_batch(
-            shared,
-            &mut journal,
-            &mut head,
-            batch,
-            Some(&mut undrained),
-            acker.as_ref(),
-        );
+        commit_batch(shared, &mut journal, &mut head, batch);
         wrote = true;
-        if undrained.is_full(&shared.config)
-            && poisoned(shared).is_none()
-            && let Err(e) = drain(shared, &mut undrained)
-        {
-            poison(shared, e.to_string());
-        }
         let pending = shared
             .pending
             .lock()
@@ -234,8 +203,7 @@ fn run(shared: Arc<Shared>, rx: Receiver<Request>, mut journal: Option<Journal>)
         if pending >= STREAMS_FLUSH_ENTRIES
             && !short_lived
             && poisoned(shared).is_none()
-            && let Err(e) =
-                flush_streams(shared, &mut undrained, head.seq, RedbDurability::None, None)
+            && let Err(e) = flush_streams(shared, RedbDurability::None, None)
         {
             poison(shared, e.to_string());
         }
@@ -243,7 +211,7 @@ fn run(shared: Arc<Shared>, rx: Receiver<Request>, mut journal: Option<Journal>)
             && journal
                 .as_ref()
                 .is_some_and(|j| j.frame_bytes() >= shared.config.checkpoint_bytes)
-            && let Err(failure) = checkpoint(shared, &mut journal, &mut undrained, head.seq)
+            && let Err(failure) = checkpoint(shared, &mut journal)
         {
             poison(shared, failure.to_string());
         }
@@ -259,11 +227,7 @@ fn run(shared: Arc<Shared>, rx: Receiver<Request>, mut journal: Option<Journal>)
     // A short-lived appender never writes redb's file: the next writable open applies
     // its frames.
     if poisoned(shared).is_none() && (wrote || pending > 0) && !shared.db.short_lived() {
-        let _ = checkpoint_at_close(shared, &mut journal, &mut undrained, head.seq);
-    }
-    // Every batch written is answered before the log is closed.
-    if let Some(acker) = acker.as_mut() {
-        acker.stop();
+        let _ = checkpoint_at_close(shared, &mut journal);
     }
     // Refuse whatever raced in behind the shutdown.
     while let Ok(request) = rx.try_recv() {
@@ -291,38 +255,10 @@ fn spin_for_lone_appender(rx: &Receiver<Request>, last_batch: usize) -> Option<R
     }
 }
 
-/// The next request, waiting for it; `None` once every sender is gone. While the
-/// overlay holds group commits, a wait longer than [`DRAIN_IDLE`] drains it first.
-fn next_request(
-    shared: &Shared,
-    rx: &Receiver<Request>,
-    undrained: &mut Undrained,
-) -> Option<Request> {
-    if !undrained.is_empty() {
-        match rx.recv_timeout(DRAIN_IDLE) {
-            Ok(request) => return Some(request),
-            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if poisoned(shared).is_none()
-                    && let Err(e) = drain(shared, undrained)
-                {
-                    poison(shared, e.to_string());
-                }
-            }
-        }
-    }
-    rx.recv().ok()
-}
-
 /// Makes everything redb holds durable there, then starts the write-ahead log's
 /// next generation.
-fn checkpoint(
-    shared: &Shared,
-    journal: &mut Option<Journal>,
-    undrained: &mut Undrained,
-    through: Seq,
-) -> Result<(), WriterFailure> {
-    flush_streams(shared, undrained, through, RedbDurability::Immediate, None)?;
+fn checkpoint(shared: &Shared, journal: &mut Option<Journal>) -> Result<(), WriterFailure> {
+    flush_streams(shared, RedbDurability::Immediate, None)?;
     start_generation(journal)
 }
 
@@ -332,11 +268,9 @@ fn checkpoint(
 fn checkpoint_at_close(
     shared: &Shared,
     journal: &mut Option<Journal>,
-    undrained: &mut Undrained,
-    through: Seq,
 ) -> Result<(), WriterFailure> {
     let state = journal.is_some().then_some(schema::WAL_CLEAN);
-    flush_streams(shared, undrained, through, RedbDurability::Immediate, state)?;
+    flush_streams(shared, RedbDurability::Immediate, state)?;
     shared.wal_open.store(false, Ordering::SeqCst);
     start_generation(journal)
 }
@@ -361,18 +295,15 @@ fn start_generation(journal: &mut Option<Journal>) -> Result<(), WriterFailure> 
     }
 }
 
-/// Drains the overlay, then writes the pending stream index entries to the
-/// `streams` table, sorted, in one transaction that also records how far the table
-/// now reaches. Runs on the writer thread between batches, so no entry is added
-/// meanwhile.
+/// Writes the pending stream index entries to the `streams` table, sorted, in one
+/// transaction that also records how far the table now reaches. Runs on the writer
+/// thread between batches, so no entry is added meanwhile.
 fn flush_streams(
     shared: &Shared,
-    undrained: &mut Undrained,
-    through: Seq,
     durability: RedbDurability,
     wal_state: Option<&[u8]>,
 ) -> Result<(), redb::Error> {
-    drain(shared, undrained)?;
+    let through = shared.head.lock().unwrap_or_else(|p| p.into_inner()).seq;
     let entries = shared
         .pending
         .lock()
@@ -430,7 +361,7 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
 }
 
 use crate::limits::{
-    DIRECT_BLOB_BYTES, DIRECT_RECORD_BYTES, DRAIN_IDLE, LONE_APPENDER_SPIN, STREAMS_FLUSH_ENTRIES,
+    DIRECT_BLOB_BYTES, DIRECT_RECORD_BYTES, LONE_APPENDER_SPIN, STREAMS_FLUSH_ENTRIES,
 };
 
 fn journal_error(journal: &Journal, source: std::io::Error) -> WriterFailure {
@@ -518,16 +449,12 @@ fn write_frame(
         .map_err(|e| journal_error(journal, e))
 }
 
-/// One group commit: the frame, then the overlay (or redb), the commit hook and
-/// the acks. `undrained` is the long-lived writer's count of what the overlay
-/// holds; without it (or without a write-ahead log) the batch goes to redb.
+/// One group commit: the frame, then redb, the commit hook and the acks.
 fn commit_batch(
     shared: &Shared,
     journal: &mut Option<Journal>,
     head: &mut Head,
     batch: Vec<Request>,
-    undrained: Option<&mut Undrained>,
-    acker: Option<&Acker>,
 ) {
     if shared.db.short_lived()
         && let Some(journal) = journal.as_mut()
@@ -566,38 +493,10 @@ fn commit_batch(
         }
         return;
     }
-    let target = match undrained {
-        // A short-lived appender's writer never writes redb's file.
-        _ if shared.db.short_lived() => Target::Overlay,
-        // Every group commit before this one goes to redb with it.
-        Some(undrained) if direct => match drain(shared, undrained) {
-            Ok(()) => Target::Redb(RedbDurability::Immediate),
-            Err(e) => {
-                let message = e.to_string();
-                poison(shared, message.clone());
-                for request in batch {
-                    request.fail(AppendError::Storage {
-                        message: message.clone(),
-                    });
-                }
-                return;
-            }
-        },
-        Some(undrained) if journal.is_some() => {
-            undrained.batches += 1;
-            undrained.records += prepared.len();
-            let snapshot_bytes: usize = batch
-                .iter()
-                .map(|r| match r {
-                    Request::PutSnapshot { bytes, .. } => bytes.len(),
-                    _ => 0,
-                })
-                .sum();
-            undrained.bytes += record_bytes + blob_bytes + snapshot_bytes;
-            Target::Overlay
-        }
-        _ if direct => Target::Redb(RedbDurability::Immediate),
-        _ => Target::Redb(RedbDurability::None),
+    let durability = if direct {
+        RedbDurability::Immediate
+    } else {
+        RedbDurability::None
     };
     *head = end;
     let applied = apply(
@@ -608,9 +507,8 @@ fn commit_batch(
             start,
             head: end,
             added_ms,
-            target,
+            durability,
         },
-        acker,
     );
     // A direct batch made every earlier frame durable in redb: start afresh.
     if direct
@@ -622,24 +520,24 @@ fn commit_batch(
 }
 
 /// Writes a batch to redb, runs the commit hook and acknowledges; false if it failed.
-fn apply(shared: &Shared, applying: Applying, acker: Option<&Acker>) -> bool {
+fn apply(shared: &Shared, applying: Applying) -> bool {
     let Applying {
-        mut batch,
+        batch,
         prepared,
         start,
         head,
         added_ms,
-        target,
+        durability,
     } = applying;
     let written = match poisoned(shared) {
         Some(cause) => Err(cause),
-        None => match target {
-            Target::Overlay => write_overlay(shared, &mut batch, prepared, added_ms),
-            Target::Redb(durability) => {
-                write_batch(shared, &batch, &prepared, added_ms, durability)
-            }
-        }
-        .map_err(|e| {
+        None if shared.db.short_lived() => write_overlay(shared, &batch, &prepared, added_ms)
+            .map_err(|e| {
+                let message = e.to_string();
+                poison(shared, message.clone());
+                message
+            }),
+        None => write_batch(shared, &batch, &prepared, added_ms, durability).map_err(|e| {
             let message = e.to_string();
             poison(shared, message.clone());
             message
@@ -656,29 +554,76 @@ fn apply(shared: &Shared, applying: Applying, acker: Option<&Acker>) -> bool {
             return false;
         }
     };
-    {
+    // One pass: the stream index entries and what the commit hook sees.
+    let committed: Vec<CommittedRecord<'_>> = {
         let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let records = batch.iter().filter_map(|r| match r {
-            Request::Append { records, .. } => Some(records),
-            _ => None,
-        });
-        for (record, seq) in records.flatten().zip(start.seq + 1..) {
-            if let Some(key) = &record.stream {
-                pending.push(key, seq);
+        batch
+            .iter()
+            .filter_map(|r| match r {
+                Request::Append { records, .. } => Some(records),
+                _ => None,
+            })
+            .flatten()
+            .zip(start.seq + 1..)
+            .map(|(record, seq)| {
+                if let Some(key) = &record.stream {
+                    pending.push(key, seq);
+                }
+                CommittedRecord {
+                    seq,
+                    stream: record.stream.as_deref(),
+                    bytes: &record.bytes,
+                }
+            })
+            .collect()
+    };
+    run_hook(shared, &committed);
+    drop(committed);
+    publish_head(shared, head);
+    for (request, receipt) in batch.into_iter().zip(receipts) {
+        match request {
+            Request::Append { reply, .. } => {
+                let _ = reply.send(Ok(receipt.expect("append has a receipt")));
             }
+            Request::PutBlob { reply, .. } => {
+                let _ = reply.send(Ok(()));
+            }
+            Request::RemoveBlobs { reply, .. } | Request::PutSnapshot { reply, .. } => {
+                let _ = reply.send(Ok(receipt.map_or(0, |r| r.last)));
+            }
+            Request::AppendBuilt { .. } | Request::Shutdown => {}
         }
     }
-    let job = Finish {
-        batch,
-        receipts,
-        start,
-        head,
-    };
-    match acker {
-        Some(acker) => acker.finish(shared, job),
-        None => finish::finish(shared, job),
-    }
     true
+}
+
+/// Runs the commit hook over `committed`; a panic poisons the writer.
+fn run_hook(shared: &Shared, committed: &[CommittedRecord<'_>]) {
+    if !committed.is_empty()
+        && let Some(hook) = shared
+            .hook
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        && let Err(panic) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(committed)))
+    {
+        // The records are durable, but whoever folds them missed them: stop
+        // accepting appends rather than let the fold drift from the log.
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        poison(shared, format!("the commit hook panicked: {message}"));
+    }
+}
+
+/// Makes `head` the log's head and wakes whoever waits for it.
+fn publish_head(shared: &Shared, head: Head) {
+    *shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
+    shared.committed.notify_all();
+    shared.watch.send_replace(head.seq);
 }
 
 fn write_batch(

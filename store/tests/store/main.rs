@@ -1,6 +1,5 @@
 //! The store's integration tests: the log, stream indexes, the write-ahead log.
 
-mod drain;
 mod log;
 mod short_lived;
 mod streams;
