@@ -3,6 +3,7 @@
 //! appended, laid over redb's file in memory (see [`crate::overlay`]).
 
 use cmdlog_common::time::now_ms;
+use redb::Durability as RedbDurability;
 
 use crate::error::AppendError;
 use crate::journal::Journal;
@@ -11,8 +12,8 @@ use crate::schema::{self, BLOB_META};
 use crate::shared::Shared;
 
 use super::{
-    Applying, Prepared, Request, Target, WriterFailure, apply, commit_batch, journal_error,
-    materialize, poison, poisoned, prepare, publish_head, run_hook, write_frame,
+    Applying, Prepared, Request, WriterFailure, apply, commit_batch, journal_error, materialize,
+    poison, poisoned, prepare, publish_head, run_hook, write_frame,
 };
 
 /// A short-lived appender's writer: each request is committed on the caller's
@@ -60,14 +61,7 @@ impl Inline {
         if let Some(cause) = poisoned(shared) {
             return request.fail(AppendError::Poisoned { cause });
         }
-        commit_batch(
-            shared,
-            &mut self.journal,
-            &mut self.head,
-            vec![request],
-            None,
-            None,
-        );
+        commit_batch(shared, &mut self.journal, &mut self.head, vec![request]);
     }
 }
 
@@ -125,9 +119,8 @@ pub(super) fn commit_short_lived(
             start,
             head: end,
             added_ms,
-            target: Target::Overlay,
+            durability: RedbDurability::None,
         },
-        None,
     );
 }
 
@@ -180,8 +173,8 @@ fn take_in(
 /// Writes a short-lived appender's batch to the overlay.
 pub(super) fn write_overlay(
     shared: &Shared,
-    batch: &mut [Request],
-    prepared: Prepared,
+    batch: &[Request],
+    prepared: &Prepared,
     added_ms: u64,
 ) -> Result<Vec<Option<Receipt>>, redb::Error> {
     // Which blobs to remove redb's file holds, read before the overlay is locked.
@@ -192,7 +185,7 @@ pub(super) fn write_overlay(
     {
         let read = shared.db.begin_read()?;
         let meta = read.open_table(BLOB_META)?;
-        for request in batch.iter() {
+        for request in batch {
             if let Request::RemoveBlobs { hashes, .. } = request {
                 for hash in hashes {
                     if meta.get(&hash.0)?.is_some() {
@@ -204,25 +197,24 @@ pub(super) fn write_overlay(
     }
     let mut overlay = shared.overlay.write().unwrap_or_else(|p| p.into_inner());
     let mut receipts = Vec::with_capacity(batch.len());
-    let mut values = prepared.into_iter();
+    let mut values = prepared.iter();
     for request in batch {
         receipts.push(match request {
             Request::Append { records, .. } => {
                 let mut first = None;
                 let mut last = 0;
                 for (seq, value) in values.by_ref().take(records.len()) {
-                    first.get_or_insert(seq);
-                    last = seq;
-                    overlay.records.insert(seq, value);
+                    first.get_or_insert(*seq);
+                    last = *seq;
+                    overlay.records.insert(*seq, value.clone());
                 }
                 Some(Receipt {
                     first: first.expect("appends are never empty"),
                     last,
                 })
             }
-            // The request keeps no bytes: its answer is `()`.
             Request::PutBlob { hash, bytes, .. } => {
-                overlay.put_blob(hash.0, added_ms, std::sync::Arc::new(std::mem::take(bytes)));
+                overlay.put_blob(hash.0, added_ms, std::sync::Arc::new(bytes.clone()));
                 None
             }
             Request::RemoveBlobs { hashes, .. } => {
@@ -236,7 +228,7 @@ pub(super) fn write_overlay(
                 })
             }
             Request::PutSnapshot { seq, bytes, .. } => {
-                overlay.snapshot = Some((*seq, std::mem::take(bytes)));
+                overlay.snapshot = Some((*seq, bytes.clone()));
                 Some(Receipt {
                     first: 0,
                     last: *seq,
