@@ -11,7 +11,9 @@
 //! - [`browser`]: headless Chromium for the HTML reports, skipped loudly when
 //!   not installed;
 //! - [`tree`]: command-file fixtures and an engine over a temp log;
-//! - [`tamper`]: a crash's leftovers and damage done below the store's API.
+//! - [`tamper`]: a crash's leftovers and damage done below the store's API;
+//! - [`env_usize`], [`seed`]: the knobs a long or randomized test reads from
+//!   the environment.
 
 #![allow(missing_docs)] // test helpers: their names say what they do
 
@@ -24,3 +26,27 @@ pub mod tree;
 mod workspace;
 
 pub use workspace::{Workspace, cmdlog_bin};
+
+/// A count a test reads from the environment variable `name` (rounds, payloads,
+/// subscribers), or `default` when it is unset or not a number.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A randomized test's seed: `CMDLOG_SEED`, or one taken from the clock (odd,
+/// for the xorshift generators). The test prints it.
+pub fn seed() -> u64 {
+    std::env::var("CMDLOG_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        })
+}

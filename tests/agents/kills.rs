@@ -53,20 +53,8 @@ fn count(records: &[Vec<u8>], needle: &str) -> usize {
 
 #[test]
 fn hook_processes_killed_at_random_lose_no_acknowledged_payload() {
-    let rounds: usize = std::env::var("CMDLOG_HOOK_KILL_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
-    let seed: u64 = std::env::var("CMDLOG_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let rounds = cmdlog_test_support::env_usize("CMDLOG_HOOK_KILL_ROUNDS", 16);
+    let seed = cmdlog_test_support::seed();
     eprintln!("hook kill seed: {seed} (rerun with CMDLOG_SEED={seed}), {rounds} rounds");
     let mut rng = seed;
     let w = Workspace::new();

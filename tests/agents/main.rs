@@ -444,10 +444,7 @@ fn drift_agents_lists_expansions_cmdlog_disagrees_with() {
 /// another had it open, and everything appended to it vanished.
 #[test]
 fn hooks_that_create_the_log_at_once_lose_nothing() {
-    let rounds: usize = std::env::var("CMDLOG_CREATE_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+    let rounds = cmdlog_test_support::env_usize("CMDLOG_CREATE_ROUNDS", 12);
     for round in 0..rounds {
         let w = Workspace::new();
         let cwd = w.ws.path().to_str().unwrap().to_string();
@@ -484,10 +481,7 @@ fn hooks_that_create_the_log_at_once_lose_nothing() {
 #[test]
 fn concurrent_hook_processes_lose_nothing() {
     let processes = 8;
-    let payloads: usize = std::env::var("CMDLOG_HOOK_PAYLOADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let payloads = cmdlog_test_support::env_usize("CMDLOG_HOOK_PAYLOADS", 40);
     let w = Workspace::new();
     let cwd = w.ws.path().to_str().unwrap().to_string();
     let started = Instant::now();

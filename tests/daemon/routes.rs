@@ -672,13 +672,6 @@ fn command_files_reload_while_serving() {
     eprintln!("hot reload reached SSE subscribers in {elapsed:?}");
 }
 
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -695,8 +688,8 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn many_subscribers_each_get_every_event_in_order() {
     let (subscribers, events) = (
-        env_or("CMDLOG_SSE_SUBSCRIBERS", 10),
-        env_or("CMDLOG_SSE_EVENTS", 1_000),
+        cmdlog_test_support::env_usize("CMDLOG_SSE_SUBSCRIBERS", 10),
+        cmdlog_test_support::env_usize("CMDLOG_SSE_EVENTS", 1_000),
     );
     let w = workspace();
     let d = w.serve(&[]);
@@ -962,7 +955,7 @@ fn attach_refuses_without_a_daemon() {
 /// its session's events, and the daemon's memory is reported.
 #[test]
 fn load_many_sessions_with_subscribers() {
-    let sessions = env_or("CMDLOG_LOAD_SESSIONS", 200);
+    let sessions = cmdlog_test_support::env_usize("CMDLOG_LOAD_SESSIONS", 200);
     const COMMANDS: usize = 3;
     const UPDATES: usize = 3;
     let w = workspace();

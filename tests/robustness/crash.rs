@@ -91,20 +91,8 @@ fn next(state: &mut u64) -> u64 {
 
 #[test]
 fn crash_cycles_lose_no_acknowledged_event() {
-    let cycles: usize = std::env::var("CMDLOG_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    let seed: u64 = std::env::var("CMDLOG_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let cycles = cmdlog_test_support::env_usize("CMDLOG_CRASH_CYCLES", 20);
+    let seed = cmdlog_test_support::seed();
     eprintln!("crash test seed: {seed} (rerun with CMDLOG_SEED={seed}), {cycles} cycles");
     let mut rng = seed;
     let mut dir = tempfile::tempdir().unwrap();
