@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose `src/` the checks read, the binary's included.
-const CRATES: [&str; 10] = [
+const CRATES: [&str; 11] = [
     "common",
     "store",
+    "tlog",
     "engine",
     "replay",
     "acp",

@@ -32,6 +32,7 @@ mod overlay;
 mod record;
 mod schema;
 mod shared;
+mod tree;
 mod writer;
 
 pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
@@ -41,8 +42,9 @@ pub use fault::{
 pub use journal::{JournalIo, journal_path};
 pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY_BYTES_MAX};
 pub use log::{
-    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, WalDiscard, presence_path,
+    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, TreeView, WalDiscard, presence_path,
 };
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;
 pub use schema::chain as chain_hash;
+pub use tree::{TreeError, leaf_input};

@@ -70,3 +70,7 @@ const _: () = assert!(WAL_HEADER_BYTES as usize <= WAL_ZERO_CHUNK_BYTES);
 /// Blobs from this size are hashed on every core (BLAKE3's tree, with rayon);
 /// below it the threads' start costs more than they save.
 pub(crate) const PARALLEL_HASH_BYTES: usize = 1024 * 1024;
+
+/// Records hashed into the Merkle tree per transaction when an open catches the
+/// tree up (a log older than the tree, frames just applied).
+pub(crate) const TREE_CATCH_UP_RECORDS: u64 = 65_536;

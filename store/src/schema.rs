@@ -7,6 +7,12 @@ use redb::TableDefinition;
 /// `chain hash (32 bytes) | stream key length (u16 LE) | stream key (UTF-8) | record bytes`.
 pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("records");
 
+/// `leaf index -> hashes`: the log's Merkle tree (see [`crate::tree`]). Under
+/// leaf `i` (record `i + 1`), the SHA-256 hashes of the complete subtrees that
+/// leaf closes, by level from 0 (its leaf hash): `32 · (trailing_ones(i) + 1)`
+/// bytes.
+pub(crate) const TREE: TableDefinition<u64, &[u8]> = TableDefinition::new("tree");
+
 /// `(stream key, seq) -> ()`: the index behind reads by stream. Complete through
 /// `META["streams_through"]` (a u64 LE; absent means through the head, as logs
 /// written before the index was deferred are); later records' entries are held in

@@ -61,6 +61,9 @@ pub(crate) struct Shared {
     /// The write-ahead log's frames redb's file lacks, for a log that does not
     /// write redb (empty otherwise).
     pub(crate) overlay: RwLock<Overlay>,
+    /// The right edge of the Merkle tree over redb's records, for a writable log
+    /// (whose writer extends the `tree` table with every batch); `None` otherwise.
+    pub(crate) frontier: Mutex<Option<cmdlog_tlog::Frontier>>,
 }
 
 /// The stream index entries of records after `META["streams_through"]`, kept in

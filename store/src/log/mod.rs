@@ -6,9 +6,11 @@ mod open;
 mod overlaid;
 mod read;
 mod recovery;
+mod tree;
 
 pub use overlaid::presence_path;
 pub use recovery::WalDiscard;
+pub use tree::TreeView;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;

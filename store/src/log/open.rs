@@ -325,6 +325,12 @@ impl Log {
                 .map_err(|e| storage_error(&path)(e.into()))?;
             recovery::wal_open(&read).map_err(storage_error(&path))?
         };
+        let frontier = match &db {
+            Db::Writable(writable) => {
+                Some(crate::tree::catch_up(writable).map_err(storage_error(&path))?)
+            }
+            Db::ReadOnly(_) | Db::ShortLived(_) => None,
+        };
         let (watch, _) = watch::channel(head.seq);
         let shared = Arc::new(Shared {
             db,
@@ -337,6 +343,7 @@ impl Log {
             pending: Mutex::new(pending),
             wal_open: std::sync::atomic::AtomicBool::new(wal_open),
             overlay: RwLock::new(overlay),
+            frontier: Mutex::new(frontier),
         });
         let (requests, writer, inline) = match (&shared.db, journal) {
             (Db::ReadOnly(_), _) => (None, None, None),

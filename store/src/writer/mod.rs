@@ -30,7 +30,7 @@ use crate::error::AppendError;
 use crate::journal::{Frame, Journal};
 use crate::record::Head;
 use crate::record::{BlobHash, CommittedRecord, NewRecord, Receipt};
-use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, STREAMS};
+use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS, STREAMS, TREE};
 use crate::shared::{PendingStreams, Shared, check_records};
 
 mod short_lived;
@@ -638,6 +638,22 @@ fn write_batch(
         .map_err(|e| redb::Error::from(redb::StorageError::Backend(Box::new(e))))?;
     let mut receipts = Vec::with_capacity(batch.len());
     let mut values = prepared.iter();
+    // The tree grows in the same transaction; its edge moves on only if it commits.
+    let mut frontier = shared
+        .frontier
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .expect("a writable log keeps its tree's frontier");
+    {
+        let mut tree = txn.open_table(TREE)?;
+        let mut closed = Vec::new();
+        for (seq, value) in prepared {
+            let (_, _, bytes) = schema::decode_record(value).expect("encoded just before");
+            let hashes = crate::tree::push_record(&mut frontier, *seq, bytes, &mut closed);
+            tree.insert(*seq - 1, hashes.as_slice())?;
+        }
+    }
     {
         let mut records_table = txn.open_table(RECORDS)?;
         let mut blobs = txn.open_table(BLOBS)?;
@@ -693,5 +709,6 @@ fn write_batch(
         }
     }
     txn.commit()?;
+    *shared.frontier.lock().unwrap_or_else(|p| p.into_inner()) = Some(frontier);
     Ok(receipts)
 }

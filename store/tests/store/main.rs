@@ -3,4 +3,5 @@
 mod log;
 mod short_lived;
 mod streams;
+mod tree;
 mod wal;
