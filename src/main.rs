@@ -53,8 +53,15 @@ enum Verb {
     Audit(cli::audit::AuditArgs),
     /// One event with its context (a run's done, registration and attachments)
     Show(cli::show::ShowArgs),
-    /// Check the hash chain, seqs, lifecycle invariants and blobs
+    /// Check the hash chain, the Merkle tree, seqs, lifecycle invariants and blobs;
+    /// with --checkpoint, that the log still holds what a saved checkpoint commits to
     Verify(cli::verify::VerifyArgs),
+    /// Print the log's verifier key (signed-note form) to check its checkpoints with
+    Key(cli::key::KeyVerbArgs),
+    /// Print the signed checkpoint (C2SP) of the log's Merkle tree at its head
+    Checkpoint(cli::checkpoint::CheckpointArgs),
+    /// Prove a record is in the log, or that the log extends a saved checkpoint
+    Prove(cli::prove::ProveArgs),
     /// Apply what a crash left in the write-ahead log; drop a damaged tail on request
     Recover(cli::recover::RecoverArgs),
     /// Remove blobs no event references, once past a grace period
@@ -116,7 +123,10 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Prompt(args) => cli::prompt::exec(&paths, args, json),
         Verb::Log(args) => cli::log::exec(&paths, args, json),
         Verb::Replay(args) => cli::replay::exec(&open_existing(&paths)?, args, json),
-        Verb::Verify(args) => cli::verify::exec(&open_existing(&paths)?, args, json),
+        Verb::Verify(args) => cli::verify::exec(&paths, args, json),
+        Verb::Key(args) => cli::key::exec(&paths, args, json),
+        Verb::Checkpoint(args) => cli::checkpoint::exec(&paths, args),
+        Verb::Prove(args) => cli::prove::exec(&paths, args, json),
         Verb::Recover(args) => cli::recover::exec(&paths, args, json),
         Verb::Gc(args) => cli::gc::exec(&paths, args, json),
         Verb::Sessions => cli::sessions::exec(&open_existing(&paths)?, json),

@@ -4,7 +4,10 @@
 //! - [`RegistryView`]: the registry as of a seq for one agent and mode, shadowed
 //!   entries included, with what shadows them and why.
 //! - [`SessionView`]: one session's runs, outcomes, prompts, model and permissions.
-//! - [`verify`]: the chain, the seqs and every lifecycle invariant of DESIGN §7.
+//! - [`verify`]: the chain, the Merkle tree, the seqs and every lifecycle invariant
+//!   of DESIGN §7.
+//! - [`sign`], [`prove_inclusion`], [`prove_since`], [`check_saved`]: signed
+//!   checkpoints of the log's Merkle tree and proofs against them (DESIGN R9).
 //! - [`drift`]: recorded prompt runs re-expanded with the template then and the file today.
 //! - [`plan_gc`] / [`collect`]: blobs no event references, past a grace period.
 //!
@@ -12,6 +15,7 @@
 
 mod archive;
 mod audit;
+mod checkpoint;
 mod conversation;
 mod drift;
 mod gc;
@@ -30,6 +34,10 @@ pub use archive::{
 pub use audit::{
     AuditError, AuditFilter, AuditFold, AuditRow, Related, SessionSummary, Shown, audit, sessions,
     show,
+};
+pub use checkpoint::{
+    CheckpointError, ConsistencyProof, InclusionProof, SignedCheckpoint, check_saved,
+    default_key_path, log_signer, log_verifier, origin, prove_inclusion, prove_since, sign,
 };
 pub use conversation::{Conversation, Entry, conversation};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};

@@ -69,6 +69,16 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         ),
         Err(brk) => flag(Some(brk_seq(&brk)), brk.to_string()),
     }
+    // The Merkle tree is derived from the records: stored hashes that differ mean
+    // the tree or a record was changed outside cmdlog.
+    if let Some(seq) = log.verify_tree(|_| {})? {
+        flag(
+            Some(seq),
+            format!(
+                "the Merkle tree's stored hashes at seq {seq} do not match the records: the tree or a record was changed outside cmdlog"
+            ),
+        );
+    }
 
     let mut state = LogState::default();
     let mut runs: HashMap<Seq, bool> = HashMap::new(); // run seq -> has a done

@@ -31,6 +31,85 @@ pub(crate) struct VerifyArgs {
         requires = "against"
     )]
     stream: String,
+    /// A checkpoint saved earlier (`cmdlog checkpoint -o FILE`): check its
+    /// signature and that the log still holds the tree it commits to — not cut
+    /// short, not replaced by an older copy, nothing before it changed
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<std::path::PathBuf>,
+    /// The verifier key to check the checkpoint's signature with (`cmdlog key`
+    /// prints it) [default: the log's own key file]; repeat for several
+    #[arg(long, value_name = "KEY", requires = "checkpoint")]
+    vkey: Vec<String>,
+    #[command(flatten)]
+    key: super::checkpoint::KeyArgs,
+}
+
+/// Checks the log against a saved checkpoint: `Ok(Some(violation))` when it does
+/// not hold what the checkpoint commits to, or the checkpoint does not verify.
+fn check_checkpoint(
+    log: &Log,
+    identity: Option<&LogIdentity>,
+    args: &VerifyArgs,
+    file: &std::path::Path,
+) -> Result<(Option<Violation>, Option<serde_json::Value>), CliError> {
+    let Some(identity) = identity else {
+        return Ok((
+            Some(Violation {
+                seq: None,
+                message: "this log has no id, so no checkpoint was ever made of it".into(),
+            }),
+            None,
+        ));
+    };
+    let saved = super::prove::read_checkpoint(file)?;
+    let verifiers = if args.vkey.is_empty() {
+        match cmdlog_replay::log_verifier(&identity.id, args.key.key.as_deref())
+            .map_err(super::checkpoint::key_failure)?
+        {
+            Some(v) => vec![v],
+            None => {
+                return Err(CliError::not_found(format!(
+                    "no key of log {} here to check the checkpoint's signature with",
+                    identity.id
+                ))
+                .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)"));
+            }
+        }
+    } else {
+        args.vkey
+            .iter()
+            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::usage(format!("--vkey: {e}")))?
+    };
+    let origin = cmdlog_replay::origin(&identity.id);
+    match cmdlog_replay::check_saved(log, &saved, &origin, &verifiers) {
+        Ok((checkpoint, view)) => Ok((
+            None,
+            Some(serde_json::json!({
+                "file": file.display().to_string(),
+                "size": checkpoint.size,
+                "log_size": view.size(),
+                "consistent": true,
+            })),
+        )),
+        Err(
+            e @ (cmdlog_replay::CheckpointError::Read(_)
+            | cmdlog_replay::CheckpointError::Tree(_)
+            | cmdlog_replay::CheckpointError::Key(_)),
+        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) => Ok((
+            Some(Violation {
+                seq: None,
+                message: format!("checkpoint {}: {e}", file.display()),
+            }),
+            Some(serde_json::json!({
+                "file": file.display().to_string(),
+                "consistent": false,
+                "problem": e.to_string(),
+            })),
+        )),
+    }
 }
 
 /// What the hub holds of this log, as a head to check (the last record this
@@ -96,7 +175,8 @@ fn parse_head(text: &str) -> Result<(u64, String), CliError> {
     Ok((seq, hash.to_ascii_lowercase()))
 }
 
-pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
+pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbResult {
+    let log = &super::open::open_existing(paths)?;
     let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
     let identity = cmdlog_engine::read_identity(log).map_err(store_failure)?;
     let bar = Progress::new(log.head().seq, "verify");
@@ -119,6 +199,12 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
             message: format!("against the hub: {message}"),
         });
     }
+    let mut checkpoint_json = None;
+    if let Some(file) = &args.checkpoint {
+        let (violation, value) = check_checkpoint(log, identity.as_ref(), &args, file)?;
+        report.violations.extend(violation);
+        checkpoint_json = value;
+    }
     // Hook payloads that wait in the spill folder are not in the log yet.
     let spill = cmdlog_agents::Spill::for_log(log.path()).report();
     let spilled = &spill.waiting;
@@ -126,6 +212,9 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
     if json {
         let mut value = serde_json::to_value(&report).map_err(store_failure)?;
         value["log_id"] = serde_json::json!(identity.as_ref().map(|i| &i.id));
+        if let Some(checkpoint) = checkpoint_json {
+            value["checkpoint"] = checkpoint;
+        }
         value["spilled"] = serde_json::json!(
             spilled
                 .iter()
@@ -194,6 +283,15 @@ pub(crate) fn exec(log: &Log, args: VerifyArgs, json: bool) -> VerbResult {
                 out,
                 "spill: set aside {}: the log could not take it; it is kept for you to read",
                 p.display()
+            )?;
+        }
+        if let Some(checkpoint) = &checkpoint_json
+            && checkpoint["consistent"] == true
+        {
+            writeln!(
+                out,
+                "checkpoint: the log holds the {} records the checkpoint commits to, unchanged",
+                checkpoint["size"]
             )?;
         }
         if report.is_clean() {

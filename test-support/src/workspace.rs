@@ -101,6 +101,7 @@ impl Workspace {
             .env_remove("AI_AGENT")
             .env_remove("CLAUDE_CODE_ENTRYPOINT")
             .env_remove("CMDLOG_HUB_STREAM")
+            .env_remove("CMDLOG_KEY")
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_RUNTIME_DIR")

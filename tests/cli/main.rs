@@ -5,3 +5,4 @@ mod audit;
 mod bad_input;
 mod discovery;
 mod verbs;
+mod verifiable;
