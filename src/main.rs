@@ -62,6 +62,8 @@ enum Verb {
     Checkpoint(cli::checkpoint::CheckpointArgs),
     /// Prove a record is in the log, or that the log extends a saved checkpoint
     Prove(cli::prove::ProveArgs),
+    /// Write the log's Merkle tree as C2SP tiles, with its checkpoint, into a folder
+    Tiles(cli::tiles::TilesArgs),
     /// Apply what a crash left in the write-ahead log; drop a damaged tail on request
     Recover(cli::recover::RecoverArgs),
     /// Remove blobs no event references, once past a grace period
@@ -127,6 +129,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Key(args) => cli::key::exec(&paths, args, json),
         Verb::Checkpoint(args) => cli::checkpoint::exec(&paths, args),
         Verb::Prove(args) => cli::prove::exec(&paths, args, json),
+        Verb::Tiles(args) => cli::tiles::exec(&paths, args, json),
         Verb::Recover(args) => cli::recover::exec(&paths, args, json),
         Verb::Gc(args) => cli::gc::exec(&paths, args, json),
         Verb::Sessions => cli::sessions::exec(&open_existing(&paths)?, json),

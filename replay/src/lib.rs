@@ -26,6 +26,7 @@ mod report;
 mod report_conversation;
 mod secrets;
 mod session_view;
+mod tiles;
 mod verify;
 
 pub use archive::{
@@ -50,6 +51,7 @@ pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChang
 pub use report::render_report;
 pub use secrets::{Redaction, redact_text, redact_value, secret_patterns};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
+pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};
 
 use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log_with};

@@ -3,7 +3,8 @@
 //! client works unmodified; optionally an ACP agent behind it (`serve --agent`).
 //!
 //! Routes are thin adapters over the engine and replay libraries, grouped by
-//! resource (sessions, prompts, permissions, events, hooks) and assembled in one
+//! resource (sessions, prompts, permissions, events, hooks, the log's checkpoint
+//! and tiles) and assembled in one
 //! router. The log keeps cmdlog's event schema; `wire` alone knows qwen's names
 //! and projects each session event to one frame, numbered per session. An SSE
 //! stream is a cursor over the log: what a subscriber gets after a drop or a
@@ -21,6 +22,7 @@
 //!     home: "/home/me".into(),
 //!     reopen,
 //!     agent: None,
+//!     key: None,
 //! };
 //! serve(engine, config, std::path::Path::new(".cmdlog/log.redb")).await.unwrap();
 //! # }
@@ -41,6 +43,7 @@ mod sessions;
 mod sse;
 mod stalled;
 mod state;
+mod tlog;
 mod turns;
 mod wire;
 

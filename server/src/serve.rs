@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
-use crate::{auth, commands, events, hooks, permissions, prompts, sessions, turns};
+use crate::{auth, commands, events, hooks, permissions, prompts, sessions, tlog, turns};
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
 pub type Reopen = Arc<
@@ -126,6 +126,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(prompts::supported_commands),
         )
         .route("/session/{id}/events", get(events::events))
+        .route("/log/{id}/tile/entries/{*path}", get(tlog::entries))
         .route(
             "/hook/{agent}",
             post(hooks::hook).layer(DefaultBodyLimit::max(cmdlog_agents::PAYLOAD_BYTES_MAX)),
@@ -143,6 +144,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     let mut app = Router::new()
         .route("/health", get(health))
         .route("/hook-proof", get(hooks::proof))
+        .route("/log/{id}/checkpoint", get(tlog::checkpoint))
+        .route("/log/{id}/tile/{*path}", get(tlog::tile))
         .merge(protected)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .layer(middleware::from_fn_with_state(
@@ -185,6 +188,9 @@ pub struct ServeConfig {
     pub reopen: Reopen,
     /// The ACP agent to run behind the daemon.
     pub agent: Option<cmdlog_acp::AgentCommand>,
+    /// The key that signs the log's checkpoints (`--key`); `None`: the user's key
+    /// for this log, made on first need.
+    pub key: Option<PathBuf>,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -342,7 +348,21 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
     let bridge = config
         .agent
         .map(|command| crate::agent::Bridge::new(command, workspace.clone()));
-    let state = AppState::new(engine, access, workspace, bridge.clone(), daemon);
+    let transparency = (!log_id.is_empty()).then(|| crate::state::Transparency {
+        signer: cmdlog_replay::log_signer(&log_id, config.key.as_deref()).map_err(|e| {
+            eprintln!("cmdlog serve: checkpoints unsigned: {e}");
+            e.to_string()
+        }),
+        log_id: log_id.clone(),
+    });
+    let state = AppState::new(
+        engine,
+        access,
+        workspace,
+        bridge.clone(),
+        daemon,
+        transparency,
+    );
     tokio::spawn(commands::announce_changes(
         Arc::downgrade(&state),
         Arc::clone(&state.commands_changed),

@@ -53,6 +53,14 @@ pub(crate) struct PendingPermission {
 pub(crate) type Resolved = (String, String, serde_json::Value, Option<String>);
 
 /// Shared by every route.
+/// What the daemon signs its checkpoints with.
+pub(crate) struct Transparency {
+    /// The log's id (the `{id}` of the routes).
+    pub(crate) log_id: String,
+    /// The signer, or why there is none (the key could not be read or made).
+    pub(crate) signer: Result<cmdlog_tlog::Signer, String>,
+}
+
 pub(crate) struct AppState {
     /// The workspace the daemon serves, canonical (`workspaceCwd`).
     pub workspace: PathBuf,
@@ -88,6 +96,8 @@ pub(crate) struct AppState {
     next_execution: std::sync::atomic::AtomicU64,
     /// Recent frames shared by SSE subscribers.
     pub frames: Arc<sse::FrameCache>,
+    /// The log's checkpoints and tiles (`/log/{id}/…`), when it has an id.
+    pub transparency: Option<Transparency>,
 }
 
 /// An execution's entry in [`AppState::running`], removed when it is dropped: once
@@ -124,6 +134,7 @@ impl AppState {
         workspace: PathBuf,
         bridge: Option<Arc<Bridge>>,
         daemon: cmdlog_agents::DaemonFile,
+        transparency: Option<Transparency>,
     ) -> Arc<Self> {
         let commands_changed = Arc::new(tokio::sync::Notify::new());
         observe(&engine, &commands_changed);
@@ -137,6 +148,7 @@ impl AppState {
             shutdown: CancellationToken::new(),
             hooks: tokio::sync::Mutex::new(None),
             daemon,
+            transparency,
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),

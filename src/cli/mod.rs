@@ -33,6 +33,7 @@ pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod show;
+pub(crate) mod tiles;
 pub(crate) mod verify;
 
 use std::path::PathBuf;

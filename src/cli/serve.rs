@@ -10,6 +10,8 @@ use super::{CliError, Paths, VerbResult, store_failure};
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    key: super::checkpoint::KeyArgs,
     /// Address to listen on (a non-loopback address needs a token)
     #[arg(long, default_value = "127.0.0.1:4170")]
     addr: std::net::SocketAddr,
@@ -109,6 +111,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             home,
             reopen,
             agent,
+            key: args.key.key,
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

@@ -260,3 +260,57 @@ fn a_key_given_with_key_is_used_and_a_shared_key_file_is_refused() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Tiles read from a folder `cmdlog tiles` wrote, by their C2SP paths.
+struct FromFolder(std::path::PathBuf);
+
+impl tlog_tiles::TileReader for FromFolder {
+    fn height(&self) -> u8 {
+        8
+    }
+    fn read_tiles(&self, tiles: &[tlog_tiles::Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
+        Ok(tiles
+            .iter()
+            .map(|t| {
+                let go = t.path();
+                let rest = go.strip_prefix("tile/8/").unwrap();
+                let c2sp = match rest.strip_prefix("data/") {
+                    Some(rest) => format!("tile/entries/{rest}"),
+                    None => format!("tile/{rest}"),
+                };
+                std::fs::read(self.0.join(&c2sp)).unwrap_or_else(|e| panic!("{c2sp}: {e}"))
+            })
+            .collect())
+    }
+    fn save_tiles(&self, _: &[tlog_tiles::Tile], _: &[Vec<u8>]) {}
+}
+
+#[test]
+fn tiles_written_to_a_folder_serve_a_tlog_client() {
+    let ws = Workspace::new();
+    session(&ws, 4);
+    let vkey = ws.ok(&["key"]).trim().to_string();
+    let out = ws.json(&["tiles", "-o", "tlog", "--json"]);
+    let dir = ws.path("ws/tlog");
+    let note = std::fs::read_to_string(dir.join("checkpoint")).unwrap();
+    assert_eq!(out["checkpoint"].as_str(), Some(note.as_str()));
+    let checkpoint = their_checkpoint(&vkey, &note);
+    let size = checkpoint.size();
+    assert_eq!(out["size"], size);
+    let folder = FromFolder(dir.clone());
+    let reader = tlog_tiles::TileHashReader::new(size, *checkpoint.hash(), &folder);
+    assert_eq!(tree_hash(size, &reader).unwrap(), *checkpoint.hash());
+    // The entry bundle holds every record's leaf, each proved from the tiles.
+    let bundle = std::fs::read(dir.join(format!("tile/entries/000.p/{size}"))).unwrap();
+    let mut rest = &bundle[..];
+    let mut index = 0;
+    while !rest.is_empty() {
+        let len = u16::from_be_bytes([rest[0], rest[1]]) as usize;
+        let entry = &rest[2..2 + len];
+        let proof = tlog_tiles::prove_record(size, index, &reader).unwrap();
+        check_record(&proof, size, *checkpoint.hash(), index, record_hash(entry)).unwrap();
+        rest = &rest[2 + len..];
+        index += 1;
+    }
+    assert_eq!(index, size);
+}

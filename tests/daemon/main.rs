@@ -3,3 +3,4 @@
 mod bridge;
 mod node_clients;
 mod routes;
+mod tiles;

@@ -110,6 +110,23 @@ impl TileId {
     }
 }
 
+impl TileId {
+    /// Whether every hash (entry) of this tile is in a tree of `size` leaves: what
+    /// a log can serve for any size it checkpointed up to `size` (an older
+    /// checkpoint's partial tiles too).
+    pub fn within(&self, size: u64) -> bool {
+        let level = self.level.unwrap_or(0);
+        let Some(span) = TILE_WIDTH.checked_pow(level) else {
+            return false;
+        };
+        self.index
+            .checked_mul(TILE_WIDTH)
+            .and_then(|i| i.checked_add(self.width))
+            .and_then(|end| end.checked_mul(span))
+            .is_some_and(|leaves| leaves <= size)
+    }
+}
+
 /// `N` in groups of three digits, each but the last behind an `x`.
 fn index_path(index: u64) -> String {
     let mut groups = vec![format!("{:03}", index % 1000)];
