@@ -37,6 +37,11 @@ pub struct LogConfig {
     /// reports it ([`Log::wal_discard`]). Default false: only `cmdlog recover
     /// --discard-damaged-wal` sets it.
     pub discard_wal_damage: bool,
+    /// Whether the writer keeps the Merkle tree (the `tree` table) with every
+    /// batch. Default true. False only to measure what the tree costs: a log
+    /// written without it gets its tree at the next writable open that keeps one,
+    /// and reads hash the missing leaves in memory until then.
+    pub merkle_tree: bool,
 }
 
 impl Default for LogConfig {
@@ -51,6 +56,7 @@ impl Default for LogConfig {
             checkpoint_bytes: limits::CHECKPOINT_BYTES,
             commit_delay: limits::COMMIT_DELAY,
             discard_wal_damage: false,
+            merkle_tree: true,
         }
     }
 }

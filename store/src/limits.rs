@@ -74,3 +74,7 @@ pub(crate) const PARALLEL_HASH_BYTES: usize = 1024 * 1024;
 /// Records hashed into the Merkle tree per transaction when an open catches the
 /// tree up (a log older than the tree, frames just applied).
 pub(crate) const TREE_CATCH_UP_RECORDS: u64 = 65_536;
+
+/// Most leaves one entry of the `tree` table holds: a group commit writes its
+/// batch's hashes as one entry (or a few), about 64 bytes per leaf.
+pub(crate) const TREE_ENTRY_LEAVES_MAX: usize = 1024;

@@ -326,10 +326,10 @@ impl Log {
             recovery::wal_open(&read).map_err(storage_error(&path))?
         };
         let frontier = match &db {
-            Db::Writable(writable) => {
+            Db::Writable(writable) if config.merkle_tree => {
                 Some(crate::tree::catch_up(writable).map_err(storage_error(&path))?)
             }
-            Db::ReadOnly(_) | Db::ShortLived(_) => None,
+            Db::Writable(_) | Db::ReadOnly(_) | Db::ShortLived(_) => None,
         };
         let (watch, _) = watch::channel(head.seq);
         let shared = Arc::new(Shared {

@@ -79,25 +79,18 @@ impl Log {
         };
         let mut nodes = StoredNodes {
             table,
-            tail_start: u64::MAX,
-            tail: Vec::new(),
+            tail: tree::Run::at(u64::MAX),
         };
         if stored < head {
             let mut frontier = Frontier::of(&nodes, stored).map_err(read_err)?;
-            let mut tail = Vec::new();
-            let mut closed = Vec::new();
+            let mut tail = tree::Run::at(stored);
             let mut failed = None;
             self.scan(stored + 1, head, |record| {
-                if record.seq != frontier.size() + 1 {
+                if record.seq != tail.end() + 1 {
                     failed = Some(record.seq);
                     return false;
                 }
-                tail.push(tree::push_record(
-                    &mut frontier,
-                    record.seq,
-                    &record.bytes,
-                    &mut closed,
-                ));
+                tail.push(&mut frontier, record.seq, &record.bytes);
                 true
             })?;
             if let Some(seq) = failed.or((frontier.size() != head).then_some(head)) {
@@ -106,7 +99,6 @@ impl Log {
                     message: "the log has a gap where its tree was hashed".into(),
                 });
             }
-            nodes.tail_start = stored;
             nodes.tail = tail;
         }
         Ok(TreeView { size: head, nodes })

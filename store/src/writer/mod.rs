@@ -643,16 +643,21 @@ fn write_batch(
         .frontier
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .expect("a writable log keeps its tree's frontier");
+        .clone();
+    if let Some(frontier) = frontier.as_mut()
+        && let Some((first, _)) = prepared.first()
     {
+        // The batch's hashes as one entry (a few for a batch past its size).
         let mut tree = txn.open_table(TREE)?;
-        let mut closed = Vec::new();
+        let mut run = crate::tree::Run::at(first - 1);
         for (seq, value) in prepared {
             let (_, _, bytes) = schema::decode_record(value).expect("encoded just before");
-            let hashes = crate::tree::push_record(&mut frontier, *seq, bytes, &mut closed);
-            tree.insert(*seq - 1, hashes.as_slice())?;
+            run.push(frontier, *seq, bytes);
+            if run.is_full() {
+                run.flush(&mut tree)?;
+            }
         }
+        run.flush(&mut tree)?;
     }
     {
         let mut records_table = txn.open_table(RECORDS)?;
@@ -709,6 +714,6 @@ fn write_batch(
         }
     }
     txn.commit()?;
-    *shared.frontier.lock().unwrap_or_else(|p| p.into_inner()) = Some(frontier);
+    *shared.frontier.lock().unwrap_or_else(|p| p.into_inner()) = frontier;
     Ok(receipts)
 }

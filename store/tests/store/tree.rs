@@ -150,10 +150,15 @@ fn a_log_without_a_tree_gets_one_at_its_first_writable_open_and_a_changed_tree_i
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
         {
+            // One append of 300 records: one entry from leaf 0, its leaf count,
+            // then the hashes each leaf closed (leaf 99's leaf hash after the
+            // 2·99 − popcount(99) hashes the leaves before it closed).
             let mut table = txn.open_table(tree).unwrap();
-            let mut value = table.get(99).unwrap().unwrap().value().to_vec();
-            value[0] ^= 1;
-            table.insert(99, value.as_slice()).unwrap();
+            let mut value = table.get(0).unwrap().unwrap().value().to_vec();
+            assert_eq!(u32::from_le_bytes(value[..4].try_into().unwrap()), 300);
+            let at = 4 + (2 * 99 - 99u64.count_ones() as usize) * 32;
+            value[at] ^= 1;
+            table.insert(0, value.as_slice()).unwrap();
         }
         txn.commit().unwrap();
     }
@@ -163,4 +168,72 @@ fn a_log_without_a_tree_gets_one_at_its_first_writable_open_and_a_changed_tree_i
         Some(100),
         "leaf 99 is seq 100"
     );
+}
+
+#[test]
+fn a_log_written_without_the_tree_gets_it_at_the_next_open_that_keeps_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let without = LogConfig {
+        merkle_tree: false,
+        ..LogConfig::default()
+    };
+    let log = Log::open(&path, without.clone()).unwrap();
+    log.append((0..500).map(rec).collect()).unwrap();
+    log.append(vec![rec(501)]).unwrap();
+    drop(log);
+    let read = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    assert!(
+        !read.has_stored_tree().unwrap(),
+        "nothing of the tree was written"
+    );
+    let root = read.tree().unwrap().root().unwrap();
+    assert_eq!(root, reference_root(&read, 501));
+    drop(read);
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert_eq!(log.verify_tree(|_| {}).unwrap(), None);
+    check_everything(&log);
+}
+
+#[test]
+fn batches_past_an_entrys_size_and_catch_ups_split_into_entries_that_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    // 4096 records in one group commit: four entries of 1024 leaves.
+    log.append((0..4096).map(rec).collect()).unwrap();
+    log.append((0..5).map(rec).collect()).unwrap();
+    let view = log.tree().unwrap();
+    let root = view.root().unwrap();
+    assert_eq!(root, reference_root(&log, 4101));
+    for seq in [1, 2, 1023, 1024, 1025, 2048, 3000, 4096, 4097, 4101] {
+        let leaf = leaf_hash(&log.leaf(seq).unwrap().unwrap());
+        verify_inclusion(
+            &leaf,
+            seq - 1,
+            4101,
+            &view.inclusion_proof(seq).unwrap(),
+            &root,
+        )
+        .unwrap();
+    }
+    for old in [1, 1024, 1025, 2047, 4096, 4100] {
+        let proof = view.consistency_proof(old).unwrap();
+        assert_eq!(view.root_at(old).unwrap(), reference_root(&log, old));
+        verify_consistency(old, 4101, &view.root_at(old).unwrap(), &root, &proof).unwrap();
+    }
+    assert_eq!(log.verify_tree(|_| {}).unwrap(), None);
+    drop(view);
+    drop(log);
+    // The same log's tree rebuilt by a catch-up: the same root.
+    let tree: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("tree");
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(tree).unwrap();
+        txn.commit().unwrap();
+    }
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert_eq!(log.tree().unwrap().root().unwrap(), root);
+    assert_eq!(log.verify_tree(|_| {}).unwrap(), None);
 }
