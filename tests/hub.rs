@@ -608,7 +608,9 @@ fn per_machine_permissions_keep_a_publisher_to_its_own_log() {
   users = [
     {{ user: "laptop", password: "pw-laptop",
       permissions: {{
-        publish: {{ allow: ["cmdlog.log.{id}", "$JS.API.>", "$O.CMDLOG-blobs.>", "_INBOX.>"] }}
+        publish: {{ allow: ["cmdlog.log.{id}", "$JS.API.>", "$O.CMDLOG-blobs.>",
+                            "$KV.CMDLOG-checkpoints.log.{id}", "$KV.CMDLOG-checkpoints.key.{id}",
+                            "_INBOX.>"] }}
         subscribe: {{ allow: ["_INBOX.>"] }}
       }} }}
   ]
@@ -632,10 +634,26 @@ fn per_machine_permissions_keep_a_publisher_to_its_own_log() {
             .unwrap()
     };
     let o = as_laptop(&["push", &url]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("checkpoint"),
+        "the checkpoint was published: {err}"
+    );
     let copy = w.ws.path().join("copy/log.redb");
-    let o = as_laptop(&["clone", &url, &id, "-o", copy.to_str().unwrap()]);
+    let vkey = w.ok(&["key"]).trim().to_string();
+    let o = as_laptop(&[
+        "clone",
+        &url,
+        &id,
+        "-o",
+        copy.to_str().unwrap(),
+        "--vkey",
+        &vkey,
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = as_laptop(&["verify", "--against", &url]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     // Another log's subject: the server refuses the publish.
     let other = "0123456789abcdef0123456789abcdef";
     let refused = tokio::runtime::Builder::new_current_thread()
@@ -664,4 +682,225 @@ fn per_machine_permissions_keep_a_publisher_to_its_own_log() {
             }
         });
     assert!(refused, "a machine published on another log's subject");
+}
+
+/// The latest checkpoint of `id` in the hub's bucket, as stored.
+fn hub_checkpoint_body(url: &str, id: &str) -> Option<String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let js = async_nats::jetstream::new(async_nats::connect(url).await.unwrap());
+            let kv = js.get_key_value("CMDLOG-checkpoints").await.ok()?;
+            let value = kv.get(format!("log.{id}")).await.unwrap()?;
+            Some(String::from_utf8(value.to_vec()).unwrap())
+        })
+}
+
+fn put_hub_checkpoint(url: &str, id: &str, body: &str) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let js = async_nats::jetstream::new(async_nats::connect(url).await.unwrap());
+            let kv = js.get_key_value("CMDLOG-checkpoints").await.unwrap();
+            kv.put(format!("log.{id}"), body.to_string().into())
+                .await
+                .unwrap();
+        });
+}
+
+/// (old size, proof, checkpoint read with `tlog_tiles` after `signed_note`
+/// verified it with `vkey`) from a stored checkpoint body.
+fn read_body(body: &str, vkey: &str) -> (u64, Vec<tlog_tiles::Hash>, tlog_tiles::Checkpoint) {
+    use base64::Engine as _;
+    let (head, note) = body.split_once("\n\n").unwrap();
+    let mut lines = head.lines();
+    let old: u64 = lines
+        .next()
+        .unwrap()
+        .strip_prefix("old ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proof = lines
+        .map(|l| {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(l).unwrap();
+            tlog_tiles::Hash(bytes.try_into().unwrap())
+        })
+        .collect();
+    let note = signed_note::Note::from_bytes(note.as_bytes()).unwrap();
+    let verifier = signed_note::StandardVerifier::new(vkey).unwrap();
+    note.verify(&signed_note::VerifierList::new(vec![Box::new(verifier)]))
+        .unwrap();
+    (
+        old,
+        proof,
+        tlog_tiles::Checkpoint::from_bytes(note.text()).unwrap(),
+    )
+}
+
+#[test]
+fn signed_checkpoints_on_the_hub_prove_rollbacks_and_name_forgeries() {
+    let Some(server) =
+        NatsServer::start("signed_checkpoints_on_the_hub_prove_rollbacks_and_name_forgeries")
+    else {
+        return;
+    };
+    let url = server.url();
+    let w = Workspace::new();
+    fill(&w.log_path(), 10, 20, "base");
+    w.ok(&["push", &url]);
+    let vkey = w.ok(&["key"]).trim().to_string();
+    let (id, seq, _) = verified(&w, &w.log_path());
+    // The pusher signed what the hub holds, with the log's key.
+    let (old, _, first) = read_body(&hub_checkpoint_body(&url, &id).unwrap(), &vkey);
+    assert_eq!((old, first.size()), (0, seq));
+    let backup = w.ws.path().join("backup/log.redb");
+    copy_log(&w.log_path(), &backup);
+
+    // The next push publishes the proof from that checkpoint: a tlog verifier
+    // we did not write checks it.
+    fill(&w.log_path(), 7, 20, "more");
+    w.ok(&["push", &url]);
+    let (old, proof, second) = read_body(&hub_checkpoint_body(&url, &id).unwrap(), &vkey);
+    assert_eq!((old, second.size()), (seq, seq + 7));
+    tlog_tiles::check_tree(&proof, second.size(), *second.hash(), old, *first.hash()).unwrap();
+    let out = w.run(&["verify", "--against", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The backup put back: the hub's checkpoint, signed by the log's own key,
+    // proves the rollback.
+    let out = w.run(&[
+        "--log",
+        backup.to_str().unwrap(),
+        "verify",
+        "--against",
+        &url,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("checkpoint signed with this log's key")
+            && text.contains("shorter than the checkpoint"),
+        "{text}"
+    );
+
+    // A record published on the log's subject by someone else: covered by no
+    // signed checkpoint, so named and left out of a clone.
+    let (_, head_seq, head_hash) = verified(&w, &w.log_path());
+    let forged = json!({"at": 1, "type": "agent/event", "agent": "x", "data": {"agent": "x", "event": "FORGED", "data": {}}}).to_string();
+    let prev = cmdlog_store::BlobHash::from_hex(&head_hash).unwrap().0;
+    let forged_hash = cmdlog_store::BlobHash(cmdlog_store::chain_hash(
+        &prev,
+        head_seq + 1,
+        forged.as_bytes(),
+    ))
+    .to_hex();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Cmdlog-Seq", (head_seq + 1).to_string().as_str());
+            headers.insert("Cmdlog-Hash", forged_hash.as_str());
+            js.publish_with_headers(format!("cmdlog.log.{id}"), headers, forged.into())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+        });
+    let copy = w.ws.path().join("copy/log.redb");
+    let out = w.run(&[
+        "clone",
+        &url,
+        &id,
+        "-o",
+        copy.to_str().unwrap(),
+        "--vkey",
+        &vkey,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("records {}..={}", head_seq + 1, head_seq + 1))
+            && err.contains("reported as forged"),
+        "{err}"
+    );
+    assert_eq!(verified(&w, &copy).1, head_seq);
+    assert!(
+        !w.ok(&["--log", copy.to_str().unwrap(), "log", "--json"])
+            .contains("FORGED")
+    );
+    let out = w.run(&["verify", "--against", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("claims seq {}", head_seq + 1))
+            && err.contains("covered by no signed checkpoint of this log: forged"),
+        "{err}"
+    );
+
+    // A checkpoint on the hub that the log's key did not sign: named forged by
+    // verify --against, refused by clone; the next push replaces it.
+    let stranger = cmdlog_tlog::Signer::from_seed(
+        &format!("cmdlog/{id}"),
+        cmdlog_tlog::KeyKind::Ed25519,
+        [7; 32],
+    )
+    .unwrap();
+    let fake = cmdlog_tlog::Checkpoint {
+        origin: format!("cmdlog/{id}"),
+        size: 1000,
+        root: [9; 32],
+        extensions: vec![],
+    };
+    let body = cmdlog_tlog::AddCheckpoint {
+        old_size: 0,
+        proof: vec![],
+        note: stranger.sign(&fake.to_text()).unwrap(),
+    }
+    .to_text();
+    put_hub_checkpoint(&url, &id, &body);
+    let out = w.run(&["verify", "--against", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("not signed by this log's key") && text.contains("forged"),
+        "{text}"
+    );
+    let copy2 = w.ws.path().join("copy2/log.redb");
+    let out = w.run(&[
+        "clone",
+        &url,
+        &id,
+        "-o",
+        copy2.to_str().unwrap(),
+        "--vkey",
+        &vkey,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forged"));
+    assert!(!copy2.exists());
+    fill(&w.log_path(), 1, 20, "after");
+    w.ok(&["push", &url]);
+    let out = w.run(&["verify", "--against", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

@@ -6,11 +6,13 @@ use std::path::Path;
 use cmdlog_store::{BlobHash, Head, Log, LogConfig, NewRecord, OpenError, StoreError};
 
 use crate::chain::Foreign;
+use crate::checkpoints::hub_checkpoint;
 use crate::connect::Hub;
 use crate::error::HubError;
 use crate::layout::bucket;
 use crate::limits::CLONE_CHUNK_RECORDS;
 use crate::read::{each, head, survey};
+use cmdlog_tlog::NoteVerifier;
 
 /// Why a clone failed. A failed clone leaves no file.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,15 @@ pub enum CloneError {
     /// The hub failed, or has no such log.
     #[error(transparent)]
     Hub(#[from] HubError),
+    /// The hub's records are not what the log's signed checkpoint commits to, or
+    /// the checkpoint is not signed by the log's key.
+    #[error("the hub's copy of log {log} is forged: {why}")]
+    Forged {
+        /// The log's id.
+        log: String,
+        /// What gives it away.
+        why: String,
+    },
 }
 
 /// What a clone wrote.
@@ -71,30 +82,117 @@ pub struct Cloned {
     pub blobs: u64,
     /// The new log's head.
     pub head: Head,
+    /// The size of the hub's signed checkpoint the clone was checked against
+    /// (`None`: the hub has none, so only the hash chain was checked).
+    pub checkpoint: Option<u64>,
+    /// Whether the checkpoint was checked with the key the hub published (no key
+    /// was given): it then proves the copy consistent, not who signed it.
+    pub trusted_hub_key: bool,
+    /// Records on the hub past the signed checkpoint (first and last seq): covered
+    /// by no signature, so left out of the clone.
+    pub uncovered: Option<(u64, u64)>,
 }
 
 /// Clones log `log_id` from `hub` into a new log at `output` (which must not
-/// exist). Runs on a multi-threaded runtime (the log's appends block).
-pub async fn clone_log(hub: &Hub, log_id: &str, output: &Path) -> Result<Cloned, CloneError> {
+/// exist), checked against the log's latest signed checkpoint on the hub, with
+/// `verifiers` (the log's key as the caller knows it; none: the key the hub
+/// published). Records past that checkpoint are covered by no signature and are
+/// left out. Runs on a multi-threaded runtime (the log's appends block).
+pub async fn clone_log(
+    hub: &Hub,
+    log_id: &str,
+    output: &Path,
+    verifiers: &[NoteVerifier],
+) -> Result<Cloned, CloneError> {
     let stream = hub.existing_stream().await?;
-    let log = Log::open(output, LogConfig::default())?;
-    let result = rebuild(hub, &stream, log_id, &log).await;
-    let head = log.head();
-    drop(log);
-    match result {
-        Ok((records, blobs, foreign)) => Ok(Cloned {
-            foreign,
-            records,
-            blobs,
-            head,
-        }),
-        Err(e) => {
-            // A clone that failed leaves no file.
-            let _ = std::fs::remove_file(output);
-            let _ = std::fs::remove_file(cmdlog_store::journal_path(output));
-            Err(e)
+    let forged = |why: String| CloneError::Forged {
+        log: log_id.to_string(),
+        why,
+    };
+    let mut trusted_hub_key = false;
+    let checkpoint = match hub_checkpoint(hub, log_id).await? {
+        None => None,
+        Some(found) => {
+            let keys = if verifiers.is_empty() {
+                trusted_hub_key = true;
+                let published = found
+                    .published_key
+                    .as_deref()
+                    .and_then(|k| NoteVerifier::parse(k).ok())
+                    .ok_or_else(|| {
+                        forged("its checkpoint has no readable verifier key beside it".into())
+                    })?;
+                vec![published]
+            } else {
+                verifiers.to_vec()
+            };
+            found
+                .verify(&keys)
+                .map_err(|why| forged(format!("its checkpoint does not verify: {why}")))?;
+            if found.checkpoint.origin != cmdlog_replay::origin(log_id) {
+                return Err(forged(format!(
+                    "its checkpoint names another log ({:?})",
+                    found.checkpoint.origin
+                )));
+            }
+            Some(found.checkpoint)
         }
+    };
+    let log = Log::open(output, LogConfig::default())?;
+    let until = checkpoint.as_ref().map(|c| c.size);
+    let result = match rebuild(hub, &stream, log_id, &log, until).await {
+        Ok((records, blobs, foreign, hub_seq)) => check_against(&log, checkpoint.as_ref(), &forged)
+            .map(|()| Cloned {
+                foreign,
+                records,
+                blobs,
+                head: log.head(),
+                checkpoint: until,
+                trusted_hub_key,
+                uncovered: until
+                    .filter(|size| hub_seq > *size)
+                    .map(|size| (size + 1, hub_seq)),
+            }),
+        Err(e) => Err(e),
+    };
+    drop(log);
+    if result.is_err() {
+        // A clone that failed leaves no file.
+        let _ = std::fs::remove_file(output);
+        let _ = std::fs::remove_file(cmdlog_store::journal_path(output));
     }
+    result
+}
+
+/// The rebuilt log against the signed checkpoint: as many records, the same tree.
+fn check_against(
+    log: &Log,
+    checkpoint: Option<&cmdlog_tlog::Checkpoint>,
+    forged: &dyn Fn(String) -> CloneError,
+) -> Result<(), CloneError> {
+    let Some(checkpoint) = checkpoint else {
+        return Ok(());
+    };
+    let view = log
+        .tree()
+        .map_err(|e| CloneError::Store(StoreError::from(e)))?;
+    if view.size() < checkpoint.size {
+        return Err(forged(format!(
+            "its signed checkpoint commits to {} records, the hub holds {} of them in order: records were removed",
+            checkpoint.size,
+            view.size()
+        )));
+    }
+    let root = view
+        .root_at(checkpoint.size)
+        .map_err(|e| forged(format!("the rebuilt tree cannot be read: {e}")))?;
+    if root != checkpoint.root {
+        return Err(forged(format!(
+            "its first {} records are not the tree the log's signed checkpoint commits to: records were changed or replaced",
+            checkpoint.size
+        )));
+    }
+    Ok(())
 }
 
 async fn rebuild(
@@ -102,7 +200,8 @@ async fn rebuild(
     stream: &async_nats::jetstream::stream::Stream,
     log_id: &str,
     log: &Log,
-) -> Result<(u64, u64, Vec<Foreign>), CloneError> {
+    until: Option<u64>,
+) -> Result<(u64, u64, Vec<Foreign>, u64), CloneError> {
     if head(hub, stream, log_id).await?.is_none() {
         return Err(hub
             .error(format!(
@@ -142,9 +241,14 @@ async fn rebuild(
             Ok(())
         };
     let mut count = 0;
+    let hub_seq = surveyed.head().map_or(0, |(seq, _, _)| seq);
     each(hub, stream, &hub.subject(log_id), |record| {
         if !chain.contains(&record.stream_seq) {
             return Ok(true);
+        }
+        if until.is_some_and(|size| record.seq > size) {
+            // Past the signed checkpoint: no signature covers it.
+            return Ok(false);
         }
         count += 1;
         if record.seq != next {
@@ -177,7 +281,7 @@ async fn rebuild(
     }
     flush(&mut pending, &last)?;
     let blobs = fetch_blobs(hub, log).await?;
-    Ok((count, blobs, foreign))
+    Ok((count, blobs, foreign, hub_seq))
 }
 
 /// The blobs the log's events reference, fetched and checked against their names.

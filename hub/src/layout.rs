@@ -1,5 +1,5 @@
 //! How the hub is laid out on JetStream: the stream, one subject per log, the
-//! record headers, the blob bucket.
+//! record headers, the blob bucket, the checkpoint bucket.
 
 /// The header that carries a record's seq.
 pub const SEQ: &str = "Cmdlog-Seq";
@@ -37,6 +37,12 @@ pub fn all_logs(stream: &str) -> String {
 /// The blobs' bucket for a stream.
 pub fn bucket(stream: &str) -> String {
     format!("{stream}-blobs")
+}
+
+/// The bucket (a JetStream key-value store) of the logs' latest signed
+/// checkpoints for a stream.
+pub fn checkpoint_bucket(stream: &str) -> String {
+    format!("{stream}-checkpoints")
 }
 
 /// A header's value as text.

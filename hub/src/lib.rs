@@ -28,6 +28,7 @@
 
 mod audit;
 mod chain;
+mod checkpoints;
 mod clone;
 mod connect;
 mod error;
@@ -39,10 +40,14 @@ mod read;
 
 pub use audit::{HubAudit, HubAuditFilter, HubRow, hub_audit};
 pub use chain::{Foreign, Survey};
+pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_checkpoint};
 pub use clone::{CloneError, Cloned, clone_log};
 pub use connect::{Hub, HubOptions, shown_url};
 pub use error::HubError;
-pub use layout::{DEFAULT_STREAM, HASH, HOST, SEQ, STREAM_KEY, all_logs, bucket, prefix, subject};
+pub use layout::{
+    DEFAULT_STREAM, HASH, HOST, SEQ, STREAM_KEY, all_logs, bucket, checkpoint_bucket, prefix,
+    subject,
+};
 pub use mark::PushMark;
 pub use push::{PushError, Pushed, Pusher, push, push_forever};
 pub use read::{HubHead, HubRecord, LogEntry, LogOnHub, each, head, list, log_on_hub, survey};

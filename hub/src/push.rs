@@ -86,6 +86,9 @@ pub enum PushError {
     /// This log could not be read.
     #[error(transparent)]
     Local(#[from] cmdlog_store::StoreError),
+    /// The records landed, but their signed checkpoint did not.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoints::PublishError),
 }
 
 impl PushError {
@@ -116,6 +119,10 @@ pub struct Pushed {
     pub blobs: u64,
     /// The hub's head for this log afterwards.
     pub head: Option<HubHead>,
+    /// Why the round's signed checkpoint could not be published (the records
+    /// were): the hub unreachable at that moment, or its permissions refusing
+    /// the checkpoint bucket. The next round tries again.
+    pub checkpoint_failed: Option<String>,
 }
 
 /// A pusher of one log to one hub; keeps what it learnt between rounds.
@@ -127,6 +134,8 @@ pub struct Pusher {
     /// Blobs known to be on the hub.
     blobs_there: Option<HashSet<String>>,
     nonce: u64,
+    /// The log's key: each round ends with a checkpoint signed with it.
+    signer: Option<cmdlog_tlog::Signer>,
 }
 
 /// A JetStream API error in a reply.
@@ -158,7 +167,35 @@ impl Pusher {
             host: host.to_string(),
             blobs_there: None,
             nonce: 0,
+            signer: None,
         })
+    }
+
+    /// Ends every round with a checkpoint of what the hub holds of the log, signed
+    /// with `signer` (the log's key), published to the hub's checkpoint bucket.
+    pub fn sign_checkpoints(&mut self, signer: cmdlog_tlog::Signer) {
+        self.signer = Some(signer);
+    }
+
+    /// Publishes the checkpoint of this log's first `size` records (all of them
+    /// on the hub), when a key was given. A hub that refuses it (or is gone just
+    /// then) is said in `pushed`; a checkpoint there that this log contradicts
+    /// stops the push.
+    async fn checkpoint(&self, log: &Log, size: u64, pushed: &mut Pushed) -> Result<(), PushError> {
+        if let Some(signer) = &self.signer
+            && size > 0
+        {
+            match crate::checkpoints::publish_checkpoint(&self.hub, &self.log_id, log, size, signer)
+                .await
+            {
+                Ok(()) => {}
+                Err(e @ crate::checkpoints::PublishError::Hub(_)) => {
+                    pushed.checkpoint_failed = Some(e.to_string());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 
     /// The hub it pushes to.
@@ -202,6 +239,7 @@ impl Pusher {
             ..Pushed::default()
         };
         if next > local.seq {
+            self.checkpoint(log, next - 1, &mut pushed).await?;
             return Ok(pushed);
         }
         pushed.blobs = self.push_blobs(log).await?;
@@ -270,6 +308,7 @@ impl Pusher {
                 pushed_at: String::new(),
             });
         }
+        self.checkpoint(log, next - 1, &mut pushed).await?;
         Ok(pushed)
     }
 
@@ -503,6 +542,10 @@ pub async fn push(
                 total.blobs += round.blobs;
                 total.foreign.extend(round.foreign);
                 total.head = round.head;
+                if let Some(why) = &round.checkpoint_failed {
+                    note(&format!("the signed checkpoint was not published: {why}"));
+                }
+                total.checkpoint_failed = round.checkpoint_failed;
                 backoff.reset();
                 failing_since = None;
                 if !follow {
@@ -533,12 +576,14 @@ pub async fn push(
 
 /// Replicates `log` to the hub of `options` as it grows, for ever: an absent hub
 /// is retried (the connection with backoff, then `push` itself); a fork or a
-/// rollback stops the pushing. `note` hears what happens (`serve --push`).
+/// rollback stops the pushing. With `signer`, every round ends with a signed
+/// checkpoint. `note` hears what happens (`serve --push`).
 pub async fn push_forever(
     options: HubOptions,
     log: std::sync::Arc<Log>,
     log_id: String,
     host: String,
+    signer: Option<cmdlog_tlog::Signer>,
     mut note: impl FnMut(&str),
 ) {
     let mut backoff = Backoff::new(RECONNECT_FIRST, RECONNECT_MAX);
@@ -548,7 +593,12 @@ pub async fn push_forever(
             Err(e) => Err(e),
         };
         match connected {
-            Ok(p) => break p,
+            Ok(mut p) => {
+                if let Some(signer) = &signer {
+                    p.sign_checkpoints(signer.clone());
+                }
+                break p;
+            }
             Err(e) => {
                 let wait = backoff.next_wait();
                 note(&format!("{e}; retrying in {} ms", wait.as_millis()));

@@ -119,10 +119,20 @@ pub fn sign(
     origin: &str,
     signer: &Signer,
 ) -> Result<SignedCheckpoint, CheckpointError> {
+    sign_at(view, view.size(), origin, signer)
+}
+
+/// Signs the checkpoint of the tree of the first `size` records of `view`.
+pub fn sign_at(
+    view: &TreeView,
+    size: u64,
+    origin: &str,
+    signer: &Signer,
+) -> Result<SignedCheckpoint, CheckpointError> {
     let checkpoint = Checkpoint {
         origin: origin.to_string(),
-        size: view.size(),
-        root: view.root()?,
+        size,
+        root: view.root_at(size)?,
         extensions: vec![],
     };
     let note = signer
@@ -231,14 +241,12 @@ impl ConsistencyProof {
     /// The body a C2SP `tlog-witness` `add-checkpoint` request takes: `old N`, the
     /// proof's hashes, a blank line, the checkpoint.
     pub fn to_witness_request(&self) -> String {
-        let mut text = format!("old {}\n", self.old_size);
-        for hash in &self.proof {
-            text.push_str(&B64.encode(hash));
-            text.push('\n');
+        cmdlog_tlog::AddCheckpoint {
+            old_size: self.old_size,
+            proof: self.proof.clone(),
+            note: self.checkpoint.note.clone(),
         }
-        text.push('\n');
-        text.push_str(&self.checkpoint.note);
-        text
+        .to_text()
     }
 }
 

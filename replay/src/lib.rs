@@ -39,6 +39,7 @@ pub use audit::{
 pub use checkpoint::{
     CheckpointError, ConsistencyProof, InclusionProof, SignedCheckpoint, check_saved,
     default_key_path, log_signer, log_verifier, origin, prove_inclusion, prove_since, sign,
+    sign_at,
 };
 pub use conversation::{Conversation, Entry, conversation};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};

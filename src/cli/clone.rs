@@ -23,6 +23,11 @@ pub(crate) struct CloneArgs {
     /// Where to write the new log (must not exist)
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// The log's verifier key (`cmdlog key` on its machine) to check the hub's
+    /// signed checkpoint with [default: the key the hub publishes beside it,
+    /// which proves the copy consistent but not who signed it]; repeatable
+    #[arg(long, value_name = "KEY")]
+    vkey: Vec<String>,
 }
 
 pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
@@ -41,17 +46,23 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     if let Some(parent) = args.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(store_failure)?;
     }
+    let verifiers = args
+        .vkey
+        .iter()
+        .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::usage(format!("--vkey: {e}")))?;
     let options = args.hub.options()?;
     let rt = runtime()?;
     let cloned = rt
         .block_on(async {
             let hub = options.connect().await?;
-            clone_log(&hub, &args.log_id, &args.output).await
+            clone_log(&hub, &args.log_id, &args.output, &verifiers).await
         })
         .map_err(|e| match e {
-            CloneError::OutOfOrder { .. } | CloneError::HashDiffers { .. } => {
-                CliError::damaged(e.to_string())
-            }
+            CloneError::OutOfOrder { .. }
+            | CloneError::HashDiffers { .. }
+            | CloneError::Forged { .. } => CliError::damaged(e.to_string()),
             CloneError::Open(e) => open_failure(e),
             CloneError::Hub(e) => hub_failure(e),
             e => store_failure(e),
@@ -65,6 +76,22 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
             f.why
         );
     }
+    match cloned.checkpoint {
+        None => eprintln!(
+            "cmdlog: clone: the hub holds no signed checkpoint of log {}: the copy was checked against its hash chain only",
+            render::clean(&args.log_id)
+        ),
+        Some(size) if cloned.trusted_hub_key => eprintln!(
+            "cmdlog: clone: checked against the hub's checkpoint of {size} records with the key the hub publishes; pass --vkey KEY (from `cmdlog key` on the log's machine) to know who signed it"
+        ),
+        Some(_) => {}
+    }
+    if let Some((first, last)) = cloned.uncovered {
+        eprintln!(
+            "cmdlog: clone: the hub's records {first}..={last} of log {} are covered by no signed checkpoint: reported as forged and left out (if the log's owner pushed them, their next push signs them)",
+            render::clean(&args.log_id)
+        );
+    }
     let (count, blobs, head) = (cloned.records, cloned.blobs, cloned.head);
     let mut out = render::Human::stdout(json);
     let hash = BlobHash(head.hash).to_hex();
@@ -73,7 +100,9 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
             out,
             "{}",
             json!({"log_id": args.log_id, "file": args.output.display().to_string(),
-                "records": count, "blobs": blobs, "head_seq": head.seq, "head_hash": hash})
+                "records": count, "blobs": blobs, "head_seq": head.seq, "head_hash": hash,
+                "checkpoint_size": cloned.checkpoint, "trusted_hub_key": cloned.trusted_hub_key,
+                "uncovered": cloned.uncovered.map(|(a, b)| json!([a, b]))})
         )?;
     } else {
         writeln!(

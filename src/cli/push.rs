@@ -23,6 +23,9 @@ pub(crate) struct PushArgs {
     /// How long to keep retrying an unreachable hub before giving up, in seconds
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     patience: u64,
+    /// The key each round's checkpoint is signed with (docs/verifiable.md)
+    #[command(flatten)]
+    key: super::checkpoint::KeyArgs,
 }
 
 /// The log's identity, given now (by a short writable open) if it has none.
@@ -47,6 +50,13 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
     let mut pusher = rt
         .block_on(Pusher::new(hub, &identity.id, &host))
         .map_err(hub_failure)?;
+    match super::checkpoint::signer(&identity, &args.key) {
+        Ok(signer) => pusher.sign_checkpoints(signer),
+        Err(e) => eprintln!(
+            "cmdlog: push: warning: no signed checkpoints on the hub ({}): readers of the hub cannot tell its records from forged ones",
+            render::clean(&e.message)
+        ),
+    }
     let patience = if args.follow {
         Duration::MAX
     } else {
@@ -65,7 +75,11 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
         drop(log);
         let pushed = match result {
             Ok(p) => p,
-            Err(e @ (PushError::Fork { .. } | PushError::Rollback { .. })) => {
+            Err(
+                e @ (PushError::Fork { .. }
+                | PushError::Rollback { .. }
+                | PushError::Checkpoint(cmdlog_hub::PublishError::Inconsistent { .. })),
+            ) => {
                 return Err(CliError::conflict(e.to_string()));
             }
             Err(e) => return Err(hub_failure(e)),

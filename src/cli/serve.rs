@@ -94,11 +94,20 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
                 .await
                 .map_err(store_failure)?;
             let hub = cmdlog_hub::HubOptions::from_env(url, &args.push_stream);
+            let signer = cmdlog_replay::log_signer(&identity.id, args.key.key.as_deref())
+                .map_err(|e| {
+                    eprintln!(
+                        "cmdlog serve --push: warning: no signed checkpoints on the hub ({}): readers of the hub cannot tell its records from forged ones",
+                        crate::render::clean(&e.to_string())
+                    )
+                })
+                .ok();
             tokio::spawn(cmdlog_hub::push_forever(
                 hub,
                 Arc::clone(engine.log()),
                 identity.id,
                 cmdlog_engine::host_name(),
+                signer,
                 |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m)),
             ));
         }
@@ -111,7 +120,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             home,
             reopen,
             agent,
-            key: args.key.key,
+            key: args.key.key.clone(),
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

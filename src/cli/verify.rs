@@ -38,10 +38,86 @@ pub(crate) struct VerifyArgs {
     checkpoint: Option<std::path::PathBuf>,
     /// The verifier key to check the checkpoint's signature with (`cmdlog key`
     /// prints it) [default: the log's own key file]; repeat for several
-    #[arg(long, value_name = "KEY", requires = "checkpoint")]
+    #[arg(long, value_name = "KEY")]
     vkey: Vec<String>,
     #[command(flatten)]
     key: super::checkpoint::KeyArgs,
+}
+
+/// Checks the log against the latest checkpoint its pusher signed on the hub: a
+/// log shorter than it was rolled back, one whose first records differ forked or
+/// was replaced — proven by the log's own key. Records on the hub past it are
+/// covered by no signature (said on stderr).
+fn check_hub_checkpoint(
+    log: &Log,
+    identity: &LogIdentity,
+    args: &VerifyArgs,
+    hub_seq: Option<u64>,
+    checkpoint: Option<cmdlog_hub::HubCheckpoint>,
+) -> Result<Option<Violation>, CliError> {
+    let Some(checkpoint) = checkpoint else {
+        eprintln!(
+            "cmdlog: verify: the hub holds no signed checkpoint of log {}: its records are checked against their hash chain only (a push by this version signs one)",
+            identity.id
+        );
+        return Ok(None);
+    };
+    let verifiers = verifiers(identity, args)?;
+    let origin = cmdlog_replay::origin(&identity.id);
+    if let Err(why) = checkpoint.verify(&verifiers) {
+        return Ok(Some(Violation {
+            seq: None,
+            message: format!(
+                "against the hub: its checkpoint of this log is not signed by this log's key ({why}): forged"
+            ),
+        }));
+    }
+    let size = checkpoint.checkpoint.size;
+    if let Some(hub_seq) = hub_seq.filter(|s| *s > size) {
+        eprintln!(
+            "cmdlog: verify: the hub holds records of log {} past its last signed checkpoint (seqs {}..={hub_seq}): no signature covers them (forged, or a push stopped before its checkpoint: the next push covers its own)",
+            identity.id,
+            size + 1
+        );
+    }
+    match cmdlog_replay::check_saved(log, &checkpoint.request.note, &origin, &verifiers) {
+        Ok(_) => Ok(None),
+        Err(
+            e @ (cmdlog_replay::CheckpointError::Read(_)
+            | cmdlog_replay::CheckpointError::Tree(_)
+            | cmdlog_replay::CheckpointError::Key(_)),
+        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) => Ok(Some(Violation {
+            seq: Some(size),
+            message: format!("against the hub's checkpoint signed with this log's key: {e}"),
+        })),
+    }
+}
+
+/// The keys a checkpoint of this log is checked with: each `--vkey`, else the
+/// log's own key file.
+fn verifiers(
+    identity: &LogIdentity,
+    args: &VerifyArgs,
+) -> Result<Vec<cmdlog_tlog::NoteVerifier>, CliError> {
+    if !args.vkey.is_empty() {
+        return args
+            .vkey
+            .iter()
+            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::usage(format!("--vkey: {e}")));
+    }
+    match cmdlog_replay::log_verifier(&identity.id, args.key.key.as_deref())
+        .map_err(super::checkpoint::key_failure)?
+    {
+        Some(v) => Ok(vec![v]),
+        None => Err(CliError::not_found(format!(
+            "no key of log {} here to check a checkpoint's signature with",
+            identity.id
+        ))
+        .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)")),
+    }
 }
 
 /// Checks the log against a saved checkpoint: `Ok(Some(violation))` when it does
@@ -62,26 +138,7 @@ fn check_checkpoint(
         ));
     };
     let saved = super::prove::read_checkpoint(file)?;
-    let verifiers = if args.vkey.is_empty() {
-        match cmdlog_replay::log_verifier(&identity.id, args.key.key.as_deref())
-            .map_err(super::checkpoint::key_failure)?
-        {
-            Some(v) => vec![v],
-            None => {
-                return Err(CliError::not_found(format!(
-                    "no key of log {} here to check the checkpoint's signature with",
-                    identity.id
-                ))
-                .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)"));
-            }
-        }
-    } else {
-        args.vkey
-            .iter()
-            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| CliError::usage(format!("--vkey: {e}")))?
-    };
+    let verifiers = verifiers(identity, args)?;
     let origin = cmdlog_replay::origin(&identity.id);
     match cmdlog_replay::check_saved(log, &saved, &origin, &verifiers) {
         Ok((checkpoint, view)) => Ok((
@@ -116,45 +173,53 @@ fn check_checkpoint(
 /// machine pushed when the hub still holds it; else the head of the log's chain
 /// there): `None` when the log has no identity yet or the hub holds nothing of it
 /// (said on stderr). Foreign records on the hub are named on stderr.
-fn hub_head(
-    identity: Option<&LogIdentity>,
-    url: &str,
-    stream: &str,
-) -> Result<Option<(u64, String)>, CliError> {
+/// What the hub says of this log: the head to check, and its latest signed
+/// checkpoint.
+type HubView = (Option<(u64, String)>, Option<cmdlog_hub::HubCheckpoint>);
+
+fn hub_head(identity: Option<&LogIdentity>, url: &str, stream: &str) -> Result<HubView, CliError> {
     let Some(identity) = identity else {
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
         );
-        return Ok(None);
+        return Ok((None, None));
     };
     super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, stream);
     let rt = super::hub::runtime()?;
-    let held = rt
+    let (held, checkpoint) = rt
         .block_on(async {
             let hub = options.connect().await?;
             let stream = hub.existing_stream().await?;
-            cmdlog_hub::log_on_hub(&hub, &stream, &identity.id).await
+            let held = cmdlog_hub::log_on_hub(&hub, &stream, &identity.id).await?;
+            let checkpoint = cmdlog_hub::hub_checkpoint(&hub, &identity.id).await?;
+            Ok::<_, cmdlog_hub::HubError>((held, checkpoint))
         })
         .map_err(hub_failure)?;
     match held {
         Some(h) => {
             // Messages on the log's subject that are not its own are the hub's
             // problem, not a fault of this log: said, not counted as violations.
+            let signed = checkpoint.as_ref().map_or(0, |c| c.checkpoint.size);
             for f in &h.foreign {
+                let verdict = if f.seq > signed && checkpoint.is_some() {
+                    "covered by no signed checkpoint of this log: forged"
+                } else {
+                    "forged, or another machine's with this id"
+                };
                 eprintln!(
-                    "cmdlog: verify: the hub holds a foreign record of log {} at stream message {} (claims seq {}: {}): forged, or another machine's with this id",
+                    "cmdlog: verify: the hub holds a foreign record of log {} at stream message {} (claims seq {}: {}): {verdict}",
                     identity.id, f.stream_seq, f.seq, f.why
                 );
             }
-            Ok(Some((h.seq, h.hash)))
+            Ok((Some((h.seq, h.hash)), checkpoint))
         }
         None => {
             eprintln!(
                 "cmdlog: verify: the hub holds nothing of log {} yet",
                 identity.id
             );
-            Ok(None)
+            Ok((None, checkpoint))
         }
     }
 }
@@ -190,14 +255,25 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
             message,
         });
     }
-    if let Some(url) = &args.against
-        && let Some((seq, hash)) = hub_head(identity.as_ref(), url, &args.stream)?
-        && let Some(message) = check_expected_head(log, seq, &hash).map_err(store_failure)?
-    {
-        report.violations.push(Violation {
-            seq: Some(seq),
-            message: format!("against the hub: {message}"),
-        });
+    if let Some(url) = &args.against {
+        let (head, checkpoint) = hub_head(identity.as_ref(), url, &args.stream)?;
+        if let Some((seq, hash)) = &head
+            && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
+        {
+            report.violations.push(Violation {
+                seq: Some(*seq),
+                message: format!("against the hub: {message}"),
+            });
+        }
+        if let Some(identity) = &identity {
+            report.violations.extend(check_hub_checkpoint(
+                log,
+                identity,
+                &args,
+                head.as_ref().map(|h| h.0),
+                checkpoint,
+            )?);
+        }
     }
     let mut checkpoint_json = None;
     if let Some(file) = &args.checkpoint {

@@ -7,7 +7,8 @@
 //! - [`note`]: C2SP signed notes with Ed25519 keys, and witnesses' cosignatures;
 //! - [`checkpoint`]: the C2SP checkpoint a log signs;
 //! - [`tiles`]: the C2SP tile layout for static serving;
-//! - [`keys`]: private keys kept owner-only, outside any workspace.
+//! - [`keys`]: private keys kept owner-only, outside any workspace;
+//! - [`witness`]: the `add-checkpoint` body a witness takes (and a hub keeps).
 //!
 //! ```
 //! use cmdlog_tlog::{Frontier, leaf_hash, inclusion_proof, verify_inclusion};
@@ -33,10 +34,12 @@ pub mod note;
 pub mod proof;
 pub mod tiles;
 pub mod tree;
+pub mod witness;
 
 pub use checkpoint::Checkpoint;
 pub use hash::{Hash, empty_root, leaf_hash, node_hash};
-pub use limits::{KEY_FILE_BYTES_MAX, NOTE_BYTES_MAX, NOTE_SIGNATURES_MAX};
+pub use limits::{KEY_FILE_BYTES_MAX, NOTE_BYTES_MAX, NOTE_SIGNATURES_MAX, PROOF_LINES_MAX};
 pub use note::{KeyKind, Note, NoteError, NoteVerifier, Signer};
 pub use proof::{ProofError, root_from_inclusion, verify_consistency, verify_inclusion};
 pub use tree::{Frontier, NodeSource, consistency_proof, inclusion_proof, root, subtree_root};
+pub use witness::AddCheckpoint;

@@ -91,6 +91,7 @@ fn cosigned_message(text: &str, timestamp: u64) -> Vec<u8> {
 }
 
 /// A private key that signs notes (or cosigns checkpoints) under a name.
+#[derive(Clone)]
 pub struct Signer {
     name: String,
     kind: KeyKind,

@@ -59,8 +59,18 @@ impl TreeView {
 
     /// The consistency proof from the tree of `old` leaves to this one.
     pub fn consistency_proof(&self, old: u64) -> Result<Vec<Hash>, TreeError> {
-        assert!(old <= self.size, "the view holds {} leaves", self.size);
-        cmdlog_tlog::consistency_proof(self, old, self.size)
+        self.consistency_proof_between(old, self.size)
+    }
+
+    /// The consistency proof from the tree of `old` leaves to the tree of `new`
+    /// (`old ≤ new ≤ size`).
+    pub fn consistency_proof_between(&self, old: u64, new: u64) -> Result<Vec<Hash>, TreeError> {
+        assert!(
+            old <= new && new <= self.size,
+            "the view holds {} leaves",
+            self.size
+        );
+        cmdlog_tlog::consistency_proof(self, old, new)
     }
 }
 
