@@ -94,6 +94,8 @@ enum Verb {
     Clone(cli::clone::CloneArgs),
     /// The logs on a hub, and one audit timeline across them
     Hub(cli::hub::HubVerbArgs),
+    /// Follow a hub's signed checkpoints and cosign the consistent ones
+    Witness(cli::witness::WitnessArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,5 +150,6 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Push(args) => cli::push::exec(&paths, args, json),
         Verb::Clone(args) => cli::clone::exec(&paths, args, json),
         Verb::Hub(args) => cli::hub::exec(args, json),
+        Verb::Witness(args) => cli::witness::exec(&paths, args, json),
     }
 }

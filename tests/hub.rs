@@ -904,3 +904,118 @@ fn signed_checkpoints_on_the_hub_prove_rollbacks_and_name_forgeries() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_history() {
+    let Some(server) = NatsServer::start(
+        "a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_history",
+    ) else {
+        return;
+    };
+    let url = server.url();
+    let w = Workspace::new();
+    fill(&w.log_path(), 5, 20, "base");
+    w.ok(&["push", &url]);
+    let (id, _, _) = verified(&w, &w.log_path());
+    let first = w.json(&["witness", &url, "--once", "--json"]);
+    let witness_key = first["witness_key"].as_str().unwrap().to_string();
+    assert_eq!(first["checkpoints"][0]["log_id"], id.as_str());
+    assert_eq!(first["checkpoints"][0]["cosigned"], true, "{first}");
+    w.ok(&["verify", "--against", &url, "--witness", &witness_key]);
+
+    // The log grows; the witness checks the pusher's proof and cosigns again.
+    fill(&w.log_path(), 3, 20, "more");
+    w.ok(&["push", &url]);
+    let (_, seq, _) = verified(&w, &w.log_path());
+    let second = w.json(&["witness", &url, "--once", "--json"]);
+    assert_eq!(second["checkpoints"][0]["size"], seq, "{second}");
+    assert_eq!(second["checkpoints"][0]["cosigned"], true, "{second}");
+    // verify checks the cosignature (cosignature/v1: `signed_note` 0.2 has no
+    // verifier for it); `signed_note` reads the cosigned note as a valid note
+    // of the log's key, the witness's line ignored as an unknown key's.
+    w.ok(&["verify", "--against", &url, "--witness", &witness_key]);
+    let key_id = cmdlog_tlog::NoteVerifier::parse(&witness_key)
+        .unwrap()
+        .key_id();
+    let cosigned = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+            let kv = js.get_key_value("CMDLOG-checkpoints").await.unwrap();
+            kv.get(format!("cosig.{id}.{key_id:08x}"))
+                .await
+                .unwrap()
+                .unwrap()
+        });
+    let note = signed_note::Note::from_bytes(&cosigned).unwrap();
+    let log_key = signed_note::StandardVerifier::new(w.ok(&["key"]).trim()).unwrap();
+    let (verified, unknown) = note
+        .verify(&signed_note::VerifierList::new(vec![Box::new(log_key)]))
+        .unwrap();
+    assert_eq!((verified.len(), unknown.len()), (1, 1));
+
+    // The log's owner signs a rewritten history (a bigger tree whose start is
+    // not the one cosigned) and a rolled-back one: the witness refuses both.
+    let key = cmdlog_tlog::keys::load_signer(&w.path(&format!("~/.config/cmdlog/keys/{id}.key")))
+        .unwrap();
+    let rewritten = cmdlog_tlog::Checkpoint {
+        origin: format!("cmdlog/{id}"),
+        size: seq + 5,
+        root: [3; 32],
+        extensions: vec![],
+    };
+    let body = cmdlog_tlog::AddCheckpoint {
+        old_size: seq,
+        proof: vec![[4; 32]],
+        note: key.sign(&rewritten.to_text()).unwrap(),
+    }
+    .to_text();
+    put_hub_checkpoint(&url, &id, &body);
+    let rolled_back = cmdlog_tlog::Checkpoint {
+        origin: format!("cmdlog/{id}"),
+        size: 2,
+        root: [5; 32],
+        extensions: vec![],
+    };
+    let body = cmdlog_tlog::AddCheckpoint {
+        old_size: 0,
+        proof: vec![],
+        note: key.sign(&rolled_back.to_text()).unwrap(),
+    }
+    .to_text();
+    put_hub_checkpoint(&url, &id, &body);
+    let out = w.run(&["witness", &url, "--once", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let whys: Vec<&str> = pass["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["why"].as_str().unwrap_or(""))
+        .collect();
+    assert!(whys[0].contains("forked or rewritten"), "{pass}");
+    assert!(whys[1].contains("rolled back"), "{pass}");
+    // What it cosigned before still stands and matches the log; the bogus
+    // checkpoint the log's key signed last is itself named.
+    let out = w.run(&["verify", "--against", &url, "--witness", &witness_key]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("checkpoint signed with this log's key")
+            && text.contains("not the tree the checkpoint commits to")
+            && !text.contains("witness cmdlog-witness"),
+        "{text}"
+    );
+    // A witness that never cosigned: a violation.
+    let other =
+        cmdlog_tlog::Signer::from_seed("other-witness", cmdlog_tlog::KeyKind::Cosignature, [1; 32])
+            .unwrap()
+            .verifier()
+            .to_string();
+    let out = w.run(&["verify", "--against", &url, "--witness", &other]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("has cosigned no checkpoint"), "{text}");
+}

@@ -18,15 +18,19 @@ use crate::connect::Hub;
 use crate::error::HubError;
 use crate::layout::checkpoint_bucket;
 
-/// The largest value the bucket takes: a checkpoint, its proof and a verifier key.
-const VALUE_BYTES_MAX: i32 = 64 * 1024;
+use crate::limits::CHECKPOINT_VALUE_BYTES_MAX as VALUE_BYTES_MAX;
 
-fn checkpoint_key(log_id: &str) -> String {
+pub(crate) fn checkpoint_key(log_id: &str) -> String {
     format!("log.{log_id}")
 }
 
-fn verifier_key(log_id: &str) -> String {
+pub(crate) fn verifier_key(log_id: &str) -> String {
     format!("key.{log_id}")
+}
+
+/// Where witness `key_id` keeps its cosigned checkpoint of the log.
+pub(crate) fn cosignature_key(log_id: &str, key_id: u32) -> String {
+    format!("cosig.{log_id}.{key_id:08x}")
 }
 
 /// A log's latest checkpoint on the hub, read but not yet believed.
@@ -53,7 +57,7 @@ impl HubCheckpoint {
 }
 
 /// The bucket, `None` when the hub has none yet.
-async fn bucket(hub: &Hub) -> Result<Option<kv::Store>, HubError> {
+pub(crate) async fn bucket(hub: &Hub) -> Result<Option<kv::Store>, HubError> {
     match hub.js.get_key_value(checkpoint_bucket(&hub.name)).await {
         Ok(store) => Ok(Some(store)),
         Err(e) if e.kind() == async_nats::jetstream::context::KeyValueErrorKind::GetBucket => {

@@ -37,6 +37,7 @@ mod limits;
 mod mark;
 mod push;
 mod read;
+mod witness;
 
 pub use audit::{HubAudit, HubAuditFilter, HubRow, hub_audit};
 pub use chain::{Foreign, Survey};
@@ -51,3 +52,4 @@ pub use layout::{
 pub use mark::PushMark;
 pub use push::{PushError, Pushed, Pusher, push, push_forever};
 pub use read::{HubHead, HubRecord, LogEntry, LogOnHub, each, head, list, log_on_hub, survey};
+pub use witness::{Verdict, Witnessed, cosigned_checkpoint, witness_once};

@@ -29,3 +29,7 @@ const _: () = assert!(BATCH_RECORDS <= 1000);
 const _: () = assert!(CLONE_CHUNK_RECORDS <= cmdlog_store::BATCH_RECORDS_MAX);
 const _: () = assert!(RETRY_FIRST.as_millis() <= RETRY_MAX.as_millis());
 const _: () = assert!(RECONNECT_FIRST.as_millis() <= RECONNECT_MAX.as_millis());
+
+/// The largest value the checkpoint bucket takes: a checkpoint with its proof
+/// and signatures, or a verifier key.
+pub(crate) const CHECKPOINT_VALUE_BYTES_MAX: i32 = 64 * 1024;

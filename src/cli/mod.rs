@@ -35,6 +35,7 @@ pub(crate) mod sessions;
 pub(crate) mod show;
 pub(crate) mod tiles;
 pub(crate) mod verify;
+pub(crate) mod witness;
 
 use std::path::PathBuf;
 

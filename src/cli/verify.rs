@@ -40,6 +40,11 @@ pub(crate) struct VerifyArgs {
     /// prints it) [default: the log's own key file]; repeat for several
     #[arg(long, value_name = "KEY")]
     vkey: Vec<String>,
+    /// With --against: require a cosignature by this witness (its key, as
+    /// `cmdlog witness` prints it) on a checkpoint this log is consistent with;
+    /// repeatable
+    #[arg(long, value_name = "KEY", requires = "against")]
+    witness: Vec<String>,
     #[command(flatten)]
     key: super::checkpoint::KeyArgs,
 }
@@ -91,6 +96,47 @@ fn check_hub_checkpoint(
             seq: Some(size),
             message: format!("against the hub's checkpoint signed with this log's key: {e}"),
         })),
+    }
+}
+
+/// Checks that `witness` cosigned a checkpoint of this log (signed by its key)
+/// that the log is consistent with.
+fn check_cosigned(
+    log: &Log,
+    identity: &LogIdentity,
+    args: &VerifyArgs,
+    witness: &cmdlog_tlog::NoteVerifier,
+    note: Option<&str>,
+) -> Result<Option<Violation>, CliError> {
+    let violation = |message: String| {
+        Ok(Some(Violation {
+            seq: None,
+            message: format!("witness {}: {message}", witness.name()),
+        }))
+    };
+    let Some(note) = note else {
+        return violation("has cosigned no checkpoint of this log on the hub".into());
+    };
+    let verifiers = verifiers(identity, args)?;
+    let cosigned = cmdlog_tlog::Note::parse(note)
+        .map_err(|e| e.to_string())
+        .and_then(|n| {
+            n.verify(std::slice::from_ref(witness))
+                .map_err(|e| e.to_string())?;
+            n.verify(&verifiers).map_err(|e| e.to_string())
+        });
+    if let Err(why) = cosigned {
+        return violation(format!("its cosigned checkpoint does not verify ({why})"));
+    }
+    let origin = cmdlog_replay::origin(&identity.id);
+    match cmdlog_replay::check_saved(log, note, &origin, &verifiers) {
+        Ok(_) => Ok(None),
+        Err(
+            e @ (cmdlog_replay::CheckpointError::Read(_)
+            | cmdlog_replay::CheckpointError::Tree(_)
+            | cmdlog_replay::CheckpointError::Key(_)),
+        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) => violation(format!("against the checkpoint it cosigned: {e}")),
     }
 }
 
@@ -175,25 +221,39 @@ fn check_checkpoint(
 /// (said on stderr). Foreign records on the hub are named on stderr.
 /// What the hub says of this log: the head to check, and its latest signed
 /// checkpoint.
-type HubView = (Option<(u64, String)>, Option<cmdlog_hub::HubCheckpoint>);
+type HubView = (
+    Option<(u64, String)>,
+    Option<cmdlog_hub::HubCheckpoint>,
+    Vec<(cmdlog_tlog::NoteVerifier, Option<String>)>,
+);
 
-fn hub_head(identity: Option<&LogIdentity>, url: &str, stream: &str) -> Result<HubView, CliError> {
+fn hub_head(
+    identity: Option<&LogIdentity>,
+    url: &str,
+    stream: &str,
+    witnesses: &[cmdlog_tlog::NoteVerifier],
+) -> Result<HubView, CliError> {
     let Some(identity) = identity else {
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
         );
-        return Ok((None, None));
+        return Ok((None, None, vec![]));
     };
     super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, stream);
     let rt = super::hub::runtime()?;
-    let (held, checkpoint) = rt
+    let (held, checkpoint, cosigned) = rt
         .block_on(async {
             let hub = options.connect().await?;
             let stream = hub.existing_stream().await?;
             let held = cmdlog_hub::log_on_hub(&hub, &stream, &identity.id).await?;
             let checkpoint = cmdlog_hub::hub_checkpoint(&hub, &identity.id).await?;
-            Ok::<_, cmdlog_hub::HubError>((held, checkpoint))
+            let mut cosigned = Vec::new();
+            for witness in witnesses {
+                let note = cmdlog_hub::cosigned_checkpoint(&hub, &identity.id, witness).await?;
+                cosigned.push((witness.clone(), note));
+            }
+            Ok::<_, cmdlog_hub::HubError>((held, checkpoint, cosigned))
         })
         .map_err(hub_failure)?;
     match held {
@@ -212,14 +272,14 @@ fn hub_head(identity: Option<&LogIdentity>, url: &str, stream: &str) -> Result<H
                     identity.id, f.stream_seq, f.seq, f.why
                 );
             }
-            Ok((Some((h.seq, h.hash)), checkpoint))
+            Ok((Some((h.seq, h.hash)), checkpoint, cosigned))
         }
         None => {
             eprintln!(
                 "cmdlog: verify: the hub holds nothing of log {} yet",
                 identity.id
             );
-            Ok((None, checkpoint))
+            Ok((None, checkpoint, cosigned))
         }
     }
 }
@@ -256,7 +316,14 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
         });
     }
     if let Some(url) = &args.against {
-        let (head, checkpoint) = hub_head(identity.as_ref(), url, &args.stream)?;
+        let witnesses = args
+            .witness
+            .iter()
+            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::usage(format!("--witness: {e}")))?;
+        let (head, checkpoint, cosigned) =
+            hub_head(identity.as_ref(), url, &args.stream, &witnesses)?;
         if let Some((seq, hash)) = &head
             && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
         {
@@ -266,6 +333,15 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
             });
         }
         if let Some(identity) = &identity {
+            for (witness, note) in &cosigned {
+                report.violations.extend(check_cosigned(
+                    log,
+                    identity,
+                    &args,
+                    witness,
+                    note.as_deref(),
+                )?);
+            }
             report.violations.extend(check_hub_checkpoint(
                 log,
                 identity,

@@ -263,6 +263,11 @@ impl NoteVerifier {
         self.kind
     }
 
+    /// Its key id: the first four bytes of `SHA-256(name ‖ "\n" ‖ type ‖ key)`.
+    pub fn key_id(&self) -> u32 {
+        self.id
+    }
+
     /// Checks one signature by this key over `text`: `Some(timestamp)` (0 for a
     /// plain note signature) when it holds.
     fn check(&self, text: &str, value: &[u8]) -> Option<u64> {
