@@ -11,6 +11,9 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use cmdlog_engine::*;
+#[path = "shared/tree_cost.rs"]
+mod tree_cost;
+
 use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
 
 const RECORD: &[u8] = br#"{"at":1796000000000,"type":"command/run","session":"s-3f2a9c1d7e4b","agent":"main","data":{"registration":12,"name":"review","mode":"non_interactive","source":"user","raw_input":" src/parser.rs please","attachments":[]}}"#;
@@ -749,6 +752,24 @@ fn main() {
     }
     if run("6") {
         attachment(&mut rows);
+    }
+    if run("7") {
+        let cost = tree_cost::measure(11);
+        for (name, rounds) in [("1 appender", &cost.one), ("64 threads", &cost.threads)] {
+            let with = rounds.iter().map(|r| r.0).sum::<f64>() / rounds.len() as f64;
+            rows.push(Row {
+                workload: format!("7. durable appends with the Merkle tree, {name}"),
+                unit: "events/s",
+                cmdlog: with,
+                // The same appends without the tree; the ratio shown is the median
+                // of 11 alternating rounds' ratios.
+                limit: Some(with / tree_cost::median_ratio(rounds)),
+                sqlite: None,
+                target: Some(0.9),
+                note: "limit: the same appends without the tree (issue 26: lose at most 10 %)"
+                    .into(),
+            });
+        }
     }
     let ratio = |a: f64, b: Option<f64>| {
         b.map(|b| format!("{:.2}x", a / b))

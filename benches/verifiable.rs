@@ -13,10 +13,12 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
+
+#[path = "shared/tree_cost.rs"]
+mod tree_cost;
 
 /// A realistic `command/run` record (about 200 bytes).
 const RECORD: &[u8] = br#"{"at":1796000000000,"type":"command/run","session":"s-3f2a9c1d7e4b","agent":"main","data":{"registration":12,"name":"review","mode":"non_interactive","source":"user","raw_input":" src/parser.rs please","attachments":[]}}"#;
@@ -34,70 +36,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn config(tree: bool) -> LogConfig {
-    LogConfig {
-        merkle_tree: tree,
-        ..LogConfig::default()
-    }
-}
-
-/// Appends/s of one appender, `n` durable appends into a fresh log.
-fn one_appender(tree: bool, n: usize) -> f64 {
-    let d = dir();
-    let log = Log::open(d.path().join("log.redb"), config(tree)).unwrap();
-    let t = Instant::now();
-    for _ in 0..n {
-        log.append(vec![record()]).unwrap();
-    }
-    n as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Appends/s of 64 threads, `each` durable appends apiece, into a fresh log.
-fn threads(tree: bool, each: usize) -> f64 {
-    let d = dir();
-    let log = Arc::new(Log::open(d.path().join("log.redb"), config(tree)).unwrap());
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..64 {
-            let log = Arc::clone(&log);
-            s.spawn(move || {
-                for _ in 0..each {
-                    log.append(vec![record()]).unwrap();
-                }
-            });
-        }
-    });
-    (64 * each) as f64 / t.elapsed().as_secs_f64()
-}
-
 fn append_rows() {
-    let rounds = 11;
-    let (mut one, mut many) = (vec![], vec![]);
-    let (mut one_abs, mut many_abs) = (vec![], vec![]);
-    for _ in 0..rounds {
-        // Alternating sides: the VM's slow minutes fall on both.
-        let without = one_appender(false, 1000);
-        let with = one_appender(true, 1000);
-        one.push(with / without);
-        one_abs.push((with, without));
-        let without = threads(false, 150);
-        let with = threads(true, 150);
-        many.push(with / without);
-        many_abs.push((with, without));
-    }
+    let cost = tree_cost::measure(11);
     println!(
         "| appends with the tree ÷ without | rounds (with/without appends/s) | median | bar |"
     );
     println!("|---|---|---|---|");
-    for (name, ratios, abs) in [
-        ("1 appender, durable", &one, &one_abs),
-        ("64 thread appenders, durable", &many, &many_abs),
+    for (name, rounds) in [
+        ("1 appender, durable", &cost.one),
+        ("64 thread appenders, durable", &cost.threads),
     ] {
-        let shown: Vec<String> = abs
+        let shown: Vec<String> = rounds
             .iter()
             .map(|(w, wo)| format!("{w:.0}/{wo:.0}"))
             .collect();
-        let m = median(ratios.clone());
+        let m = tree_cost::median_ratio(rounds);
         println!(
             "| {name} | {} | **{m:.2}x** | ≥ 0.90x {} |",
             shown.join(", "),
