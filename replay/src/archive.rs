@@ -134,25 +134,21 @@ struct TrailerLine {
     export: Trailer,
 }
 
-/// The export line of one stored record.
+/// The export line of one stored record: for a JSON object (every event), its
+/// Merkle leaf input byte for byte (`{"seq":N,…}`, [`cmdlog_store::leaf_input`]),
+/// so an auditor can hash an export's lines into the tree a checkpoint signs.
 fn event_line(seq: Seq, bytes: &[u8]) -> Vec<u8> {
-    let mut line = format!("{{\"seq\":{seq}").into_bytes();
-    match bytes.get(1..) {
-        Some(rest) if bytes.first() == Some(&b'{') && rest.first() != Some(&b'}') => {
-            line.push(b',');
-            line.extend_from_slice(rest);
-        }
-        Some(rest) if bytes.first() == Some(&b'{') => line.extend_from_slice(rest),
-        // Not an object: keep it whole under "record" (import will refuse it, as
-        // `cmdlog verify` would flag it).
-        _ => {
-            line.extend_from_slice(b",\"record\":");
-            line.extend_from_slice(
-                &serde_json::to_vec(&String::from_utf8_lossy(bytes)).expect("strings serialize"),
-            );
-            line.push(b'}');
-        }
+    if bytes.first() == Some(&b'{') {
+        return cmdlog_store::leaf_input(seq, bytes);
     }
+    // Not an object: kept whole under "record" (import will refuse it, as
+    // `cmdlog verify` would flag it).
+    let mut line = format!("{{\"seq\":{seq}").into_bytes();
+    line.extend_from_slice(b",\"record\":");
+    line.extend_from_slice(
+        &serde_json::to_vec(&String::from_utf8_lossy(bytes)).expect("strings serialize"),
+    );
+    line.push(b'}');
     line
 }
 

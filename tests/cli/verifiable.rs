@@ -73,6 +73,9 @@ fn an_independent_verifier_accepts_the_checkpoint_every_proof_and_the_root_of_th
     assert_eq!(size, ws.head().0, "the checkpoint is of the head");
 
     // Every record's proof, and the records' leaves, through their code alone.
+    // A leaf is the record's line in `cmdlog export`, byte for byte.
+    let export = ws.ok(&["export"]);
+    let lines: Vec<&str> = export.lines().collect();
     let mut theirs = TheirStore::default();
     for seq in 1..=size {
         let p = ws.json(&["prove", &seq.to_string(), "--json"]);
@@ -81,6 +84,11 @@ fn an_independent_verifier_accepts_the_checkpoint_every_proof_and_the_root_of_th
         let leaf = B64.decode(p["leaf"].as_str().unwrap()).unwrap();
         let record: serde_json::Value = serde_json::from_slice(&leaf).unwrap();
         assert_eq!(record["seq"], seq, "the leaf names its seq");
+        assert_eq!(
+            lines[seq as usize - 1].as_bytes(),
+            leaf,
+            "export line {seq}"
+        );
         let cp = their_checkpoint(&vkey, p["checkpoint"].as_str().unwrap());
         assert_eq!(cp.hash(), checkpoint.hash());
         check_record(
