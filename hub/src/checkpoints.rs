@@ -12,7 +12,7 @@
 use async_nats::jetstream::kv;
 use bytes::Bytes;
 use cmdlog_store::Log;
-use cmdlog_tlog::{AddCheckpoint, Checkpoint, Note, NoteVerifier, Signer};
+use cmdlog_tlog::{AddCheckpoint, Checkpoint, Note, NoteError, NoteVerifier, Signer};
 
 use crate::connect::Hub;
 use crate::error::HubError;
@@ -48,11 +48,10 @@ impl HubCheckpoint {
     /// Checks the note's signature with `verifiers` (the log's key the caller
     /// trusts; with none, the key the hub published, which proves only that the
     /// hub's copy is self-consistent).
-    pub fn verify(&self, verifiers: &[NoteVerifier]) -> Result<(), String> {
-        let note = Note::parse(&self.request.note).map_err(|e| e.to_string())?;
-        note.verify(verifiers)
+    pub fn verify(&self, verifiers: &[NoteVerifier]) -> Result<(), NoteError> {
+        Note::parse(&self.request.note)?
+            .verify(verifiers)
             .map(|_| ())
-            .map_err(|e| e.to_string())
     }
 }
 

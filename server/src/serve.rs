@@ -351,7 +351,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
     let transparency = (!log_id.is_empty()).then(|| crate::state::Transparency {
         signer: cmdlog_replay::log_signer(&log_id, config.key.as_deref()).map_err(|e| {
             eprintln!("cmdlog serve: checkpoints unsigned: {e}");
-            e.to_string()
+            e
         }),
         log_id: log_id.clone(),
     });

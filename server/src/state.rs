@@ -58,7 +58,7 @@ pub(crate) struct Transparency {
     /// The log's id (the `{id}` of the routes).
     pub(crate) log_id: String,
     /// The signer, or why there is none (the key could not be read or made).
-    pub(crate) signer: Result<cmdlog_tlog::Signer, String>,
+    pub(crate) signer: Result<cmdlog_tlog::Signer, cmdlog_tlog::keys::KeyError>,
 }
 
 pub(crate) struct AppState {
