@@ -472,6 +472,40 @@ mod tests {
     }
 
     #[test]
+    fn the_cosignature_spec_example_reads_as_a_log_signature_and_a_timestamped_cosignature() {
+        // The example checkpoint of c2sp.org/tlog-cosignature (its keys are not
+        // published: the layout is what can be checked).
+        let note = "example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n\
+                    — example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n\
+                    — witness.example.com/w1 jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcrtPHeolMI5OWXEhZCB9dlrDJsX3b2oyin1nPZqhf5nNo0xUe+mbIUBkBIfZ+qnA==\n";
+        let parsed = Note::parse(note).unwrap();
+        let checkpoint = crate::Checkpoint::parse(parsed.text()).unwrap();
+        assert_eq!(
+            (checkpoint.origin.as_str(), checkpoint.size),
+            ("example.com/behind-the-sofa", 20852163)
+        );
+        let [log, witness] = parsed.signatures() else {
+            panic!("two signature lines")
+        };
+        assert_eq!(
+            (log.name.as_str(), log.value.len()),
+            ("example.com/behind-the-sofa", 68)
+        );
+        assert_eq!(witness.name, "witness.example.com/w1");
+        assert_eq!(witness.id, 0x8d66cf3f);
+        assert_eq!(
+            witness.value.len(),
+            4 + 8 + 64,
+            "key id, timestamp, signature"
+        );
+        let timestamp = u64::from_be_bytes(witness.value[4..12].try_into().unwrap());
+        assert_eq!(
+            timestamp, 1679315147,
+            "the time the spec's signed message shows"
+        );
+    }
+
+    #[test]
     fn cosignatures_carry_their_time_and_bind_it() {
         let witness = Signer::from_seed("witness.example", KeyKind::Cosignature, [9; 32]).unwrap();
         let text = "origin\n3\nAAAA\n";
