@@ -104,6 +104,18 @@ pub enum CheckpointError {
     },
 }
 
+impl CheckpointError {
+    /// Whether this is what a check found (the checkpoint does not verify, or the
+    /// log does not hold what it commits to) rather than a failure to check (the
+    /// log, its tree or a key could not be read).
+    pub fn is_finding(&self) -> bool {
+        !matches!(
+            self,
+            CheckpointError::Read(_) | CheckpointError::Tree(_) | CheckpointError::Key(_)
+        )
+    }
+}
+
 /// A signed checkpoint: the body and the whole signed note.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedCheckpoint {

@@ -87,11 +87,7 @@ fn check_hub_checkpoint(
     }
     match cmdlog_replay::check_saved(log, &checkpoint.request.note, &origin, &verifiers) {
         Ok(_) => Ok(None),
-        Err(
-            e @ (cmdlog_replay::CheckpointError::Read(_)
-            | cmdlog_replay::CheckpointError::Tree(_)
-            | cmdlog_replay::CheckpointError::Key(_)),
-        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) if !e.is_finding() => Err(super::checkpoint::checkpoint_failure(e)),
         Err(e) => Ok(Some(Violation {
             seq: Some(size),
             message: format!("against the hub's checkpoint signed with this log's key: {e}"),
@@ -131,11 +127,7 @@ fn check_cosigned(
     let origin = cmdlog_replay::origin(&identity.id);
     match cmdlog_replay::check_saved(log, note, &origin, &verifiers) {
         Ok(_) => Ok(None),
-        Err(
-            e @ (cmdlog_replay::CheckpointError::Read(_)
-            | cmdlog_replay::CheckpointError::Tree(_)
-            | cmdlog_replay::CheckpointError::Key(_)),
-        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) if !e.is_finding() => Err(super::checkpoint::checkpoint_failure(e)),
         Err(e) => violation(format!("against the checkpoint it cosigned: {e}")),
     }
 }
@@ -196,11 +188,7 @@ fn check_checkpoint(
                 "consistent": true,
             })),
         )),
-        Err(
-            e @ (cmdlog_replay::CheckpointError::Read(_)
-            | cmdlog_replay::CheckpointError::Tree(_)
-            | cmdlog_replay::CheckpointError::Key(_)),
-        ) => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) if !e.is_finding() => Err(super::checkpoint::checkpoint_failure(e)),
         Err(e) => Ok((
             Some(Violation {
                 seq: None,
