@@ -101,7 +101,12 @@ impl Batch {
             if is_new(&s)? {
                 created.push(Planned {
                     session: Some(s),
-                    observed: self.events.first().and_then(|p| p.observed.clone()),
+                    // Seen by the same source, stating no fact of its own.
+                    observed: self
+                        .events
+                        .first()
+                        .and_then(|p| p.observed.clone())
+                        .map(|o| Observed { fact: None, ..o }),
                     data: PlannedData::Ready(EventData::SessionCreated(SessionCreated {
                         mode: self.mode,
                     })),
@@ -111,6 +116,67 @@ impl Batch {
         }
         self.prepend(created);
         Ok(())
+    }
+
+    /// Folds each event that states a fact its session already holds into an
+    /// `agent/observed` of the event that stated it (`facts.rs`); with
+    /// `source`, also leaves out the events whose `observed.key` that source
+    /// delivered before. Returns how many were left out, and how many folded.
+    pub(crate) fn fold_facts(
+        &mut self,
+        log: &Log,
+        source: Option<&str>,
+    ) -> Result<(usize, usize), ReadError> {
+        if !crate::facts::states_facts(&self.events) && source.is_none() {
+            return Ok((0, 0));
+        }
+        let (mut left_out, mut folded) = (0, 0);
+        for session in crate::facts::sessions_of(&self.events) {
+            if !log.has_stream(&session)? {
+                continue;
+            }
+            let facts = crate::facts::Facts::read(log, &session, source)?;
+            if source.is_some() {
+                left_out += self.retain(|p| {
+                    p.session.as_deref() != Some(session.as_str())
+                        || !p
+                            .observed
+                            .as_ref()
+                            .and_then(|o| o.key.as_deref())
+                            .is_some_and(|k| facts.delivered(k))
+                });
+            }
+            folded += facts.fold_into(&session, &mut self.events);
+        }
+        Ok((left_out, folded))
+    }
+
+    /// Keeps the events `keep` says to (a `command/done` goes with its run),
+    /// their runs' indices kept right; returns how many left.
+    fn retain(&mut self, mut keep: impl FnMut(&Planned) -> bool) -> usize {
+        let before = self.events.len();
+        let mut new_index: Vec<Option<usize>> = Vec::with_capacity(before);
+        let mut kept: Vec<Planned> = Vec::with_capacity(before);
+        for mut p in std::mem::take(&mut self.events) {
+            let run_kept = match &mut p.data {
+                PlannedData::DoneOf { run_index, .. } => match new_index[*run_index] {
+                    Some(i) => {
+                        *run_index = i;
+                        true
+                    }
+                    None => false,
+                },
+                _ => true,
+            };
+            if run_kept && keep(&p) {
+                new_index.push(Some(kept.len()));
+                kept.push(p);
+            } else {
+                new_index.push(None);
+            }
+        }
+        self.events = kept;
+        before - self.events.len()
     }
 
     /// Says, first, that `count` secrets of `kinds` were replaced.

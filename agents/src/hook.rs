@@ -42,6 +42,9 @@ pub(crate) struct Expansion {
     pub done_index: usize,
 }
 
+/// What holds for some of a plan's events, by their index.
+type ByIndex<T> = Vec<(usize, T)>;
+
 /// The fields every payload shares; the rest is the event's own.
 const COMMON: [&str; 6] = [
     "session_id",
@@ -82,11 +85,14 @@ pub(crate) fn plan(
         source: format!("{} hook", agent.name()),
         key: delivery.map(str::to_string),
         at: text(payload, "timestamp").and_then(parse_time),
+        fact: None,
     });
     let mut items: Vec<PlannedData> = Vec::new();
     let mut expansion = None;
     // Events tied to what the session holds (`tie.rs`), by index in `items`.
     let mut ties: Vec<(usize, Tie)> = Vec::new();
+    // Facts the data does not name (`facts.rs`), by index in `items`.
+    let mut named: Vec<(usize, String)> = Vec::new();
     let ready = |d: EventData| PlannedData::Ready(d);
     let update = |u: Value| PlannedData::Ready(EventData::SessionUpdate(u));
     match event {
@@ -102,7 +108,7 @@ pub(crate) fn plan(
                     data: Value::Object(rest_of(payload, &[])),
                     bookkeeping: true,
                 })));
-                return finish(payload, session, observed, items, None, ties);
+                return finish(payload, session, observed, items, None, (ties, named));
             }
             // Qwen Code names the line typed beside its expansion: a slash command
             // is a run, unless its UserPromptExpansion hook recorded it already.
@@ -166,6 +172,9 @@ pub(crate) fn plan(
             });
             let expanded = prompt.filter(|_| !typed);
             let run_index = items.len();
+            if let Some(id) = text(payload, "prompt_id").filter(|id| !id.is_empty()) {
+                named.push((run_index, format!("command:{id}")));
+            }
             items.push(ready(agent_run(&name, &raw_input, run_release.clone())));
             items.push(PlannedData::DoneOf {
                 run_index,
@@ -316,7 +325,7 @@ pub(crate) fn plan(
             })));
         }
     }
-    finish(payload, session, observed, items, expansion, ties)
+    finish(payload, session, observed, items, expansion, (ties, named))
 }
 
 fn finish(
@@ -325,7 +334,7 @@ fn finish(
     observed: Option<Observed>,
     items: Vec<PlannedData>,
     expansion: Option<Expansion>,
-    ties: Vec<(usize, Tie)>,
+    (ties, named): (ByIndex<Tie>, ByIndex<String>),
 ) -> HookPlan {
     HookPlan {
         session: session.clone(),
@@ -335,7 +344,14 @@ fn finish(
             .enumerate()
             .map(|(i, data)| Planned {
                 session: session.clone(),
-                observed: observed.clone(),
+                observed: observed.clone().map(|o| Observed {
+                    fact: named
+                        .iter()
+                        .find(|(at, _)| *at == i)
+                        .map(|(_, fact)| fact.clone())
+                        .or_else(|| crate::facts::of_data(&data)),
+                    ..o
+                }),
                 data,
                 tie: ties.iter().find(|(at, _)| *at == i).map(|(_, tie)| *tie),
             })

@@ -28,11 +28,13 @@ mod agreement;
 mod append;
 mod daemon;
 mod deliver;
+mod facts;
 mod headless;
 mod hook;
 mod install;
 mod kind;
 mod limits;
+pub mod otel;
 mod payload;
 mod plan;
 mod pristine;
@@ -54,7 +56,7 @@ pub use install::{
     uninstall,
 };
 pub use kind::{AgentKind, UnknownAgent};
-pub use limits::{HOOK_WAIT, PAYLOAD_BYTES_MAX};
+pub use limits::{HOOK_WAIT, OTLP_BODY_BYTES_MAX, PAYLOAD_BYTES_MAX};
 pub use payload::read_payload;
 pub use record::{AppendBatchError, append_to, batch_for};
 pub use release::{hook_release, installed_releases};

@@ -36,6 +36,10 @@ pub(crate) const IMPORT_CHUNK_EVENTS: usize = 4000;
 /// Bytes read from the head of a Codex rollout for its `session_meta` line
 /// (which carries the model's base instructions, tens of kilobytes).
 pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;
+/// Largest OTLP request body read (`POST /v1/logs`), compressed or once
+/// decompressed: an agent's exporter sends batches of 512 records at most by
+/// default, a few hundred kilobytes.
+pub const OTLP_BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Import appends submitted but not yet acknowledged, at most.
 pub(crate) const IMPORT_IN_FLIGHT_MAX: usize = 4;
 

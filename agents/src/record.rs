@@ -65,6 +65,7 @@ pub fn batch_for(
         source: source.clone(),
         key: delivery.map(str::to_string),
         at: None,
+        fact: None,
     });
     let mut found = cmdlog_replay::Redaction::default();
     let prepared = payload::prepare(
@@ -135,6 +136,7 @@ pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, Append
         log.put_blob(blob)?;
     }
     batch.tie(log)?;
+    batch.fold_facts(log, None)?;
     batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
     Ok(batch.append(log, at)?)
 }

@@ -139,6 +139,11 @@ impl Batch {
                         // Settled already: what the batch said of it is kept, as
                         // the agent's bookkeeping.
                         let said = std::mem::take(u);
+                        // It states no fact of its own: the settling it repeats
+                        // is the event that settled the call.
+                        if let Some(o) = &mut planned.observed {
+                            o.fact = None;
+                        }
                         planned.data = PlannedData::Ready(EventData::AgentEvent(AgentEvent {
                             agent: self.agent.clone(),
                             event: "PostToolBatch".into(),

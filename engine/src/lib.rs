@@ -66,13 +66,13 @@ pub use engine::{
     fold_log_with, load_snapshot, render_help, run_release, valid_id,
 };
 pub use event::{
-    AcpDirection, AcpMessage, AgentCheck, AgentEvent, AttachmentAdmitted, AttachmentKind,
-    CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event, EventData,
-    IDENTITY_STREAM, IMPORT_STREAM, ImportCheckpoint, InvocationSource, LogIdentity,
-    ModelSwitchFailed, ModelSwitched, NewEvent, Observed, Origin, Outcome, PermissionRequested,
-    PermissionResolved, ProviderRef, Redacted, Registered, RunRelease, Scope, Seq,
-    SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef, UnknownEvent,
-    UnregisterReason, Unregistered, WalDiscarded, stream_key,
+    AcpDirection, AcpMessage, AgentCheck, AgentEvent, AgentObserved, AttachmentAdmitted,
+    AttachmentKind, CommandDone, CommandRun, DecodeError, Delivery, DiscoveryWarning, Event,
+    EventData, IDENTITY_STREAM, IMPORT_STREAM, ImportCheckpoint, InvocationSource, LogIdentity,
+    ModelRequest, ModelSwitchFailed, ModelSwitched, NewEvent, Observed, Origin, Outcome,
+    PermissionRequested, PermissionResolved, ProviderRef, Redacted, Registered, RunRelease, Scope,
+    Seq, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt, SessionUpdateRef,
+    UnknownEvent, UnregisterReason, Unregistered, WalDiscarded, stream_key,
 };
 pub use expand::{
     EXPANSION_BYTES_MAX, ExpandError, ExpandInput, Version, derived_hint, expand, injections,

@@ -144,6 +144,8 @@ impl LogState {
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)
             | EventData::AgentEvent(_)
+            | EventData::AgentObserved(_)
+            | EventData::ModelRequest(_)
             | EventData::Redacted(_)
             | EventData::LogIdentity(_)
             | EventData::ImportCheckpoint(_)

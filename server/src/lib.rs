@@ -36,6 +36,7 @@ mod events;
 mod hooks;
 mod limits;
 mod live;
+mod otlp;
 mod permissions;
 mod prompts;
 mod serve;

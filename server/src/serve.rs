@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
-use crate::{auth, commands, events, hooks, permissions, prompts, sessions, tlog, turns};
+use crate::{auth, commands, events, hooks, otlp, permissions, prompts, sessions, tlog, turns};
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
 pub type Reopen = Arc<
@@ -128,6 +128,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/session/{id}/events", get(events::events))
         .route("/log/{id}/tile/entries/{*path}", get(tlog::entries))
         .route(
+            "/v1/logs",
+            post(otlp::logs).layer(DefaultBodyLimit::max(cmdlog_agents::OTLP_BODY_BYTES_MAX)),
+        )
+        .route(
             "/hook/{agent}",
             post(hooks::hook).layer(DefaultBodyLimit::max(cmdlog_agents::PAYLOAD_BYTES_MAX)),
         )
@@ -191,6 +195,9 @@ pub struct ServeConfig {
     /// The key that signs the log's checkpoints (`--key`); `None`: the user's key
     /// for this log, made on first need.
     pub key: Option<PathBuf>,
+    /// Replace secrets in the agents' telemetry before it is recorded
+    /// (`--redact`).
+    pub redact: bool,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -362,6 +369,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         bridge.clone(),
         daemon,
         transparency,
+        config.redact,
     );
     tokio::spawn(commands::announce_changes(
         Arc::downgrade(&state),

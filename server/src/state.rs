@@ -98,6 +98,8 @@ pub(crate) struct AppState {
     pub frames: Arc<sse::FrameCache>,
     /// The log's checkpoints and tiles (`/log/{id}/…`), when it has an id.
     pub transparency: Option<Transparency>,
+    /// Secrets are replaced in the agents' telemetry before it is recorded.
+    pub redact: bool,
 }
 
 /// An execution's entry in [`AppState::running`], removed when it is dropped: once
@@ -135,6 +137,7 @@ impl AppState {
         bridge: Option<Arc<Bridge>>,
         daemon: cmdlog_agents::DaemonFile,
         transparency: Option<Transparency>,
+        redact: bool,
     ) -> Arc<Self> {
         let commands_changed = Arc::new(tokio::sync::Notify::new());
         observe(&engine, &commands_changed);
@@ -149,6 +152,7 @@ impl AppState {
             hooks: tokio::sync::Mutex::new(None),
             daemon,
             transparency,
+            redact,
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),

@@ -34,6 +34,11 @@ pub(crate) struct ServeArgs {
     /// NATS_CREDS, NATS_CA, NATS_CERT/NATS_KEY)
     #[arg(long, value_name = "URL")]
     push: Option<String>,
+    /// Replace common secrets (API keys, bearer tokens, passwords in URLs,
+    /// private keys) in the agents' telemetry (`POST /v1/logs`) before it is
+    /// recorded, as `hook --redact` and `import --redact` do
+    #[arg(long)]
+    redact: bool,
     /// The hub's stream (with --push)
     #[arg(
         long,
@@ -121,6 +126,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             reopen,
             agent,
             key: args.key.key.clone(),
+            redact: args.redact,
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

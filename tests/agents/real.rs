@@ -29,6 +29,7 @@ fn the_published_agents_agree_with_cmdlog() {
             "qwen.test.mjs",
             "acp-parity.test.mjs",
             "serve-parity.test.mjs",
+            "otel.test.mjs",
         ],
         installed: &[
             "@anthropic-ai/claude-code/package.json",

@@ -71,6 +71,7 @@ pub(crate) fn batches(
                     source: source.clone(),
                     key: Some(key),
                     at: item.at,
+                    fact: item.fact.or_else(|| crate::facts::of_data(&data)),
                 }),
                 data,
                 tie: None,
@@ -99,34 +100,6 @@ fn item_key(file_key: &str, item: &str) -> String {
     key.push(':');
     key.push_str(item);
     key
-}
-
-/// The keys of the items of `session` already imported from `agent`'s
-/// transcripts: read from that session's stream only, and only the `observed`
-/// field of each record.
-pub(crate) fn imported_keys(
-    log: &cmdlog_store::Log,
-    agent: AgentKind,
-    session: &str,
-) -> Result<HashSet<String>, cmdlog_store::ReadError> {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        observed: Option<Observed>,
-    }
-    let source = format!("{} transcript", agent.name());
-    let mut keys = HashSet::new();
-    for record in log.stream(session, 0)? {
-        if let Ok(Probe {
-            observed: Some(observed),
-        }) = serde_json::from_slice::<Probe>(&record.bytes)
-            && observed.source == source
-            && let Some(key) = observed.key
-        {
-            keys.insert(key);
-        }
-    }
-    Ok(keys)
 }
 
 /// The session a transcript appends to.

@@ -45,6 +45,9 @@ struct Line<'a> {
     version: Str<'a>,
     /// How the session was started (`cli`, `sdk-cli` for `-p`, …).
     entrypoint: Str<'a>,
+    /// The prompt the line belongs to (user lines): the hooks' `prompt_id`
+    /// and the telemetry's `prompt.id`.
+    prompt_id: Str<'a>,
 }
 
 impl<'a> Shape<'a> for Line<'a> {
@@ -60,6 +63,7 @@ impl<'a> Shape<'a> for Line<'a> {
                 "sessionId" => line.session_id = map.next_value()?,
                 "timestamp" => line.timestamp = map.next_value()?,
                 "entrypoint" => line.entrypoint = map.next_value()?,
+                "promptId" => line.prompt_id = map.next_value()?,
                 "isMeta" => line.is_meta = map.next_value()?,
                 "isSidechain" => line.is_sidechain = map.next_value()?,
                 "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
@@ -162,7 +166,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
-    let mut open_command: Option<(String, Option<u64>, String)> = None;
+    let mut open_command: Option<(String, Option<u64>, String, Option<String>)> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let line: Line<'_> = match decode(bytes) {
             Ok(line) => line,
@@ -174,8 +178,10 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
         // The whole line, for what is kept as it is.
         let whole = || serde_json::from_slice::<Value>(bytes).unwrap_or_default();
         if !line.object {
-            if let Some((ckey, cat, cline)) = open_command.take() {
+            if let Some((ckey, cat, cline, pid)) = open_command.take() {
+                let from = t.items.len();
                 t.run(ckey, cat, &cline, None, None);
+                t.with_prompt_id(from, pid.as_deref());
             }
             let key = format!("line {number}");
             t.other(AgentKind::ClaudeCode, key, None, "unknown", whole());
@@ -210,21 +216,25 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                 .or_else(|| line.content.as_deref().map(str::to_string))
         };
         // What settles an open command: the expansion, the output, or anything else.
-        if let Some((ckey, cat, cline)) = open_command.take() {
+        if let Some((ckey, cat, cline, pid)) = open_command.take() {
             let body = body();
+            let from = t.items.len();
             let stdout = body.as_deref().and_then(|b| tag(b, "local-command-stdout"));
             if kind == "user" && meta && stdout.is_none() && body.is_some() {
                 // A prompt command: the line was submitted as the user's prompt
                 // (the hooks' UserPromptSubmit), then expanded.
                 t.prompt(format!("{ckey}#prompt"), cat, cline.clone());
                 t.run(ckey, cat, &cline, body.clone(), None);
+                t.with_prompt_id(from, pid.as_deref());
                 continue;
             }
             if let Some(out) = stdout {
                 t.run(ckey, cat, &cline, None, Some(out.to_string()));
+                t.with_prompt_id(from, pid.as_deref());
                 continue;
             }
             t.run(ckey, cat, &cline, None, None);
+            t.with_prompt_id(from, pid.as_deref());
         }
         if line.is_sidechain.0 {
             t.other(AgentKind::ClaudeCode, key, at, "sidechain", whole());
@@ -234,7 +244,12 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
             "user" | "system" => {
                 let body = body();
                 if let Some(command) = body.as_deref().and_then(command_line) {
-                    open_command = Some((key, at, command));
+                    open_command = Some((
+                        key,
+                        at,
+                        command,
+                        line.prompt_id.as_deref().map(str::to_string),
+                    ));
                     continue;
                 }
                 let mut results = message
@@ -259,7 +274,9 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                     && !meta
                     && let Some(b) = body.filter(|b| !b.trim_start().starts_with("<local-command"))
                 {
+                    let from = t.items.len();
                     t.prompt(key, at, b);
+                    t.with_prompt_id(from, line.prompt_id.as_deref());
                 } else {
                     t.other(AgentKind::ClaudeCode, key, at, kind, whole());
                 }
@@ -313,8 +330,10 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
             ),
         }
     }
-    if let Some((ckey, cat, cline)) = open_command.take() {
+    if let Some((ckey, cat, cline, pid)) = open_command.take() {
+        let from = t.items.len();
         t.run(ckey, cat, &cline, None, None);
+        t.with_prompt_id(from, pid.as_deref());
     }
     t
 }

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use cmdlog_store::Log;
 use serde::Serialize;
 
-use super::batches::{batches, imported_keys, session_of};
+use super::batches::{batches, session_of};
 use super::checkpoint::{Checkpoints, hash};
 use super::files::{files, parse};
 use super::transcript::Transcript;
+use crate::facts::Facts;
 use crate::kind::AgentKind;
 use crate::plan::PlannedData;
 
@@ -58,6 +59,9 @@ pub struct ImportSummary {
     pub sessions: Vec<String>,
     /// Secrets redacted.
     pub redacted: u64,
+    /// Items the log held already from another source (a hook, the agent's
+    /// telemetry): recorded as `agent/observed` of the event that has them.
+    pub observed: usize,
 }
 
 /// Imports `agent`'s transcripts under `roots` into `log`. `tick` gets the bytes
@@ -76,6 +80,10 @@ pub fn import(
     let mut checkpoints = Checkpoints::read(log, &format!("{} transcript", agent.name()))?;
     let mut created: HashSet<String> = HashSet::new();
     let mut seen_by_session: HashMap<String, HashSet<String>> = HashMap::new();
+    // What each session states already (its hooks' and telemetry's prompts and
+    // tool calls): the transcript's items of the same facts are folded into them.
+    let mut facts_by_session: HashMap<String, Facts> = HashMap::new();
+    let source = format!("{} transcript", agent.name());
     let mut in_flight: VecDeque<(PathBuf, cmdlog_store::AppendTicket)> = VecDeque::new();
     let settle = |(file, ticket): (PathBuf, cmdlog_store::AppendTicket)| {
         ticket
@@ -113,8 +121,13 @@ pub fn import(
         // joins it (two files can hold one session: Gemini's .json and .jsonl).
         let session = session_of(agent, &file, &transcript).unwrap_or_default();
         if !seen_by_session.contains_key(&session) {
-            let keys = imported_keys(log, agent, &session)?;
-            seen_by_session.insert(session.clone(), keys);
+            let mut facts = if log.has_stream(&session)? {
+                Facts::read(log, &session, Some(&source))?
+            } else {
+                Facts::default()
+            };
+            seen_by_session.insert(session.clone(), facts.take_keys());
+            facts_by_session.insert(session.clone(), facts);
         }
         let seen = seen_by_session.get_mut(&session).expect("inserted above");
         let transcript = if redact {
@@ -146,7 +159,9 @@ pub fn import(
                     .filter_map(|p| p.observed.as_ref()?.key.clone()),
             );
         }
+        let facts = facts_by_session.get(&session).expect("inserted above");
         for mut batch in chunks {
+            summary.observed += facts.fold_into(&session, &mut batch.events);
             batch.create_sessions(|s| Ok(!created.contains(s) && !log.has_stream(s)?))?;
             for s in batch.events.iter().filter_map(|p| p.session.clone()) {
                 if created.insert(s.clone()) {

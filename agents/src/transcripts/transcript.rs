@@ -18,6 +18,9 @@ pub(crate) struct Item {
     /// When it happened, unix ms.
     pub at: Option<u64>,
     pub data: PlannedData,
+    /// The fact it states, where the data does not say it (a run's prompt id):
+    /// see `facts.rs`.
+    pub fact: Option<String>,
 }
 
 /// One transcript file, read.
@@ -44,6 +47,7 @@ impl Transcript {
             key,
             at,
             data: PlannedData::Ready(data),
+            fact: None,
         });
     }
 
@@ -80,6 +84,7 @@ impl Transcript {
             key,
             at,
             data: PlannedData::Update(update),
+            fact: None,
         });
     }
 
@@ -118,6 +123,7 @@ impl Transcript {
                 injections: Vec::new(),
                 release: self.run_release(),
             })),
+            fact: None,
         });
         self.items.push(Item {
             key: format!("{key}#done"),
@@ -131,7 +137,28 @@ impl Transcript {
                 },
                 agent_check: None,
             },
+            fact: None,
         });
+    }
+
+    /// Names the agent's prompt id on the items from `from` on (a line's
+    /// prompt, or the run a typed slash command made): the join key its hooks
+    /// and telemetry use for the same prompt (`facts.rs`).
+    pub(crate) fn with_prompt_id(&mut self, from: usize, id: Option<&str>) {
+        let Some(id) = id.filter(|id| !id.is_empty()) else {
+            return;
+        };
+        for item in self.items.iter_mut().skip(from) {
+            match &mut item.data {
+                PlannedData::Ready(EventData::SessionPrompt(p)) => {
+                    p.prompt_id = Some(id.to_string())
+                }
+                PlannedData::Ready(EventData::CommandRun(_)) => {
+                    item.fact = Some(format!("command:{id}"))
+                }
+                _ => {}
+            }
+        }
     }
 
     /// What a run records of the release whose rules expanded it: Claude Code's,

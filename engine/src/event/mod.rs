@@ -24,10 +24,10 @@ pub use runs::{
     Outcome, RunRelease,
 };
 pub use session::{
-    AcpDirection, AcpMessage, AgentEvent, Delivery, IDENTITY_STREAM, IMPORT_STREAM,
-    ImportCheckpoint, LogIdentity, ModelSwitchFailed, ModelSwitched, PermissionRequested,
-    PermissionResolved, Redacted, SessionCancelled, SessionCreated, SessionEnded, SessionPrompt,
-    WalDiscarded,
+    AcpDirection, AcpMessage, AgentEvent, AgentObserved, Delivery, IDENTITY_STREAM, IMPORT_STREAM,
+    ImportCheckpoint, LogIdentity, ModelRequest, ModelSwitchFailed, ModelSwitched,
+    PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
+    SessionEnded, SessionPrompt, WalDiscarded,
 };
 
 /// Where an event that happened outside cmdlog was observed: an agent's hook or
@@ -44,6 +44,12 @@ pub struct Observed {
     /// When it happened in the source, unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<u64>,
+    /// The fact it states, named by the agents' own join keys within its
+    /// session (`prompt:<prompt id>`, `tool_call:<tool use id>`, …): the same
+    /// fact from another capture path (hook, telemetry, transcript) is recorded
+    /// as `agent/observed` of this event, not a second time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact: Option<String>,
 }
 
 /// One event as read from the log.
@@ -111,6 +117,10 @@ pub enum EventData {
     AcpMessage(AcpMessage),
     /// `agent/event`
     AgentEvent(AgentEvent),
+    /// `agent/observed`: a fact already in the log, seen by another source.
+    AgentObserved(AgentObserved),
+    /// `agent/model_request`
+    ModelRequest(ModelRequest),
     /// `log/redacted`
     Redacted(Redacted),
     /// `log/identity`
@@ -157,6 +167,8 @@ impl EventData {
             EventData::WalDiscarded(_) => "log/wal_discarded",
             EventData::AcpMessage(_) => "acp/message",
             EventData::AgentEvent(_) => "agent/event",
+            EventData::AgentObserved(_) => "agent/observed",
+            EventData::ModelRequest(_) => "agent/model_request",
             EventData::Redacted(_) => "log/redacted",
             EventData::LogIdentity(_) => "log/identity",
             EventData::ImportCheckpoint(_) => "import/checkpoint",
@@ -188,6 +200,8 @@ impl EventData {
             "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
             "acp/message" => EventData::AcpMessage(de(data)?),
             "agent/event" => EventData::AgentEvent(de(data)?),
+            "agent/observed" => EventData::AgentObserved(de(data)?),
+            "agent/model_request" => EventData::ModelRequest(de(data)?),
             "log/redacted" => EventData::Redacted(de(data)?),
             "log/identity" => EventData::LogIdentity(de(data)?),
             "import/checkpoint" => EventData::ImportCheckpoint(de(data)?),

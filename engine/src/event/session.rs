@@ -189,6 +189,61 @@ pub struct AgentEvent {
     pub bookkeeping: bool,
 }
 
+/// `agent/observed`: a fact an earlier event of the session states (a prompt, a
+/// tool call, its result), seen again by another capture path — a hook, the
+/// agent's telemetry, its transcript — on the agents' join keys. The fact stays
+/// one event; this one records the source (its envelope's `observed`) and the
+/// fields it brought that the first did not have.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentObserved {
+    /// The seq of the event that first stated the fact.
+    pub of: Seq,
+    /// The fact, as the agents' join keys name it (`prompt:<prompt id>`,
+    /// `tool_call:<tool use id>`, `tool_result:<tool use id>`, …).
+    pub fact: String,
+    /// Fields this source saw that the first event does not carry (the
+    /// telemetry's duration of a tool call a hook recorded), as it gave them.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub adds: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `agent/model_request`: one request an agent made to its model, as its
+/// telemetry reported it (Claude Code's `api_request` / `api_error`, Gemini CLI's
+/// and Qwen Code's `api_response` / `api_error`, Codex's `api_request`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The model asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's request id (`req_…`), where the agent names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Input tokens read from the provider's cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_tokens: Option<u64>,
+    /// What the agent computed it cost, in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// How long it took, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The error, for a request that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The HTTP status of a failed request, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u64>,
+}
+
 /// `log/redacted`: secrets were replaced before the events that follow it in the
 /// same append were written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,300 @@
+//! Telemetry into a log beside hooks (`cmdlog_agents::otel`): the records'
+//! events, each fact once, a retry taking nothing twice, records not taken
+//! named, secrets redacted before they are written.
+
+use cmdlog_agents::{AgentKind, append_to, batch_for, otel};
+use cmdlog_store::{Log, LogConfig};
+use serde_json::{Value, json};
+
+fn log() -> (tempfile::TempDir, Log) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    (dir, log)
+}
+
+fn events(log: &Log) -> Vec<Value> {
+    log.range(1, log.head().seq + 1)
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let mut v: Value = serde_json::from_slice(&r.bytes).unwrap();
+            v["seq"] = json!(r.seq);
+            v
+        })
+        .collect()
+}
+
+fn attr(key: &str, value: Value) -> Value {
+    let v = match value {
+        Value::String(s) => json!({"stringValue": s}),
+        Value::Bool(b) => json!({"boolValue": b}),
+        Value::Number(n) if n.is_i64() => json!({"intValue": n}),
+        Value::Number(n) => json!({"doubleValue": n}),
+        other => panic!("{other}"),
+    };
+    json!({"key": key, "value": v})
+}
+
+type Record<'a> = (&'a str, i64, Vec<(&'a str, Value)>);
+
+/// A Claude Code request (OTLP JSON) of `records`: (name, sequence, attributes).
+fn claude_request(records: &[Record<'_>]) -> Vec<u8> {
+    let records: Vec<Value> = records
+        .iter()
+        .map(|(name, seq, attrs)| {
+            let mut all = vec![
+                attr("event.name", json!(name)),
+                attr("session.id", json!(SESSION)),
+                attr("event.sequence", json!(seq)),
+            ];
+            all.extend(attrs.iter().map(|(k, v)| attr(k, v.clone())));
+            json!({
+                "timeUnixNano": format!("{}", 1_790_000_000_000_000_000u64 + *seq as u64 * 1_000_000),
+                "body": {"stringValue": format!("claude_code.{name}")},
+                "attributes": all,
+            })
+        })
+        .collect();
+    json!({"resourceLogs": [{
+        "resource": {"attributes": [attr("service.name", json!("claude-code"))]},
+        "scopeLogs": [{"scope": {"name": "com.anthropic.claude_code.events"}, "logRecords": records}],
+    }]})
+    .to_string()
+    .into_bytes()
+}
+
+fn ingest(log: &Log, body: &[u8], redact: bool) -> otel::Ingested {
+    let request = otel::decode(otel::Encoding::Json, None, body).unwrap();
+    otel::ingest(log, &request, redact, 1_790_000_100_000).unwrap()
+}
+
+fn hook(log: &Log, payload: Value) {
+    let batch = batch_for(
+        AgentKind::ClaudeCode,
+        payload.to_string().as_bytes(),
+        false,
+        None,
+        None,
+        None,
+        || None,
+    );
+    append_to(log, batch, 1_790_000_050_000).unwrap();
+}
+
+const SESSION: &str = "7f0c8a52-1111-4222-8333-944455556666";
+const PROMPT: &str = "0d5e7c1a-aaaa-4bbb-8ccc-dddd00001111";
+
+#[test]
+fn telemetry_after_hooks_is_folded_into_their_events() {
+    let (_dir, log) = log();
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "list files", "prompt_id": PROMPT}),
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "PreToolUse", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_01"}),
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "PostToolUse", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_01", "tool_response": {"stdout": "a\n"}}),
+    );
+    let hooked = events(&log).len();
+    let body = claude_request(&[
+        (
+            "user_prompt",
+            4,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("prompt", json!("<REDACTED>")),
+            ],
+        ),
+        (
+            "tool_decision",
+            5,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("tool_name", json!("Bash")),
+                ("tool_use_id", json!("toolu_01")),
+                ("decision", json!("accept")),
+                ("source", json!("config")),
+            ],
+        ),
+        (
+            "api_request",
+            6,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("model", json!("claude-x")),
+                ("input_tokens", json!(120)),
+                ("output_tokens", json!(30)),
+                ("cost_usd", json!(0.0123)),
+                ("duration_ms", json!(850)),
+                ("request_id", json!("req_1")),
+            ],
+        ),
+        (
+            "tool_result",
+            7,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("tool_name", json!("Bash")),
+                ("tool_use_id", json!("toolu_01")),
+                ("success", json!("true")),
+                ("duration_ms", json!("41")),
+            ],
+        ),
+        (
+            "hook_execution_complete",
+            8,
+            vec![("hook_event", json!("Stop"))],
+        ),
+    ]);
+    let report = ingest(&log, &body, false);
+    assert_eq!(
+        (report.accepted, report.rejected, report.duplicates),
+        (5, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        report.observed, 3,
+        "prompt, call and result were the hooks' already"
+    );
+    let all = events(&log);
+    let new = &all[hooked..];
+    let kinds: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent/observed",
+            "agent/observed",
+            "agent/model_request",
+            "agent/observed",
+            "agent/event"
+        ],
+        "{new:#?}"
+    );
+    // One prompt, one call, one result in the session; the telemetry's
+    // figures added to the hook's events, never replacing what they hold.
+    let count = |t: &str, u: Option<&str>| {
+        all.iter()
+            .filter(|e| e["type"] == t && u.is_none_or(|u| e["data"]["sessionUpdate"] == u))
+            .count()
+    };
+    assert_eq!(count("session/prompt", None), 1);
+    assert_eq!(count("session/update", Some("tool_call")), 1);
+    assert_eq!(count("session/update", Some("tool_call_update")), 1);
+    let prompt_seq = all.iter().find(|e| e["type"] == "session/prompt").unwrap()["seq"].clone();
+    assert_eq!(new[0]["data"]["of"], prompt_seq);
+    assert_eq!(new[0]["data"]["fact"], format!("prompt:{PROMPT}"));
+    assert!(
+        new[0]["data"].get("adds").is_none(),
+        "the hook's text stays: {}",
+        new[0]
+    );
+    assert_eq!(new[0]["observed"]["source"], "claude-code telemetry");
+    assert_eq!(new[0]["observed"]["at"], 1_790_000_000_004u64);
+    assert_eq!(
+        new[3]["data"]["adds"]["_meta"]["telemetry"]["duration_ms"],
+        "41"
+    );
+    let request = &new[2]["data"];
+    assert_eq!(request["input_tokens"], 120);
+    assert_eq!(request["cost_usd"], 0.0123);
+    assert_eq!(request["request_id"], "req_1");
+    assert_eq!(new[4]["data"]["bookkeeping"], true);
+
+    // The exporter sends the same request again (its answer was lost): nothing new.
+    let again = ingest(&log, &body, false);
+    assert_eq!(again.duplicates, 5, "{again:?}");
+    assert_eq!(again.events, 0);
+    assert_eq!(events(&log).len(), all.len());
+}
+
+#[test]
+fn telemetry_first_creates_the_session_and_hooks_fold_into_it() {
+    let (_dir, log) = log();
+    let body = claude_request(&[(
+        "user_prompt",
+        1,
+        vec![("prompt.id", json!(PROMPT)), ("prompt", json!("hello"))],
+    )]);
+    let report = ingest(&log, &body, false);
+    assert_eq!(
+        report.events, 2,
+        "session/created and the prompt: {report:?}"
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "hello", "prompt_id": PROMPT}),
+    );
+    let all = events(&log);
+    let types: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["session/created", "session/prompt", "agent/observed"],
+        "{all:#?}"
+    );
+    assert_eq!(all[2]["observed"]["source"], "claude-code hook");
+    assert_eq!(all[2]["data"]["of"], all[1]["seq"]);
+}
+
+#[test]
+fn records_not_taken_are_counted_and_named() {
+    let (_dir, log) = log();
+    let body = json!({"resourceLogs": [{
+        "resource": {"attributes": [attr("service.name", json!("some-service"))]},
+        "scopeLogs": [{"logRecords": [
+            {"timeUnixNano": "1", "body": {"stringValue": "GET /"}, "attributes": []},
+            {"timeUnixNano": "2", "body": {"stringValue": "claude_code.user_prompt"}, "attributes": [attr("event.name", json!("user_prompt"))]},
+        ]}],
+    }]})
+    .to_string();
+    let report = ingest(&log, body.as_bytes(), false);
+    assert_eq!((report.accepted, report.rejected), (0, 2));
+    assert!(
+        report
+            .why_rejected
+            .contains("1 record(s) not from an agent"),
+        "{}",
+        report.why_rejected
+    );
+    assert!(
+        report
+            .why_rejected
+            .contains("1 record(s) without session.id"),
+        "{}",
+        report.why_rejected
+    );
+    assert_eq!(log.head().seq, 0, "nothing appended");
+}
+
+#[test]
+fn secrets_in_telemetry_are_redacted_before_they_are_written() {
+    let (_dir, log) = log();
+    let secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
+    let body = claude_request(&[(
+        "tool_result",
+        1,
+        vec![
+            ("tool_use_id", json!("toolu_9")),
+            ("tool_name", json!("Bash")),
+            ("success", json!("true")),
+            (
+                "tool_input",
+                json!(format!(
+                    "{{\"command\":\"curl -H 'x-api-key: {secret}' x\"}}"
+                )),
+            ),
+        ],
+    )]);
+    let report = ingest(&log, &body, true);
+    assert!(report.redacted >= 1, "{report:?}");
+    let all = events(&log);
+    let text = serde_json::to_string(&all).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "log/redacted" && e["data"]["source"] == "claude-code telemetry")
+    );
+}

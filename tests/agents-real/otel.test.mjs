@@ -1,0 +1,205 @@
+// The agents' OpenTelemetry logs, received by `cmdlog serve` at `/v1/logs`:
+// the real Claude Code 2.1.332, run headless (`claude -p`) against our fake
+// Anthropic API, exporting its events with the documented variables
+// (`CLAUDE_CODE_ENABLE_TELEMETRY`, `OTEL_LOGS_EXPORTER=otlp`, an endpoint and
+// the daemon's token as a header), once with `http/protobuf` and once with
+// `http/json`; then a session with cmdlog's hooks installed as well, and its
+// transcript imported: one session, every prompt once, each fact seen by every
+// path recorded as `agent/observed` of the first.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { AGENTS, CMDLOG, cmdlog, events, freePort, installed, kindOf, runAgent, world } from "./harness.mjs";
+import { claudeEnv, fakeAnthropic } from "./fake-anthropic.mjs";
+
+const SKIP = !CMDLOG ? "CMDLOG_BIN is not set" : !installed() ? "the pinned agents are not installed (npm install --prefix tests/agents-real --no-save)" : false;
+const TOKEN = "otel-suite-token-1234567890";
+
+/** `cmdlog serve` in the world's workspace, on a free port, with a token. */
+async function daemon(w, extra = []) {
+  const port = await freePort();
+  const child = spawn(CMDLOG, ["serve", "--addr", `127.0.0.1:${port}`, ...extra], {
+    cwd: w.ws,
+    env: { ...w.env, CMDLOG_TOKEN: TOKEN },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.ok) break;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}
+
+/** The environment that points Claude Code's log exporter at the daemon. */
+function telemetryEnv(url, protocol) {
+  return {
+    CLAUDE_CODE_ENABLE_TELEMETRY: "1",
+    OTEL_LOGS_EXPORTER: "otlp",
+    OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: protocol,
+    OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${url}/v1/logs`,
+    OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${TOKEN}`,
+    OTEL_LOG_USER_PROMPTS: "1",
+    OTEL_LOG_TOOL_DETAILS: "1",
+    OTEL_LOGS_EXPORT_INTERVAL: "500",
+  };
+}
+
+function useClaude(w) {
+  const dir = path.join(w.root, "bin");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.symlinkSync(AGENTS.claude, path.join(dir, "claude"));
+  w.env.PATH = `${dir}:${w.env.PATH}`;
+  return path.join(dir, "claude");
+}
+
+const TOOL_RUN = { args: ["--dangerously-skip-permissions"], env: { IS_SANDBOX: "1" } };
+const show = (evs) => evs.map((e) => `${e.seq} ${kindOf(e)} ${e.observed?.source ?? ""} ${JSON.stringify(e.data).slice(0, 140)}`).join("\n");
+
+/** The log once the daemon stopped (Claude Code sends its last batch before it
+ * exits, and the daemon answers once it is appended). */
+async function stopped(w, d) {
+  await d.stop();
+  return events(w);
+}
+
+for (const protocol of ["http/protobuf", "http/json"]) {
+  test(`Claude Code's telemetry (${protocol}) lands as its session`, { skip: SKIP, timeout: 300_000 }, async () => {
+    const w = world(`otel-${protocol.replace("/", "-")}`);
+    const api = await fakeAnthropic();
+    const claude = useClaude(w);
+    Object.assign(w.env, claudeEnv(api.url));
+    const d = await daemon(w);
+    try {
+      const res = await runAgent(w, claude, ["-p", "TOOL:echo otel", ...TOOL_RUN.args], {
+        env: { ...TOOL_RUN.env, ...telemetryEnv(d.url, protocol) },
+        timeoutMs: 120_000,
+      });
+      assert.equal(res.code, 0, `claude -p failed:\n${res.stdout}\n${res.stderr}`);
+      const evs = await stopped(w, d);
+      const telemetry = evs.filter((e) => e.observed?.source === "claude-code telemetry");
+      assert.ok(telemetry.length > 0, `no telemetry reached the daemon:\n${show(evs)}\n${d.stderr()}`);
+      const sessions = new Set(telemetry.map((e) => e.session));
+      assert.equal(sessions.size, 1, `one session: ${[...sessions]}`);
+      const [session] = sessions;
+      const mine = evs.filter((e) => e.session === session);
+      const created = mine.filter((e) => e.type === "session/created");
+      assert.equal(created.length, 1, show(mine));
+      assert.equal(created[0].agent, "claude-code");
+      // The prompt, as typed (OTEL_LOG_USER_PROMPTS=1), with Claude Code's prompt id.
+      const prompts = mine.filter((e) => e.type === "session/prompt");
+      assert.equal(prompts.length, 1, show(mine));
+      assert.equal(prompts[0].data.text, "TOOL:echo otel");
+      assert.match(prompts[0].data.prompt_id ?? "", /^[0-9a-f-]{36}$/);
+      assert.equal(prompts[0].observed.fact, `prompt:${prompts[0].data.prompt_id}`);
+      // The tool call (its decision) and its result, by the model's tool use id.
+      const call = mine.find((e) => kindOf(e) === "session/update:tool_call");
+      assert.ok(call, show(mine));
+      assert.match(call.data.toolCallId, /^toolu_fake/);
+      assert.equal(call.data.title, "Bash");
+      assert.equal(call.data._meta.telemetry.decision, "accept", JSON.stringify(call.data));
+      const done = mine.find((e) => kindOf(e) === "session/update:tool_call_update");
+      assert.ok(done, show(mine));
+      assert.equal(done.data.toolCallId, call.data.toolCallId);
+      assert.equal(done.data.status, "completed");
+      // OTEL_LOG_TOOL_DETAILS=1: the input comes with the result.
+      assert.equal(done.data.rawInput?.command, "echo otel", JSON.stringify(done.data));
+      assert.ok(Number(done.data._meta.telemetry.duration_ms) >= 0);
+      // Two model requests (the call, then the reply to its result), with the
+      // fake's token counts; the agent's time and order kept.
+      const requests = mine.filter((e) => e.type === "agent/model_request");
+      assert.ok(requests.length >= 2, show(mine));
+      for (const r of requests) {
+        assert.equal(r.data.input_tokens, 12, JSON.stringify(r.data));
+        assert.equal(r.data.output_tokens, 6);
+        assert.ok(typeof r.data.duration_ms === "number");
+        assert.ok(r.observed.at > 1.7e12 && r.observed.at <= Date.now());
+        assert.match(r.observed.key, /^\d+:[0-9a-f]{32}$/);
+      }
+      const verify = cmdlog(w, ["verify"]);
+      assert.match(verify.stdout + verify.stderr, /ok|clean|verified/i);
+    } finally {
+      await d.stop().catch(() => {});
+      await api.close();
+      w.cleanup();
+    }
+  });
+}
+
+test("hooks, telemetry and the transcript of one Claude Code session: one session, every prompt once", { skip: SKIP, timeout: 300_000 }, async () => {
+  const w = world("otel-three-paths");
+  const api = await fakeAnthropic();
+  const claude = useClaude(w);
+  Object.assign(w.env, claudeEnv(api.url));
+  cmdlog(w, ["hooks", "install", "claude-code"]);
+  const d = await daemon(w);
+  try {
+    const env = { ...TOOL_RUN.env, ...telemetryEnv(d.url, "http/protobuf") };
+    const first = await runAgent(w, claude, ["-p", "TOOL:echo three", "--output-format", "json", ...TOOL_RUN.args], { env, timeoutMs: 120_000 });
+    assert.equal(first.code, 0, first.stderr);
+    // The session's id, as Claude Code printed it (`--output-format json`).
+    const session = JSON.parse(first.stdout).session_id;
+    assert.ok(session, first.stdout);
+    // The same session continued: a second prompt.
+    const second = await runAgent(w, claude, ["-p", "and again", "--resume", session, ...TOOL_RUN.args], { env, timeoutMs: 120_000 });
+    assert.equal(second.code, 0, second.stderr);
+    await d.stop();
+    const imported = cmdlog(w, ["import", "--from", "claude-code", "--json"]);
+    const evs = events(w);
+    const mine = evs.filter((e) => e.session === session);
+    const sources = new Set(mine.map((e) => e.observed?.source).filter(Boolean));
+    for (const s of ["claude-code hook", "claude-code telemetry", "claude-code transcript"]) {
+      assert.ok(sources.has(s), `no ${s} events in the session (${[...sources]}):\n${show(mine)}\n${imported.stdout}`);
+    }
+    assert.equal(new Set(evs.filter((e) => e.type === "session/created").map((e) => e.session)).size,
+      evs.filter((e) => e.type === "session/created").length, "each session created once");
+    const prompts = mine.filter((e) => e.type === "session/prompt");
+    assert.deepEqual(prompts.map((p) => p.data.text), ["TOOL:echo three", "and again"], show(mine));
+    // Each prompt seen by the other two paths, recorded against it.
+    for (const p of prompts) {
+      const seenBy = mine.filter((e) => e.type === "agent/observed" && e.data.of === p.seq).map((e) => e.observed.source).sort();
+      assert.deepEqual(seenBy, ["claude-code telemetry", "claude-code transcript"], `${p.data.text}:\n${show(mine)}`);
+    }
+    // The tool call once, its result once; the telemetry's duration added to it.
+    const calls = mine.filter((e) => kindOf(e) === "session/update:tool_call");
+    assert.equal(calls.length, 1, show(mine));
+    const results = mine.filter((e) => kindOf(e) === "session/update:tool_call_update" && ["completed", "failed"].includes(e.data.status));
+    assert.equal(results.length, 1, show(mine));
+    const added = mine.find((e) => e.type === "agent/observed" && e.data.of === results[0].seq && e.observed.source === "claude-code telemetry");
+    assert.ok(added?.data.adds?._meta?.telemetry?.duration_ms !== undefined, show(mine));
+    // Every agent/observed names an earlier event of the session that states its fact.
+    for (const o of mine.filter((e) => e.type === "agent/observed")) {
+      const of = mine.find((e) => e.seq === o.data.of);
+      assert.ok(of && of.seq < o.seq, JSON.stringify(o));
+      assert.equal(of.observed.fact, o.data.fact.replace(/#done$/, ""), JSON.stringify(o));
+      assert.ok(!("bookkeeping" in (o.data.adds ?? {})), JSON.stringify(o));
+    }
+    // Importing again adds nothing; the log verifies.
+    const before = events(w).length;
+    cmdlog(w, ["import", "--from", "claude-code"]);
+    assert.equal(events(w).length, before);
+    cmdlog(w, ["verify"]);
+  } finally {
+    await d.stop().catch(() => {});
+    await api.close();
+    w.cleanup();
+  }
+});
