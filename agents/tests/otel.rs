@@ -209,6 +209,31 @@ fn telemetry_after_hooks_is_folded_into_their_events() {
     assert_eq!(again.duplicates, 5, "{again:?}");
     assert_eq!(again.events, 0);
     assert_eq!(events(&log).len(), all.len());
+    let report = cmdlog_replay::verify(&log, |_| {}).unwrap();
+    assert!(report.is_clean(), "{:?}", report.violations);
+
+    // An agent/observed that names the wrong event is a finding of verify.
+    let wrong = cmdlog_engine::NewEvent {
+        at: 1,
+        observed: None,
+        session: Some(SESSION.into()),
+        agent: Some("claude-code".into()),
+        data: cmdlog_engine::EventData::AgentObserved(cmdlog_engine::AgentObserved {
+            of: 1,
+            fact: format!("prompt:{PROMPT}"),
+            adds: Default::default(),
+        }),
+    };
+    log.append(vec![wrong.to_record()]).unwrap();
+    let report = cmdlog_replay::verify(&log, |_| {}).unwrap();
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.message.contains("agent/observed names seq 1")),
+        "{:?}",
+        report.violations
+    );
 }
 
 #[test]

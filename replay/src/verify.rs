@@ -87,6 +87,8 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     let mut ended_sessions: BTreeMap<String, Seq> = BTreeMap::new();
     let mut events = 0u64;
     let mut by_stream: BTreeMap<String, Vec<Seq>> = BTreeMap::new();
+    // (session, fact) -> the seq of the event that states it first.
+    let mut facts: HashMap<(String, String), Seq> = HashMap::new();
     // A record whose stored layout is broken is named, and the scan goes on after it.
     let mut from = 1;
     let mut layout_breaks = Vec::new();
@@ -127,7 +129,30 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
                 ),
             );
         }
+        let session = event.session.clone().unwrap_or_default();
+        if let Some(fact) = event.observed.as_ref().and_then(|o| o.fact.clone())
+            && !matches!(event.data, EventData::AgentObserved(_))
+        {
+            facts.entry((session.clone(), fact)).or_insert(seq);
+        }
         match &event.data {
+            EventData::AgentObserved(o) => {
+                let base = o.fact.strip_suffix("#done").unwrap_or(&o.fact).to_string();
+                let first = facts.get(&(session.clone(), base.clone())).copied();
+                if first != Some(o.of) {
+                    flag(
+                        Some(seq),
+                        format!(
+                            "agent/observed names seq {} for {base} in session {session}, but {}",
+                            o.of,
+                            match first {
+                                Some(f) => format!("the event that states it is seq {f}"),
+                                None => "no earlier event of the session states it".into(),
+                            }
+                        ),
+                    );
+                }
+            }
             EventData::CommandRun(run) => {
                 runs.insert(seq, false);
                 let agent = event.agent.as_deref().unwrap_or("");

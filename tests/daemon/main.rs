@@ -2,5 +2,6 @@
 
 mod bridge;
 mod node_clients;
+mod otlp;
 mod routes;
 mod tiles;
