@@ -88,6 +88,8 @@ enum Verb {
     Hook(cli::hook::HookArgs),
     /// Add (or remove) cmdlog's hooks in an agent's settings
     Hooks(cli::hooks::HooksArgs),
+    /// Point an agent's OpenTelemetry logs at `cmdlog serve` (or take that out)
+    Otel(cli::otel::OtelArgs),
     /// Replicate this log to a NATS JetStream hub (docs/hub.md)
     Push(cli::push::PushArgs),
     /// Rebuild a log from its copy on a hub
@@ -146,6 +148,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Acp(args) => cli::acp::exec(&paths, args),
         Verb::Hook(_) => unreachable!("handled above"),
         Verb::Hooks(args) => cli::hooks::exec(&paths, args, json),
+        Verb::Otel(args) => cli::otel::exec(&paths, args),
         Verb::Blob(args) => cli::blob::exec(&open_existing(&paths)?, args),
         Verb::Push(args) => cli::push::exec(&paths, args, json),
         Verb::Clone(args) => cli::clone::exec(&paths, args, json),

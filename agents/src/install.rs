@@ -227,6 +227,14 @@ fn syntax_of(agent: AgentKind) -> ParseOptions {
 }
 
 /// A settings file `agent` would not load: its path, line and column.
+pub(crate) fn parse_settings(
+    path: &Path,
+    text: &str,
+    agent: AgentKind,
+) -> Result<CstRootNode, SettingsError> {
+    parse(path, text, agent)
+}
+
 fn parse(path: &Path, text: &str, agent: AgentKind) -> Result<CstRootNode, SettingsError> {
     let source = if text.trim().is_empty() { "{}" } else { text };
     // The CST keeps comments whatever the options say, so the file is first read

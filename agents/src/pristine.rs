@@ -25,7 +25,8 @@ const RECORD_BYTES_MAX: u64 = 9 * 1024 * 1024;
 pub(crate) struct Pristine {
     /// The settings file's real path (the record's key).
     pub path: PathBuf,
-    /// The agent whose hooks were installed.
+    /// What was installed: an agent's hooks (`claude-code`), or its
+    /// telemetry settings (`claude-code telemetry`).
     pub agent: String,
     /// The file's text before, or `None` when there was no file.
     pub before: Option<String>,
@@ -42,15 +43,33 @@ pub(crate) fn text_hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex().to_string()
 }
 
-fn record_path(target: &Path) -> std::io::Result<PathBuf> {
+/// What cmdlog put in a settings file: its hooks for an agent (`claude-code`),
+/// or that agent's telemetry settings (`claude-code telemetry`). Each has its
+/// own record, so that one's removal does not undo the other.
+pub(crate) fn what(agent: AgentKind, telemetry: bool) -> String {
+    if telemetry {
+        format!("{} telemetry", agent.name())
+    } else {
+        agent.name().to_string()
+    }
+}
+
+fn record_path(target: &Path, what: &str) -> std::io::Result<PathBuf> {
     let dir = private_fs::ensure_private_dir(&private_fs::state_dir()?.join("installs"))?;
-    let key = blake3::hash(target.as_os_str().as_encoded_bytes()).to_hex();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(target.as_os_str().as_encoded_bytes());
+    // The hooks' records keep the key they always had.
+    if what.contains(' ') {
+        hasher.update(b"\0");
+        hasher.update(what.as_bytes());
+    }
+    let key = hasher.finalize().to_hex();
     Ok(dir.join(format!("{}.json", &key[..32])))
 }
 
-/// The record of `target`, when there is one for it and `agent`.
-pub(crate) fn recall(target: &Path, agent: AgentKind) -> Option<Pristine> {
-    let path = record_path(target).ok()?;
+/// The record of `target`, when there is one for it and `what`.
+pub(crate) fn recall(target: &Path, what: &str) -> Option<Pristine> {
+    let path = record_path(target, what).ok()?;
     let bytes = private_fs::read_untrusted(
         &path,
         Expect {
@@ -60,12 +79,12 @@ pub(crate) fn recall(target: &Path, agent: AgentKind) -> Option<Pristine> {
     )
     .ok()?;
     let record: Pristine = serde_json::from_slice(&bytes).ok()?;
-    (record.path == target && record.agent == agent.name()).then_some(record)
+    (record.path == target && record.agent == what).then_some(record)
 }
 
 /// Keeps `record`, replacing any earlier one for its file.
 pub(crate) fn remember(record: &Pristine) -> std::io::Result<()> {
-    let path = record_path(&record.path)?;
+    let path = record_path(&record.path, &record.agent)?;
     let (tmp, mut file) = private_fs::create_fresh_beside(&path)?;
     let written = serde_json::to_vec(record)
         .map_err(std::io::Error::other)
@@ -78,9 +97,9 @@ pub(crate) fn remember(record: &Pristine) -> std::io::Result<()> {
     written
 }
 
-/// Drops the record of `target`, if any.
-pub(crate) fn forget(target: &Path) {
-    if let Ok(path) = record_path(target) {
+/// Drops the record of `target` and `what`, if any.
+pub(crate) fn forget(target: &Path, what: &str) {
+    if let Ok(path) = record_path(target, what) {
         let _ = std::fs::remove_file(path);
     }
 }

@@ -197,6 +197,8 @@ pub struct SettingsPlan {
     /// The text before and after.
     pub edit: Edit,
     action: Action,
+    /// What the edit is about (the original's record is kept under it).
+    what: String,
 }
 
 #[derive(Debug, Clone)]
@@ -227,9 +229,20 @@ pub fn plan_install(
     command: &str,
 ) -> Result<SettingsPlan, SettingsError> {
     let edit = install(&file.path, text, agent, command)?;
+    Ok(plan_adding(file, text, pristine::what(agent, false), edit))
+}
+
+/// Plans `edit` (cmdlog's entries added to `file`, whose text is `text`),
+/// remembering the file as it was under `what` on the first install.
+pub(crate) fn plan_adding(
+    file: &SettingsFile,
+    text: &str,
+    what: String,
+    edit: Edit,
+) -> SettingsPlan {
     let record = edit.changed().then(|| {
         let installed = text_hash(&edit.after);
-        match pristine::recall(&file.target, agent) {
+        match pristine::recall(&file.target, &what) {
             // Installed before and untouched since: what came before that stays.
             Some(earlier) if earlier.installed == text_hash(text) => Pristine {
                 installed,
@@ -239,7 +252,7 @@ pub fn plan_install(
                 let exists = std::fs::symlink_metadata(&file.target).is_ok();
                 Pristine {
                     path: file.target.clone(),
-                    agent: agent.name().to_string(),
+                    agent: what.clone(),
                     before: exists.then(|| text.to_string()),
                     made_dirs: pristine::missing_dirs(&file.target),
                     installed,
@@ -247,10 +260,11 @@ pub fn plan_install(
             }
         }
     });
-    Ok(SettingsPlan {
+    SettingsPlan {
         edit,
         action: Action::Install(record),
-    })
+        what,
+    }
 }
 
 /// Plans taking cmdlog's hooks of `agent` out of `file`, whose text is `text`:
@@ -262,21 +276,37 @@ pub fn plan_uninstall(
     agent: AgentKind,
 ) -> Result<SettingsPlan, SettingsError> {
     let removed = uninstall(&file.path, text, agent)?;
-    match pristine::recall(&file.target, agent) {
-        Some(record) if record.installed == text_hash(text) && removed.changed() => {
-            Ok(SettingsPlan {
-                edit: Edit {
-                    before: text.to_string(),
-                    after: record.before.clone().unwrap_or_default(),
-                    events: removed.events,
-                },
-                action: Action::Restore(record),
-            })
-        }
-        _ => Ok(SettingsPlan {
+    Ok(plan_removing(
+        file,
+        text,
+        pristine::what(agent, false),
+        removed,
+    ))
+}
+
+/// Plans taking cmdlog's entries out (`removed`: the syntax tree's way): the
+/// file as it was before the install instead, while it is as cmdlog left it.
+pub(crate) fn plan_removing(
+    file: &SettingsFile,
+    text: &str,
+    what: String,
+    removed: Edit,
+) -> SettingsPlan {
+    match pristine::recall(&file.target, &what) {
+        Some(record) if record.installed == text_hash(text) && removed.changed() => SettingsPlan {
+            edit: Edit {
+                before: text.to_string(),
+                after: record.before.clone().unwrap_or_default(),
+                events: removed.events,
+            },
+            action: Action::Restore(record),
+            what,
+        },
+        _ => SettingsPlan {
             edit: removed,
             action: Action::Remove,
-        }),
+            what,
+        },
     }
 }
 
@@ -295,7 +325,7 @@ pub fn apply_settings(
         }
         Action::Remove => {
             let kept = write_settings(file, &plan.edit)?;
-            pristine::forget(&file.target);
+            pristine::forget(&file.target, &plan.what);
             Ok(kept)
         }
         Action::Restore(record) => {
@@ -312,7 +342,7 @@ pub fn apply_settings(
                 }
                 Some(kept)
             };
-            pristine::forget(&file.target);
+            pristine::forget(&file.target, &plan.what);
             Ok(kept)
         }
     }

@@ -108,6 +108,25 @@ pub(super) async fn logs(
     }
 }
 
+/// `POST /v1/metrics` and `/v1/traces`: taken and not recorded. Gemini CLI and
+/// Qwen Code export all three signals to one endpoint and count a failed
+/// export as an error; cmdlog records the logs only (the metrics are sums of
+/// them, the traces the same calls again).
+pub(super) async fn not_recorded(headers: HeaderMap) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match Encoding::from_content_type(content_type) {
+        Some(encoding) => answer(encoding, StatusCode::OK, otel::response(encoding, 0, "")),
+        None => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "OTLP/HTTP takes application/x-protobuf or application/json\n",
+        )
+            .into_response(),
+    }
+}
+
 fn answer(encoding: Encoding, status: StatusCode, body: Vec<u8>) -> Response {
     (
         status,

@@ -132,6 +132,16 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             post(otlp::logs).layer(DefaultBodyLimit::max(cmdlog_agents::OTLP_BODY_BYTES_MAX)),
         )
         .route(
+            "/v1/metrics",
+            post(otlp::not_recorded)
+                .layer(DefaultBodyLimit::max(cmdlog_agents::OTLP_BODY_BYTES_MAX)),
+        )
+        .route(
+            "/v1/traces",
+            post(otlp::not_recorded)
+                .layer(DefaultBodyLimit::max(cmdlog_agents::OTLP_BODY_BYTES_MAX)),
+        )
+        .route(
             "/hook/{agent}",
             post(hooks::hook).layer(DefaultBodyLimit::max(cmdlog_agents::PAYLOAD_BYTES_MAX)),
         )

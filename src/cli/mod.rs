@@ -21,6 +21,7 @@ pub(crate) mod import_agent;
 pub(crate) mod key;
 pub(crate) mod log;
 pub(crate) mod open;
+pub(crate) mod otel;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prompt;

@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { AGENTS, CMDLOG, cmdlog, events, freePort, installed, kindOf, runAgent, world } from "./harness.mjs";
 import { claudeEnv, fakeAnthropic } from "./fake-anthropic.mjs";
+import { fakeGemini } from "./fake-gemini.mjs";
 
 const SKIP = !CMDLOG ? "CMDLOG_BIN is not set" : !installed() ? "the pinned agents are not installed (npm install --prefix tests/agents-real --no-save)" : false;
 const TOKEN = "otel-suite-token-1234567890";
@@ -151,8 +152,17 @@ test("hooks, telemetry and the transcript of one Claude Code session: one sessio
   Object.assign(w.env, claudeEnv(api.url));
   cmdlog(w, ["hooks", "install", "claude-code"]);
   const d = await daemon(w);
+  // The telemetry set up by cmdlog itself, in the user's settings (the
+  // project's cannot turn it on), then taken out again at the end.
+  const userSettings = "home/.claude/settings.json";
+  w.put(userSettings, '{\n  "env": {\n    "MINE": "kept"\n  }\n}\n');
+  const pristine = w.read(userSettings);
+  cmdlog(w, ["otel", "setup", "claude-code", "--url", d.url], { env: { CMDLOG_TOKEN: TOKEN } });
+  const configured = JSON.parse(w.read(userSettings));
+  assert.equal(configured.env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, `${d.url}/v1/logs`);
+  assert.equal(configured.env.MINE, "kept");
   try {
-    const env = { ...TOOL_RUN.env, ...telemetryEnv(d.url, "http/protobuf") };
+    const env = { ...TOOL_RUN.env };
     const first = await runAgent(w, claude, ["-p", "TOOL:echo three", "--output-format", "json", ...TOOL_RUN.args], { env, timeoutMs: 120_000 });
     assert.equal(first.code, 0, first.stderr);
     // The session's id, as Claude Code printed it (`--output-format json`).
@@ -197,9 +207,62 @@ test("hooks, telemetry and the transcript of one Claude Code session: one sessio
     cmdlog(w, ["import", "--from", "claude-code"]);
     assert.equal(events(w).length, before);
     cmdlog(w, ["verify"]);
+    // The user's settings given back as they were.
+    cmdlog(w, ["otel", "remove", "claude-code"]);
+    assert.equal(w.read(userSettings), pristine);
   } finally {
     await d.stop().catch(() => {});
     await api.close();
+    w.cleanup();
+  }
+});
+
+test("Gemini CLI's telemetry (OTLP/HTTP JSON), set up by cmdlog, lands as its session", { skip: SKIP, timeout: 300_000 }, async () => {
+  const w = world("otel-gemini");
+  const server = await fakeGemini();
+  // The world's user settings, as gemini.test.mjs writes them, without a
+  // `telemetry` of their own; the suite's switch-off taken away.
+  w.put("home/.gemini/settings.json", JSON.stringify({
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+    privacy: { usageStatisticsEnabled: false },
+    ide: { enabled: false },
+    security: { auth: { selectedType: "gemini-api-key" } },
+  }, null, 2));
+  delete w.env.GEMINI_TELEMETRY_ENABLED;
+  const d = await daemon(w);
+  try {
+    cmdlog(w, ["otel", "setup", "gemini", "--url", d.url], { env: { CMDLOG_TOKEN: TOKEN } });
+    const env = {
+      GEMINI_API_KEY: "fake-key-for-loopback",
+      GOOGLE_GEMINI_BASE_URL: server.url,
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+      // Gemini takes no headers from its settings (cmdlog otel setup says so).
+      OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${TOKEN}`,
+    };
+    const res = await runAgent(w, AGENTS.gemini, ["-p", "TOOL:echo gem", "-o", "json", "-m", "gemini-2.5-flash", "--yolo"], { env, timeoutMs: 120_000 });
+    assert.equal(res.code, 0, `${res.stdout}\n${res.stderr.slice(0, 2000)}`);
+    const session = JSON.parse(res.stdout).session_id;
+    const evs = await stopped(w, d);
+    const mine = evs.filter((e) => e.session === session);
+    const telemetry = mine.filter((e) => e.observed?.source === "gemini telemetry");
+    assert.ok(telemetry.length > 0, `no Gemini telemetry in session ${session}:\n${show(evs)}\n${d.stderr()}`);
+    assert.equal(mine.filter((e) => e.type === "session/created").length, 1, show(mine));
+    const prompts = mine.filter((e) => e.type === "session/prompt");
+    assert.deepEqual(prompts.map((p) => p.data.text), ["TOOL:echo gem"], show(mine));
+    const call = mine.find((e) => kindOf(e) === "session/update:tool_call");
+    assert.ok(call, show(mine));
+    assert.equal(call.data.rawInput?.command, "echo gem", JSON.stringify(call.data));
+    const result = mine.find((e) => kindOf(e) === "session/update:tool_call_update");
+    assert.equal(result?.data.status, "completed", show(mine));
+    const requests = mine.filter((e) => e.type === "agent/model_request");
+    assert.ok(requests.length >= 2, show(mine));
+    assert.ok(requests.every((r) => typeof r.data.input_tokens === "number"), show(requests));
+    cmdlog(w, ["verify"]);
+    cmdlog(w, ["otel", "remove", "gemini"]);
+    assert.ok(!w.read("home/.gemini/settings.json").includes("telemetry"));
+  } finally {
+    await d.stop().catch(() => {});
+    await server.close();
     w.cleanup();
   }
 });

@@ -312,3 +312,105 @@ fn hooks_status_says_where_they_are_and_when_a_payload_last_came() {
         "headless and interactive trust explained: {again}"
     );
 }
+
+#[test]
+fn otel_setup_points_each_agent_at_the_daemon_and_remove_gives_the_file_back() {
+    let w = Workspace::new();
+    // Claude Code: the user's settings (its project settings cannot turn
+    // telemetry on), a file of the user's kept byte for byte.
+    let original = "{\n  \"model\": \"opus\",\n  \"env\": {\n    \"MINE\": \"1\"\n  }\n}\n";
+    w.put("~/.claude/settings.json", original);
+    let path = w.path("~/.claude/settings.json");
+    let o = w.run(&["otel", "setup", "claude-code", "--scope", "project"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--scope user"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dry = w.ok(&[
+        "otel",
+        "setup",
+        "claude-code",
+        "--url",
+        "http://127.0.0.1:4999",
+        "--dry-run",
+    ]);
+    assert!(
+        dry.contains("+    \"OTEL_LOGS_EXPORTER\": \"otlp\""),
+        "{dry}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    let out = w
+        .cmd(&[
+            "otel",
+            "setup",
+            "claude-code",
+            "--url",
+            "http://127.0.0.1:4999",
+        ])
+        .env("CMDLOG_TOKEN", "sekrit-token")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !shown.contains("sekrit-token"),
+        "the token is not shown: {shown}"
+    );
+    let set: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        set["env"]["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"],
+        "http://127.0.0.1:4999/v1/logs"
+    );
+    assert_eq!(
+        set["env"]["OTEL_EXPORTER_OTLP_LOGS_HEADERS"],
+        "Authorization=Bearer sekrit-token"
+    );
+    // Set already: nothing to do.
+    assert!(
+        w.ok(&[
+            "otel",
+            "setup",
+            "claude-code",
+            "--url",
+            "http://127.0.0.1:4999"
+        ])
+        .contains("nothing to do")
+    );
+    w.ok(&["otel", "remove", "claude-code"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+
+    // Hooks and telemetry in one file: each taken out on its own.
+    w.ok(&["hooks", "install", "claude-code", "--scope", "user"]);
+    w.ok(&["otel", "setup", "claude-code"]);
+    w.ok(&["hooks", "uninstall", "claude-code", "--scope", "user"]);
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(left.get("hooks").is_none(), "{left}");
+    assert_eq!(left["env"]["OTEL_LOGS_EXPORTER"], "otlp");
+    w.ok(&["otel", "remove", "claude-code"]);
+    let back: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(back, serde_json::from_str::<Value>(original).unwrap());
+
+    // A token never goes into a project's settings.
+    let o = w
+        .cmd(&["otel", "setup", "qwen", "--scope", "project"])
+        .env("CMDLOG_TOKEN", "t")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // Codex: an [otel] table appended to a config of the user's, then taken out.
+    let config = "model = \"gpt-5\"\n";
+    w.put("~/.codex/config.toml", config);
+    w.ok(&["otel", "setup", "codex"]);
+    let toml = std::fs::read_to_string(w.path("~/.codex/config.toml")).unwrap();
+    assert!(
+        toml.contains("[otel]") && toml.starts_with(config),
+        "{toml}"
+    );
+    w.ok(&["otel", "remove", "codex"]);
+    assert_eq!(
+        std::fs::read_to_string(w.path("~/.codex/config.toml")).unwrap(),
+        config
+    );
+}

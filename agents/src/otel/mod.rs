@@ -13,6 +13,7 @@
 //!   hash: a request sent again (an exporter's retry) adds nothing.
 
 mod map;
+mod setup;
 mod wire;
 
 use std::collections::HashSet;
@@ -24,6 +25,7 @@ use prost::Message;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use setup::{Exporter, plan_remove, plan_setup, remove, setup, telemetry_settings_path};
 pub use wire::{Encoding, OtlpError, decode, response, status};
 
 use crate::append::Batch;

@@ -1,0 +1,172 @@
+//! `cmdlog otel setup|remove <agent>`: the settings that point an agent's
+//! OpenTelemetry logs at `cmdlog serve` (`cmdlog_agents::otel` makes the edit).
+//! It shows the diff, keeps the file as it was in the private state folder, and
+//! with `--dry-run` only shows — as `hooks install` does.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::open::home;
+use super::{CliError, Paths, VerbResult};
+use crate::render;
+use cmdlog_agents::otel::Exporter;
+use cmdlog_agents::{AgentKind, Scope};
+
+#[derive(Args, Debug)]
+pub(crate) struct OtelArgs {
+    #[command(subcommand)]
+    action: OtelAction,
+}
+
+#[derive(Subcommand, Debug)]
+enum OtelAction {
+    /// Point the agent's telemetry (OpenTelemetry logs) at `cmdlog serve`
+    Setup(Target),
+    /// Take cmdlog's telemetry settings out again
+    Remove(Target),
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// claude-code, codex, gemini or qwen
+    agent: String,
+    /// The user's settings (every project; the default: an endpoint and a
+    /// token do not belong in a repository) or the project's (Gemini CLI and
+    /// Qwen Code only)
+    #[arg(long, value_enum, default_value = "user")]
+    scope: ScopeArg,
+    /// The daemon's URL (default: the running daemon of this workspace, else
+    /// http://127.0.0.1:4170, `cmdlog serve`'s default)
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The daemon's token, sent as a bearer header by the agent
+    #[arg(long, env = "CMDLOG_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Show the change without writing it
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    Project,
+    User,
+}
+
+fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
+    match e {
+        cmdlog_agents::SettingsError::Io { .. } => CliError::io(e.to_string()),
+        e => CliError::usage(e.to_string()),
+    }
+}
+
+pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
+    let (target, adding) = match args.action {
+        OtelAction::Setup(t) => (t, true),
+        OtelAction::Remove(t) => (t, false),
+    };
+    let agent = AgentKind::parse(&target.agent).map_err(|e| CliError::usage(e.to_string()))?;
+    let scope = match target.scope {
+        ScopeArg::Project => Scope::Project,
+        ScopeArg::User => Scope::User,
+    };
+    let url = match target.url {
+        Some(url) => url,
+        None => cmdlog_agents::DaemonFile::read(&paths.log)
+            .map(|d| d.url)
+            .unwrap_or_else(|| "http://127.0.0.1:4170".to_string()),
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(CliError::usage(format!(
+            "--url {url:?}: give the daemon's http:// or https:// URL"
+        )));
+    }
+    let exporter = Exporter {
+        url,
+        token: target.token.filter(|t| !t.trim().is_empty()),
+    };
+    if adding && exporter.token.is_some() && scope == Scope::Project {
+        return Err(CliError::usage(
+            "refusing to write the daemon's token into a project's settings (a repository is shared): use --scope user",
+        ));
+    }
+    let home = home()?;
+    let path = cmdlog_agents::otel::telemetry_settings_path(agent, scope, &paths.workspace, &home)
+        .map_err(CliError::usage)?;
+    let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
+    let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
+    let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
+    let plan = if adding {
+        cmdlog_agents::otel::plan_setup(&file, &before, agent, &exporter)
+    } else {
+        cmdlog_agents::otel::plan_remove(&file, &before, agent, &exporter)
+    }
+    .map_err(settings_failure)?;
+    let edit = &plan.edit;
+    let mut out = render::Human::stdout(false);
+    if !edit.changed() {
+        writeln!(
+            out,
+            "{}: nothing to do ({} {})",
+            path.display(),
+            agent.name(),
+            if adding {
+                "telemetry already points at the daemon"
+            } else {
+                "has no telemetry settings of cmdlog's"
+            }
+        )?;
+        return Ok(0);
+    }
+    let label = path.display().to_string();
+    // The token is the daemon's secret: not shown in the diff.
+    let hide = |text: &str| match &exporter.token {
+        Some(t) => text.replace(t.as_str(), "***"),
+        None => text.to_string(),
+    };
+    let (shown_before, shown_after) = (hide(&edit.before), hide(&edit.after));
+    let diff = similar::TextDiff::from_lines(shown_before.as_str(), shown_after.as_str())
+        .unified_diff()
+        .context_radius(2)
+        .header(&label, &label)
+        .to_string();
+    write!(out, "{diff}")?;
+    if target.dry_run {
+        writeln!(out, "(dry run: nothing written)")?;
+        return Ok(0);
+    }
+    let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
+    writeln!(
+        out,
+        "{} {} in {}",
+        if adding { "set" } else { "removed" },
+        edit.events.join(", "),
+        path.display()
+    )?;
+    if plan.removes_file() {
+        writeln!(
+            out,
+            "removed {}: there was no such file before cmdlog's setup",
+            path.display()
+        )?;
+    }
+    if let Some(kept) = kept {
+        writeln!(out, "the file as it was is kept in {}", kept.display())?;
+    }
+    if adding {
+        if let (Some(_), AgentKind::Gemini | AgentKind::Qwen) = (&exporter.token, agent) {
+            writeln!(
+                out,
+                "{} takes no headers from its settings: set OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer $CMDLOG_TOKEN\" in its environment",
+                agent.display_name()
+            )?;
+        }
+        writeln!(
+            out,
+            "the agent sends its telemetry to {}/v1/logs while `cmdlog serve` runs there (it batches events every few seconds, and at exit)",
+            exporter.url.trim_end_matches('/')
+        )?;
+    }
+    Ok(0)
+}
