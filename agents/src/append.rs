@@ -121,11 +121,13 @@ impl Batch {
     /// Folds each event that states a fact its session already holds into an
     /// `agent/observed` of the event that stated it (`facts.rs`); with
     /// `source`, also leaves out the events whose `observed.key` that source
-    /// delivered before. Returns how many were left out, and how many folded.
+    /// delivered before. `cache` keeps what the sessions state between calls.
+    /// Returns how many were left out, and how many folded.
     pub(crate) fn fold_facts(
         &mut self,
         log: &Log,
         source: Option<&str>,
+        cache: &mut crate::facts::FactCache,
     ) -> Result<(usize, usize), ReadError> {
         if !crate::facts::states_facts(&self.events) && source.is_none() {
             return Ok((0, 0));
@@ -135,15 +137,15 @@ impl Batch {
             if !log.has_stream(&session)? {
                 continue;
             }
-            let facts = crate::facts::Facts::read(log, &session, source)?;
-            if source.is_some() {
+            let facts = cache.facts(log, &session)?;
+            if let Some(source) = source {
                 left_out += self.retain(|p| {
                     p.session.as_deref() != Some(session.as_str())
                         || !p
                             .observed
                             .as_ref()
                             .and_then(|o| o.key.as_deref())
-                            .is_some_and(|k| facts.delivered(k))
+                            .is_some_and(|k| facts.delivered(source, k))
                 });
             }
             folded += facts.fold_into(&session, &mut self.events);

@@ -13,23 +13,63 @@ use cmdlog_engine::{AgentObserved, EventData, Observed, Seq};
 use cmdlog_store::{Log, ReadError};
 use serde_json::{Map, Value};
 
+use crate::limits::FACT_CACHE_SESSIONS;
 use crate::plan::{Planned, PlannedData};
 
-/// What a session already states, by fact, and which keys each source already
-/// delivered (a telemetry request sent again, an item imported before).
+/// What a session already states, by fact, and which keys the sources asked
+/// for already delivered (a telemetry request sent again, an item imported
+/// before). Read once, then brought up to date with the records appended
+/// since ([`Facts::refresh`]).
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    /// fact → the seq of the event that stated it first, and its data's fields.
-    known: HashMap<String, (Seq, Map<String, Value>)>,
-    /// `observed.key`s of the sources asked for.
-    keys: HashSet<String>,
+    /// fact → the seq of the event that stated it first, and its data's
+    /// top-level field names.
+    known: HashMap<String, (Seq, Vec<String>)>,
+    /// source → the `observed.key`s it delivered, for the sources wanted.
+    keys: HashMap<String, HashSet<String>>,
+    wanted: Keys,
+    /// The last record of the session read.
+    through: Seq,
+}
+
+/// Whose delivered keys a [`Facts`] keeps.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) enum Keys {
+    /// None.
+    #[default]
+    None,
+    /// One source's (`claude-code transcript`).
+    Of(String),
+    /// Every telemetry source's: what a daemon needs to know a retry.
+    Telemetry,
+}
+
+impl Keys {
+    fn wants(&self, source: &str) -> bool {
+        match self {
+            Keys::None => false,
+            Keys::Of(s) => s == source,
+            Keys::Telemetry => source.ends_with(" telemetry"),
+        }
+    }
 }
 
 impl Facts {
     /// Reads what `session` holds: every event's fact, and the keys delivered
-    /// by `source` (when given). One pass over the session's records, decoding
-    /// only their `observed` (and the data of the events that state a fact).
-    pub(crate) fn read(log: &Log, session: &str, source: Option<&str>) -> Result<Facts, ReadError> {
+    /// by the sources `wanted`. One pass over the session's records, decoding
+    /// only their `observed` (and the field names of the events that state a
+    /// fact).
+    pub(crate) fn read(log: &Log, session: &str, wanted: Keys) -> Result<Facts, ReadError> {
+        let mut facts = Facts {
+            wanted,
+            ..Facts::default()
+        };
+        facts.refresh(log, session)?;
+        Ok(facts)
+    }
+
+    /// Reads the records of `session` appended since the last read.
+    pub(crate) fn refresh(&mut self, log: &Log, session: &str) -> Result<(), ReadError> {
         #[derive(serde::Deserialize)]
         struct Probe<'a> {
             #[serde(default)]
@@ -39,43 +79,49 @@ impl Facts {
             #[serde(borrow)]
             data: Option<&'a serde_json::value::RawValue>,
         }
-        let mut facts = Facts::default();
-        for record in log.stream(session, 0)? {
+        for record in log.stream(session, self.through)? {
+            self.through = self.through.max(record.seq);
             let Ok(probe) = serde_json::from_slice::<Probe>(&record.bytes) else {
                 continue;
             };
             let Some(observed) = probe.observed else {
                 continue;
             };
-            if let (Some(source), Some(key)) = (source, &observed.key)
-                && observed.source == source
+            if let Some(key) = &observed.key
+                && self.wanted.wants(&observed.source)
             {
-                facts.keys.insert(key.clone());
+                self.keys
+                    .entry(observed.source.clone())
+                    .or_default()
+                    .insert(key.clone());
             }
             if probe.type_name == "agent/observed" {
                 continue;
             }
             if let Some(fact) = observed.fact
-                && !facts.known.contains_key(&fact)
+                && !self.known.contains_key(&fact)
             {
                 let fields = probe
                     .data
-                    .and_then(|d| serde_json::from_str::<Map<String, Value>>(d.get()).ok())
+                    .and_then(|d| {
+                        serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(d.get()).ok()
+                    })
+                    .map(|m| m.into_keys().collect())
                     .unwrap_or_default();
-                facts.known.insert(fact, (record.seq, fields));
+                self.known.insert(fact, (record.seq, fields));
             }
         }
-        Ok(facts)
+        Ok(())
     }
 
-    /// Whether the source asked for in [`Facts::read`] delivered `key` before.
-    pub(crate) fn delivered(&self, key: &str) -> bool {
-        self.keys.contains(key)
+    /// Whether `source` delivered `key` before (a source wanted when read).
+    pub(crate) fn delivered(&self, source: &str, key: &str) -> bool {
+        self.keys.get(source).is_some_and(|k| k.contains(key))
     }
 
-    /// The keys the source delivered, taken out.
-    pub(crate) fn take_keys(&mut self) -> HashSet<String> {
-        std::mem::take(&mut self.keys)
+    /// The keys `source` delivered, taken out.
+    pub(crate) fn take_keys(&mut self, source: &str) -> HashSet<String> {
+        self.keys.remove(source).unwrap_or_default()
     }
 
     /// Each planned event in `session` that states a fact the session already
@@ -123,7 +169,7 @@ impl Facts {
             };
             let adds = data_fields(&p.data)
                 .into_iter()
-                .filter(|(k, v)| !first.contains_key(k) && !v.is_null())
+                .filter(|(k, v)| !first.contains(k) && !v.is_null())
                 .collect();
             let is_run = matches!(p.data, PlannedData::Ready(EventData::CommandRun(_)));
             let p = &mut events[i];
@@ -140,6 +186,67 @@ impl Facts {
             folded += 1;
         }
         folded
+    }
+}
+
+/// The facts of the sessions one writer appends to (the daemon: hooks and
+/// telemetry of many sessions), kept between its appends and brought up to
+/// date from the log before each use: each delivery reads only what was
+/// appended since the last, not its whole session again.
+#[derive(Debug, Default)]
+pub struct FactCache {
+    sessions: HashMap<String, Facts>,
+    /// Sessions by last use, oldest first (at most [`FACT_CACHE_SESSIONS`]).
+    order: std::collections::VecDeque<String>,
+    /// Only a session's last records are read, at most this many (a short
+    /// process that appends one payload: `cmdlog hook`).
+    window: Option<usize>,
+}
+
+impl FactCache {
+    /// A cache for one delivery that reads only each session's last `records`
+    /// (`cmdlog hook` without a daemon: what its session's hooks stated last;
+    /// the telemetry, which needs a daemon, is not there to fold against).
+    pub(crate) fn recent(records: usize) -> FactCache {
+        FactCache {
+            window: Some(records),
+            ..FactCache::default()
+        }
+    }
+
+    /// What `session` states, up to date with the log.
+    pub(crate) fn facts(&mut self, log: &Log, session: &str) -> Result<&Facts, ReadError> {
+        if let Some(i) = self.order.iter().position(|s| s == session) {
+            let s = self.order.remove(i).expect("found above");
+            self.order.push_back(s);
+        } else {
+            self.order.push_back(session.to_string());
+            if self.order.len() > FACT_CACHE_SESSIONS
+                && let Some(old) = self.order.pop_front()
+            {
+                self.sessions.remove(&old);
+            }
+        }
+        if !self.sessions.contains_key(session) {
+            let through = match self.window {
+                Some(records) => {
+                    let seqs = log.stream_seqs(session, 0)?;
+                    seqs.len().checked_sub(records + 1).map_or(0, |i| seqs[i])
+                }
+                None => 0,
+            };
+            self.sessions.insert(
+                session.to_string(),
+                Facts {
+                    wanted: Keys::Telemetry,
+                    through,
+                    ..Facts::default()
+                },
+            );
+        }
+        let facts = self.sessions.get_mut(session).expect("inserted above");
+        facts.refresh(log, session)?;
+        Ok(facts)
     }
 }
 

@@ -50,6 +50,7 @@ mod updates;
 pub use append::Batch;
 pub use daemon::DaemonFile;
 pub use deliver::{HookTarget, RecentDeliveries, deliver, discovery_for, drain, hook_target};
+pub use facts::FactCache;
 pub use headless::hook_mode;
 pub use install::{
     Edit, Scope, SettingsError, events, hook_command, install, settings_path, settings_roots,
@@ -58,7 +59,7 @@ pub use install::{
 pub use kind::{AgentKind, UnknownAgent};
 pub use limits::{HOOK_WAIT, OTLP_BODY_BYTES_MAX, PAYLOAD_BYTES_MAX};
 pub use payload::read_payload;
-pub use record::{AppendBatchError, append_to, batch_for};
+pub use record::{AppendBatchError, append_to, append_with, batch_for};
 pub use release::{hook_release, installed_releases};
 pub use settings_file::{
     SettingsFile, SettingsPlan, apply_settings, locate_settings, plan_install, plan_uninstall,

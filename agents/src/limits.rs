@@ -40,6 +40,12 @@ pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;
 /// decompressed: an agent's exporter sends batches of 512 records at most by
 /// default, a few hundred kilobytes.
 pub const OTLP_BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Sessions whose facts a daemon keeps between deliveries (the least recently
+/// used one is read again from the log when it comes back).
+pub(crate) const FACT_CACHE_SESSIONS: usize = 256;
+/// A session's last records a hook appending without a daemon reads for the
+/// facts they state (with a daemon, its cache knows the whole session).
+pub(crate) const HOOK_FACTS_LOOK_BACK: usize = 1024;
 /// Import appends submitted but not yet acknowledged, at most.
 pub(crate) const IMPORT_IN_FLIGHT_MAX: usize = 4;
 

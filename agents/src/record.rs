@@ -7,6 +7,7 @@ use cmdlog_engine::{AgentEvent, Discovery, EventData, Mode, Observed};
 use cmdlog_store::{AppendError, BlobError, Log, ReadError, Receipt};
 
 use crate::append::Batch;
+use crate::facts::FactCache;
 use crate::kind::AgentKind;
 use crate::payload;
 use crate::plan::{Planned, PlannedData};
@@ -128,15 +129,32 @@ pub fn batch_for(
     batch
 }
 
-/// Appends `batch` to `log` (blocking): its blobs first (a failure after them
+/// Appends `batch` to `log` (blocking), folding the facts its session's last
+/// records state already (`facts.rs`): its blobs first (a failure after them
 /// leaves only blobs no event names, which gc collects), then its events in one
 /// atomic append, starting the sessions it names that the log has not seen.
-pub fn append_to(log: &Log, mut batch: Batch, at: u64) -> Result<Receipt, AppendBatchError> {
+pub fn append_to(log: &Log, batch: Batch, at: u64) -> Result<Receipt, AppendBatchError> {
+    append_with(
+        log,
+        batch,
+        at,
+        &mut FactCache::recent(crate::limits::HOOK_FACTS_LOOK_BACK),
+    )
+}
+
+/// [`append_to`], for a writer that appends many payloads (the daemon):
+/// `cache` keeps what their sessions state between calls.
+pub fn append_with(
+    log: &Log,
+    mut batch: Batch,
+    at: u64,
+    cache: &mut FactCache,
+) -> Result<Receipt, AppendBatchError> {
     for blob in std::mem::take(&mut batch.blobs) {
         log.put_blob(blob)?;
     }
     batch.tie(log)?;
-    batch.fold_facts(log, None)?;
+    batch.fold_facts(log, None, cache)?;
     batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
     Ok(batch.append(log, at)?)
 }

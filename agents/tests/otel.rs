@@ -65,7 +65,14 @@ fn claude_request(records: &[Record<'_>]) -> Vec<u8> {
 
 fn ingest(log: &Log, body: &[u8], redact: bool) -> otel::Ingested {
     let request = otel::decode(otel::Encoding::Json, None, body).unwrap();
-    otel::ingest(log, &request, redact, 1_790_000_100_000).unwrap()
+    otel::ingest(
+        log,
+        &request,
+        redact,
+        1_790_000_100_000,
+        &mut Default::default(),
+    )
+    .unwrap()
 }
 
 fn hook(log: &Log, payload: Value) {

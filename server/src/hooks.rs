@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::state::{ApiError, AppState};
 use cmdlog_agents::{
-    AgentKind, RecentDeliveries, Spill, append_to, batch_for, discovery_for, drain,
+    AgentKind, RecentDeliveries, Spill, append_with, batch_for, discovery_for, drain,
 };
 
 #[derive(Deserialize)]
@@ -76,6 +76,7 @@ pub(super) async fn hook(
         .and_then(cmdlog_engine::Mode::parse)
         .filter(|m| *m != cmdlog_engine::Mode::Acp);
     let mut known = recent.take();
+    let facts = std::sync::Arc::clone(&state.facts);
     let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
         drain(&log, &Spill::for_log(log.path()), &discovery, &mut known);
@@ -94,7 +95,12 @@ pub(super) async fn hook(
             mode,
             discovery,
         );
-        let receipt = append_to(&log, batch, at);
+        let receipt = append_with(
+            &log,
+            batch,
+            at,
+            &mut facts.lock().unwrap_or_else(|p| p.into_inner()),
+        );
         if receipt.is_ok()
             && let Some(d) = &delivery
         {

@@ -86,12 +86,22 @@ pub(super) async fn logs(
         }
     };
     let redact = state.redact;
-    let at = cmdlog_common::time::now_ms();
+    // Mapped before the lock: requests are read in parallel, appended in turn.
+    let telemetry =
+        match tokio::task::spawn_blocking(move || otel::Telemetry::read(&request, redact)).await {
+            Ok(t) => t,
+            Err(e) => return unavailable(format!("not recorded: {e}")),
+        };
     // One delivery at a time, hooks included: a session's first events create
     // it once, and a fact is folded against what the others appended.
     let _serial = state.hooks.lock().await;
-    let ingested =
-        tokio::task::spawn_blocking(move || otel::ingest(&log, &request, redact, at)).await;
+    let at = cmdlog_common::time::now_ms();
+    let facts = Arc::clone(&state.facts);
+    let ingested = tokio::task::spawn_blocking(move || {
+        let mut facts = facts.lock().unwrap_or_else(|p| p.into_inner());
+        telemetry.append(&log, at, &mut facts)
+    })
+    .await;
     match ingested {
         Ok(Ok(report)) => answer(
             encoding,

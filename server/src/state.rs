@@ -100,6 +100,9 @@ pub(crate) struct AppState {
     pub transparency: Option<Transparency>,
     /// Secrets are replaced in the agents' telemetry before it is recorded.
     pub redact: bool,
+    /// What the agents' sessions state, kept between hook and telemetry
+    /// deliveries (taken under `hooks`).
+    pub facts: Arc<std::sync::Mutex<cmdlog_agents::FactCache>>,
 }
 
 /// An execution's entry in [`AppState::running`], removed when it is dropped: once
@@ -153,6 +156,7 @@ impl AppState {
             daemon,
             transparency,
             redact,
+            facts: Arc::default(),
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),

@@ -42,14 +42,23 @@ struct Target {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum ScopeArg {
+pub(super) enum ScopeArg {
     Project,
     User,
 }
 
+impl ScopeArg {
+    pub(super) fn scope(self) -> Scope {
+        match self {
+            ScopeArg::Project => Scope::Project,
+            ScopeArg::User => Scope::User,
+        }
+    }
+}
+
 /// A settings file cmdlog will not edit is a usage error (exit 2: fix the file or
 /// the link); one it could not read or write is an I/O error.
-fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
+pub(super) fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
     match e {
         cmdlog_agents::SettingsError::Io { .. } => CliError::io(e.to_string()),
         e => CliError::usage(e.to_string()),
@@ -63,10 +72,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs, json: bool) -> VerbResult {
         HooksAction::Status => return status(paths, json),
     };
     let agent = AgentKind::parse(&target.agent).map_err(|e| CliError::usage(e.to_string()))?;
-    let scope = match target.scope {
-        ScopeArg::Project => Scope::Project,
-        ScopeArg::User => Scope::User,
-    };
+    let scope = target.scope.scope();
     let home = home()?;
     let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home);
     let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);

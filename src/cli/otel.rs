@@ -5,8 +5,9 @@
 
 use std::io::Write;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
+use super::hooks::{ScopeArg, settings_failure};
 use super::open::home;
 use super::{CliError, Paths, VerbResult};
 use crate::render;
@@ -48,29 +49,13 @@ struct Target {
     dry_run: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ScopeArg {
-    Project,
-    User,
-}
-
-fn settings_failure(e: cmdlog_agents::SettingsError) -> CliError {
-    match e {
-        cmdlog_agents::SettingsError::Io { .. } => CliError::io(e.to_string()),
-        e => CliError::usage(e.to_string()),
-    }
-}
-
 pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
     let (target, adding) = match args.action {
         OtelAction::Setup(t) => (t, true),
         OtelAction::Remove(t) => (t, false),
     };
     let agent = AgentKind::parse(&target.agent).map_err(|e| CliError::usage(e.to_string()))?;
-    let scope = match target.scope {
-        ScopeArg::Project => Scope::Project,
-        ScopeArg::User => Scope::User,
-    };
+    let scope = target.scope.scope();
     let url = match target.url {
         Some(url) => url,
         None => cmdlog_agents::DaemonFile::read(&paths.log)

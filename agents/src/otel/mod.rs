@@ -29,6 +29,7 @@ pub use setup::{Exporter, plan_remove, plan_setup, remove, setup, telemetry_sett
 pub use wire::{Encoding, OtlpError, decode, response, status};
 
 use crate::append::Batch;
+use crate::facts::FactCache;
 use crate::kind::{AgentKind, session_key};
 use crate::plan::Planned;
 use crate::record::AppendBatchError;
@@ -55,13 +56,61 @@ pub struct Ingested {
 
 /// Appends what `request`'s records mean to `log` (blocking), `at` the time of
 /// the append; with `redact`, secrets in their attributes are replaced first
-/// (the vendors' own flags do not hold: `docs/agents.md`).
+/// (the vendors' own flags do not hold: `docs/agents.md`). `cache` keeps what
+/// the sessions state between requests (a fresh one reads each session whole).
 pub fn ingest(
     log: &Log,
     request: &ExportLogsServiceRequest,
     redact: bool,
     at: u64,
+    cache: &mut FactCache,
 ) -> Result<Ingested, AppendBatchError> {
+    Telemetry::read(request, redact).append(log, at, cache)
+}
+
+/// A request's records as the events they mean, before they meet the log:
+/// made without it (a daemon maps requests in parallel, and appends them one
+/// at a time).
+#[derive(Debug)]
+pub struct Telemetry {
+    batches: Vec<(AgentKind, Batch, cmdlog_replay::Redaction)>,
+    report: Ingested,
+}
+
+impl Telemetry {
+    /// Maps `request`'s records (`map.rs`), redacting them with `redact`.
+    pub fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
+        read(request, redact)
+    }
+
+    /// Appends them to `log` (blocking): records sent before left out, facts
+    /// the sessions hold folded into them, the sessions started.
+    pub fn append(
+        self,
+        log: &Log,
+        at: u64,
+        cache: &mut FactCache,
+    ) -> Result<Ingested, AppendBatchError> {
+        let Telemetry {
+            batches,
+            mut report,
+        } = self;
+        for (agent, mut batch, found) in batches {
+            let source = format!("{} telemetry", agent.name());
+            let (left_out, folded) = batch.fold_facts(log, Some(&source), cache)?;
+            report.duplicates += left_out as u64;
+            report.observed += folded as u64;
+            batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
+            batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
+            report.redacted += found.count;
+            report.events += batch.events.len() as u64;
+            batch.append(log, at)?;
+        }
+        Ok(report)
+    }
+}
+
+fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
     let mut report = Ingested::default();
     let mut no_agent = 0u64;
     let mut no_session = 0u64;
@@ -142,18 +191,7 @@ pub fn ingest(
     .flatten()
     .collect::<Vec<_>>()
     .join("; ");
-    for (agent, mut batch, found) in batches {
-        let source = format!("{} telemetry", agent.name());
-        let (left_out, folded) = batch.fold_facts(log, Some(&source))?;
-        report.duplicates += left_out as u64;
-        report.observed += folded as u64;
-        batch.create_sessions(|s| log.has_stream(s).map(|seen| !seen))?;
-        batch.note_redaction(&source, found.count, found.kinds.into_iter().collect());
-        report.redacted += found.count;
-        report.events += batch.events.len() as u64;
-        batch.append(log, at)?;
-    }
-    Ok(report)
+    Telemetry { batches, report }
 }
 
 /// What identifies a record among the ones its agent sent: its

@@ -11,7 +11,7 @@ use super::batches::{batches, session_of};
 use super::checkpoint::{Checkpoints, hash};
 use super::files::{files, parse};
 use super::transcript::Transcript;
-use crate::facts::Facts;
+use crate::facts::{Facts, Keys};
 use crate::kind::AgentKind;
 use crate::plan::PlannedData;
 
@@ -122,11 +122,11 @@ pub fn import(
         let session = session_of(agent, &file, &transcript).unwrap_or_default();
         if !seen_by_session.contains_key(&session) {
             let mut facts = if log.has_stream(&session)? {
-                Facts::read(log, &session, Some(&source))?
+                Facts::read(log, &session, Keys::Of(source.clone()))?
             } else {
                 Facts::default()
             };
-            seen_by_session.insert(session.clone(), facts.take_keys());
+            seen_by_session.insert(session.clone(), facts.take_keys(&source));
             facts_by_session.insert(session.clone(), facts);
         }
         let seen = seen_by_session.get_mut(&session).expect("inserted above");

@@ -1,0 +1,233 @@
+//! OTLP ingest beside plain protobuf decoding of the same requests, in one run
+//! (`cargo bench --bench otel`): Claude Code's telemetry as its exporter sends
+//! it (batches of up to 512 log records: prompts, tool decisions and results,
+//! model requests, hook timings), decoded only, and ingested (decoded, mapped,
+//! folded against what the session holds, appended durably to a redb log).
+//! Events per second each, alternating rounds, and the ratio. Bar: ≥ 0.5×.
+//!
+//! `CMDLOG_OTEL_REQUESTS` (default 200) requests of `CMDLOG_OTEL_BATCH`
+//! (default 512) records, over 8 sessions.
+
+use std::time::Instant;
+
+use cmdlog_agents::otel;
+use cmdlog_store::{Log, LogConfig};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn s(key: &str, value: impl Into<String>) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        ..Default::default()
+    }
+}
+
+fn i(key: &str, value: i64) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::IntValue(value)),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The `n`th record of a session: the mix a Claude Code turn sends.
+fn record(session: &str, n: i64) -> LogRecord {
+    let prompt = format!("prompt-{}", n / 10);
+    let call = format!("toolu_{n:08}");
+    let (name, mut attrs) = match n % 10 {
+        0 => (
+            "user_prompt",
+            vec![
+                s("prompt", "refactor the parser and run the tests"),
+                s("prompt_length", "37"),
+            ],
+        ),
+        1 | 5 => (
+            "tool_decision",
+            vec![
+                s("tool_name", "Bash"),
+                s("tool_use_id", call),
+                s("decision", "accept"),
+                s("source", "config"),
+            ],
+        ),
+        2 | 6 => (
+            "tool_result",
+            vec![
+                s("tool_name", "Bash"),
+                s("tool_use_id", format!("toolu_{:08}", n - 1)),
+                s("success", "true"),
+                s("duration_ms", "41"),
+                s(
+                    "tool_input",
+                    r#"{"command":"cargo test -p parser","description":"Run the tests"}"#,
+                ),
+            ],
+        ),
+        3 | 7 => (
+            "api_request",
+            vec![
+                s("model", "claude-opus-5-5"),
+                i("input_tokens", 12_000),
+                i("output_tokens", 600),
+                i("cache_read_tokens", 10_000),
+                i("duration_ms", 2_100),
+                s("request_id", format!("req_{n}")),
+            ],
+        ),
+        _ => (
+            "hook_execution_complete",
+            vec![
+                s("hook_event", "PostToolUse"),
+                s("num_hooks", "1"),
+                s("duration_ms", "9"),
+            ],
+        ),
+    };
+    attrs.extend([
+        s("event.name", name),
+        s("event.timestamp", "2026-12-02T10:00:00.000Z"),
+        i("event.sequence", n),
+        s("session.id", session),
+        s("prompt.id", prompt),
+        s(
+            "user.id",
+            "716a1ba286f6b036fa105b189391e9e7aeaa59b149ed429c463c309346074131",
+        ),
+        s("terminal.type", "xterm-256color"),
+    ]);
+    LogRecord {
+        time_unix_nano: 1_796_000_000_000_000_000 + n as u64 * 1_000_000,
+        observed_time_unix_nano: 1_796_000_000_000_000_000 + n as u64 * 1_000_000,
+        body: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(format!("claude_code.{name}"))),
+        }),
+        attributes: attrs,
+        ..Default::default()
+    }
+}
+
+fn requests(count: usize, batch: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|r| {
+            let session = format!("5b0e3c7d-0000-4111-8222-9333444455{:02}", r % 8);
+            let first = (r / 8 * batch) as i64;
+            ExportLogsServiceRequest {
+                resource_logs: vec![ResourceLogs {
+                    resource: Some(Resource {
+                        attributes: vec![
+                            s("service.name", "claude-code"),
+                            s("service.version", "2.1.332"),
+                        ],
+                        ..Default::default()
+                    }),
+                    scope_logs: vec![ScopeLogs {
+                        log_records: (0..batch as i64)
+                            .map(|k| record(&session, first + k))
+                            .collect(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+fn decode_only(bodies: &[Vec<u8>]) -> (usize, f64) {
+    let started = Instant::now();
+    let mut records = 0;
+    for body in bodies {
+        let request = otel::decode(otel::Encoding::Protobuf, None, body).unwrap();
+        records += otel::records(&request);
+    }
+    (records, started.elapsed().as_secs_f64())
+}
+
+fn ingest(bodies: &[Vec<u8>]) -> (usize, f64) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let config = if std::env::var_os("CMDLOG_OTEL_BUFFERED").is_some() {
+        LogConfig {
+            durability: cmdlog_store::Durability::Buffered,
+            ..LogConfig::default()
+        }
+    } else {
+        LogConfig::default()
+    };
+    let log = Log::open(dir.path().join("log.redb"), config).unwrap();
+    let started = Instant::now();
+    let mut records = 0;
+    // The daemon's: what each session states, kept between requests.
+    let mut cache = cmdlog_agents::FactCache::default();
+    for body in bodies {
+        let request = otel::decode(otel::Encoding::Protobuf, None, body).unwrap();
+        let report = otel::ingest(&log, &request, false, 1_796_000_000_000, &mut cache).unwrap();
+        records += report.accepted as usize;
+    }
+    (records, started.elapsed().as_secs_f64())
+}
+
+/// Decoded and mapped, not appended: where ingest's time goes.
+fn map_only(bodies: &[Vec<u8>]) -> (usize, f64) {
+    let started = Instant::now();
+    let mut records = 0;
+    for body in bodies {
+        let request = otel::decode(otel::Encoding::Protobuf, None, body).unwrap();
+        records += otel::records(&request);
+        std::hint::black_box(otel::Telemetry::read(&request, false));
+    }
+    (records, started.elapsed().as_secs_f64())
+}
+
+fn main() {
+    let count = env_usize("CMDLOG_OTEL_REQUESTS", 200);
+    let batch = env_usize("CMDLOG_OTEL_BATCH", 512);
+    let bodies = requests(count, batch);
+    if std::env::var_os("CMDLOG_OTEL_INGEST_ONLY").is_some() {
+        // For a profiler: the ingest alone.
+        let (m, s) = ingest(&bodies);
+        println!("ingest: {:.0} records/s", m as f64 / s);
+        return;
+    }
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    println!(
+        "{count} requests of {batch} records ({:.1} MiB of protobuf), 8 sessions",
+        bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "| round | decode only (records/s) | decode + map (records/s) | ingest (records/s) | ingest ÷ decode |"
+    );
+    println!("|---|---|---|---|---|");
+    let mut ratios = Vec::new();
+    for round in 1..=5 {
+        let (n, decode_s) = decode_only(&bodies);
+        let (_, map_s) = map_only(&bodies);
+        let (m, ingest_s) = ingest(&bodies);
+        assert_eq!(n, m);
+        let (d, p, g) = (n as f64 / decode_s, n as f64 / map_s, m as f64 / ingest_s);
+        ratios.push(g / d);
+        println!("| {round} | {d:.0} | {p:.0} | {g:.0} | {:.3}x |", g / d);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    println!(
+        "median ingest ÷ decode: **{median:.3}x** (bar ≥ 0.5x: {})",
+        if median >= 0.5 { "met" } else { "NOT met" }
+    );
+}
