@@ -8,7 +8,8 @@
 //! router. The log keeps cmdlog's event schema; `wire` alone knows qwen's names
 //! and projects each session event to one frame, numbered per session. An SSE
 //! stream is a cursor over the log: what a subscriber gets after a drop or a
-//! restart is exactly the log after its last seen id.
+//! restart is exactly the log after its last seen id. It is also the OTLP/HTTP
+//! endpoint the agents export their telemetry to (`POST /v1/logs`).
 //!
 //! ```no_run
 //! # async fn f(engine: cmdlog_engine::Engine, reopen: cmdlog_server::Reopen) {
@@ -23,6 +24,7 @@
 //!     reopen,
 //!     agent: None,
 //!     key: None,
+//!     redact: false,
 //! };
 //! serve(engine, config, std::path::Path::new(".cmdlog/log.redb")).await.unwrap();
 //! # }
