@@ -15,6 +15,9 @@ import { once } from "node:events";
 import { AGENTS, CMDLOG, cmdlog, events, freePort, installed, kindOf, runAgent, world } from "./harness.mjs";
 import { claudeEnv, fakeAnthropic } from "./fake-anthropic.mjs";
 import { fakeGemini } from "./fake-gemini.mjs";
+import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
+import { fakeResponses } from "./fake-openai-responses.mjs";
+import crypto from "node:crypto";
 
 const SKIP = !CMDLOG ? "CMDLOG_BIN is not set" : !installed() ? "the pinned agents are not installed (npm install --prefix tests/agents-real --no-save)" : false;
 const TOKEN = "otel-suite-token-1234567890";
@@ -260,6 +263,102 @@ test("Gemini CLI's telemetry (OTLP/HTTP JSON), set up by cmdlog, lands as its se
     cmdlog(w, ["verify"]);
     cmdlog(w, ["otel", "remove", "gemini"]);
     assert.ok(!w.read("home/.gemini/settings.json").includes("telemetry"));
+  } finally {
+    await d.stop().catch(() => {});
+    await server.close();
+    w.cleanup();
+  }
+});
+
+test("Qwen Code's telemetry (OTLP/HTTP JSON), set up by cmdlog, lands as its session", { skip: SKIP, timeout: 300_000 }, async () => {
+  const w = world("otel-qwen");
+  const fake = await fakeOpenAIChat();
+  // As qwen.test.mjs writes the user's settings, without a `telemetry` of their own.
+  w.put("home/.qwen/settings.json", JSON.stringify({
+    $version: 4,
+    privacy: { usageStatisticsEnabled: false },
+    general: { enableAutoUpdate: false },
+    memory: { enableManagedAutoMemory: false },
+  }, null, 2) + "\n");
+  const d = await daemon(w);
+  try {
+    const setup = cmdlog(w, ["otel", "setup", "qwen", "--url", d.url], { env: { CMDLOG_TOKEN: TOKEN } });
+    assert.match(setup.stdout, /OTEL_EXPORTER_OTLP_HEADERS/, "says the token goes in the environment");
+    const session = crypto.randomUUID();
+    const res = await runAgent(w, AGENTS.qwen, ["--yolo", "-p", "please TOOL:echo qw", "--session-id", session], {
+      env: {
+        ...fake.env,
+        QWEN_CODE_SUPPRESS_YOLO_WARNING: "1",
+        OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${TOKEN}`,
+      },
+      timeoutMs: 120_000,
+    });
+    assert.equal(res.code, 0, `${res.stdout}\n${res.stderr.slice(0, 2000)}`);
+    const evs = await stopped(w, d);
+    const mine = evs.filter((e) => e.session === session);
+    const telemetry = mine.filter((e) => e.observed?.source === "qwen telemetry");
+    assert.ok(telemetry.length > 0, `no Qwen telemetry in session ${session}:\n${show(evs)}\n${d.stderr()}`);
+    assert.equal(mine.filter((e) => e.type === "session/created").length, 1, show(mine));
+    const prompts = mine.filter((e) => e.type === "session/prompt");
+    assert.equal(prompts.length, 1, show(mine));
+    assert.match(prompts[0].data.text, /TOOL:echo qw/);
+    const call = mine.find((e) => kindOf(e) === "session/update:tool_call");
+    assert.ok(call, show(mine));
+    assert.equal(call.data.rawInput?.command, "echo qw", JSON.stringify(call.data));
+    assert.equal(call.observed.fact, `tool_call:${call.data.toolCallId}`, "Qwen names its calls: joined");
+    const result = mine.find((e) => kindOf(e) === "session/update:tool_call_update");
+    assert.equal(result?.data.status, "completed", show(mine));
+    assert.ok(mine.some((e) => e.type === "agent/model_request" && typeof e.data.input_tokens === "number"), show(mine));
+    cmdlog(w, ["verify"]);
+    cmdlog(w, ["otel", "remove", "qwen"]);
+    assert.ok(!w.read("home/.qwen/settings.json").includes("telemetry"));
+  } finally {
+    await d.stop().catch(() => {});
+    await fake.close();
+    w.cleanup();
+  }
+});
+
+test("Codex's telemetry (OTLP/HTTP protobuf), set up by cmdlog, lands as its session", { skip: SKIP, timeout: 300_000 }, async () => {
+  const w = world("otel-codex");
+  const server = await fakeResponses();
+  const codexHome = path.join(w.home, ".codex");
+  // As codex.test.mjs writes the user's config.
+  w.put("home/.codex/config.toml", [
+    'model = "fake-model"',
+    'model_provider = "fake"',
+    "",
+    "[model_providers.fake]",
+    'name = "fake"',
+    `base_url = "${server.url}"`,
+    'wire_api = "responses"',
+    'env_key = "FAKE_API_KEY"',
+    "",
+  ].join("\n"));
+  const config = w.read("home/.codex/config.toml");
+  const d = await daemon(w);
+  try {
+    cmdlog(w, ["otel", "setup", "codex", "--url", d.url], { env: { CMDLOG_TOKEN: TOKEN, CODEX_HOME: codexHome } });
+    const res = await runAgent(w, AGENTS.codex, ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "TOOL:echo cx"], {
+      env: { CODEX_HOME: codexHome, FAKE_API_KEY: "loopback-only" },
+      timeoutMs: 120_000,
+    });
+    assert.equal(res.code, 0, `${res.stdout}\n${res.stderr.slice(0, 2000)}`);
+    const session = /^session id: (\S+)$/m.exec(res.stderr)?.[1];
+    assert.ok(session, res.stderr);
+    const evs = await stopped(w, d);
+    const mine = evs.filter((e) => e.session === session);
+    const telemetry = mine.filter((e) => e.observed?.source === "codex telemetry");
+    assert.ok(telemetry.length > 0, `no Codex telemetry in session ${session}:\n${show(evs)}\n${d.stderr()}`);
+    assert.equal(mine.filter((e) => e.type === "session/created").length, 1, show(mine));
+    assert.equal(mine.filter((e) => e.type === "session/prompt").length, 1, show(mine));
+    const result = mine.find((e) => kindOf(e) === "session/update:tool_call_update");
+    assert.ok(result, show(mine));
+    assert.equal(result.observed.fact, `tool_result:${result.data.toolCallId}`);
+    assert.ok(mine.some((e) => e.type === "agent/model_request"), show(mine));
+    cmdlog(w, ["verify"]);
+    cmdlog(w, ["otel", "remove", "codex"], { env: { CODEX_HOME: codexHome } });
+    assert.equal(w.read("home/.codex/config.toml"), config);
   } finally {
     await d.stop().catch(() => {});
     await server.close();
