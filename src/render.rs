@@ -145,31 +145,8 @@ pub(crate) fn summary(event: &Event) -> String {
                 .to_string()
         }
         EventData::AgentEvent(a) => format!("{} {}", a.agent, a.event),
-        EventData::AgentObserved(o) => {
-            let adds: Vec<&str> = o.adds.keys().map(String::as_str).collect();
-            let adds = if adds.is_empty() {
-                String::new()
-            } else {
-                format!(", adds {}", adds.join(", "))
-            };
-            format!("{} seen again (the event at seq {}){adds}", o.fact, o.of)
-        }
-        EventData::ModelRequest(m) => {
-            let mut parts = vec![m.model.clone().unwrap_or_else(|| "model".into())];
-            if let (Some(i), Some(o)) = (m.input_tokens, m.output_tokens) {
-                parts.push(format!("{i} in / {o} out tokens"));
-            }
-            if let Some(c) = m.cost_usd {
-                parts.push(format!("${c:.4}"));
-            }
-            if let Some(d) = m.duration_ms {
-                parts.push(format!("{d} ms"));
-            }
-            if let Some(e) = &m.error {
-                parts.push(format!("error: {}", first_line(e, 50)));
-            }
-            parts.join(", ")
-        }
+        EventData::AgentObserved(o) => o.summary(),
+        EventData::ModelRequest(m) => m.summary(),
         EventData::ImportCheckpoint(c) => format!("{} {} ({} bytes)", c.source, c.file, c.bytes),
         EventData::Redacted(r) => format!(
             "{} secret(s) redacted from {} ({})",

@@ -207,6 +207,19 @@ pub struct AgentObserved {
     pub adds: serde_json::Map<String, serde_json::Value>,
 }
 
+impl AgentObserved {
+    /// One line: the fact, the event that states it, the fields added.
+    pub fn summary(&self) -> String {
+        let adds: Vec<&str> = self.adds.keys().map(String::as_str).collect();
+        let adds = if adds.is_empty() {
+            String::new()
+        } else {
+            format!(", adds {}", adds.join(", "))
+        };
+        format!("{} seen again (the event at seq {}){adds}", self.fact, self.of)
+    }
+}
+
 /// `agent/model_request`: one request an agent made to its model, as its
 /// telemetry reported it (Claude Code's `api_request` / `api_error`, Gemini CLI's
 /// and Qwen Code's `api_response` / `api_error`, Codex's `api_request`).
@@ -242,6 +255,26 @@ pub struct ModelRequest {
     /// The HTTP status of a failed request, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_code: Option<u64>,
+}
+
+impl ModelRequest {
+    /// One line: the model, its tokens, cost, duration, error (its first line).
+    pub fn summary(&self) -> String {
+        let mut parts = vec![self.model.clone().unwrap_or_else(|| "model".into())];
+        if let (Some(i), Some(o)) = (self.input_tokens, self.output_tokens) {
+            parts.push(format!("{i} in / {o} out tokens"));
+        }
+        if let Some(c) = self.cost_usd {
+            parts.push(format!("${c:.4}"));
+        }
+        if let Some(d) = self.duration_ms {
+            parts.push(format!("{d} ms"));
+        }
+        if let Some(e) = &self.error {
+            parts.push(format!("error: {}", e.lines().next().unwrap_or("")));
+        }
+        parts.join(", ")
+    }
 }
 
 /// `log/redacted`: secrets were replaced before the events that follow it in the
