@@ -1019,3 +1019,64 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_history() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("has cosigned no checkpoint"), "{text}");
 }
+
+#[test]
+fn hub_init_makes_the_stream_and_buckets_and_every_verb_takes_a_server_list() {
+    let Some(server) = NatsServer::start(
+        "hub_init_makes_the_stream_and_buckets_and_every_verb_takes_a_server_list",
+    ) else {
+        return;
+    };
+    let w = Workspace::new();
+    // A cluster's list, the way every NATS client names one: a server that is
+    // down first, the live one after it.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let list = format!("nats://127.0.0.1:{dead},{}", server.url());
+    let made = w.ok(&["hub", "init", &list]);
+    for line in [
+        "created stream CMDLOG, 1 replica(s)",
+        "created bucket CMDLOG-blobs, 1 replica(s)",
+        "created bucket CMDLOG-checkpoints, 1 replica(s)",
+    ] {
+        assert!(made.contains(line), "{line}: {made}");
+    }
+    let again = w.ok(&["hub", "init", &list]);
+    assert_eq!(again.matches("kept ").count(), 3, "{again}");
+    // Three replicas on one server: refused by the server, named.
+    let o = w.run(&["hub", "init", &list, "--replicas", "3"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stream CMDLOG"), "{err}");
+    // Push, list and clone through the list.
+    w.ok(&["run", "/help"]);
+    let pushed = w.json(&["push", &list, "--json"]);
+    let (id, seq, hash) = verified(&w, &w.log_path());
+    assert_eq!(pushed["head_hash"], hash.as_str());
+    let logs = hub_logs(&w, &list);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("c.redb");
+    w.ok(&["clone", &list, &id, "-o", file.to_str().unwrap()]);
+    assert_eq!(verified(&w, &file), (id, seq, hash));
+    // A push that makes a stream says it has one replica, and how to have more.
+    let o = w.run(&["push", &list, "--stream", "SOLO"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("created the hub's stream SOLO with one replica")
+            && said.contains("hub init"),
+        "{said}"
+    );
+    // A list with a piece that is not a server is named.
+    let o = w.run(&["hub", "list", &format!("{},nats://bad host", server.url())]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad host"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

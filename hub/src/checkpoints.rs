@@ -18,8 +18,6 @@ use crate::connect::Hub;
 use crate::error::HubError;
 use crate::layout::checkpoint_bucket;
 
-use crate::limits::CHECKPOINT_VALUE_BYTES_MAX as VALUE_BYTES_MAX;
-
 pub(crate) fn checkpoint_key(log_id: &str) -> String {
     format!("log.{log_id}")
 }
@@ -71,13 +69,7 @@ async fn bucket_or_create(hub: &Hub) -> Result<kv::Store, HubError> {
         return Ok(store);
     }
     hub.js
-        .create_key_value(kv::Config {
-            bucket: checkpoint_bucket(&hub.name),
-            description: "cmdlog: each log's latest signed checkpoint".into(),
-            max_value_size: VALUE_BYTES_MAX,
-            history: 16,
-            ..Default::default()
-        })
+        .create_key_value(crate::config::checkpoint_config(&hub.name, 1))
         .await
         .map_err(|e| hub.error(format!("checkpoint bucket: {e}")))
 }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use async_nats::ServerAddr;
 use async_nats::jetstream::{self, stream};
 
 use crate::error::HubError;
@@ -43,6 +44,8 @@ pub struct Hub {
     pub name: String,
     /// The URL without credentials, for messages.
     pub shown: String,
+    /// Whether this connection created the stream (with one replica).
+    pub created: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// `url` with any `user:password@` removed.
@@ -57,6 +60,27 @@ pub fn shown_url(url: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The servers of a comma-separated list (`nats://a:4222,nats://b:4222`, the
+/// way every NATS client names a cluster), each parsed; one that does not
+/// parse is named.
+pub(crate) fn servers(list: &str) -> Result<Vec<ServerAddr>, HubError> {
+    let servers = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<ServerAddr>()
+                .map_err(|e| HubError::Options(format!("server {s:?} of the list {list:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if servers.is_empty() {
+        return Err(HubError::Options(
+            "no server given: name the hub as nats://host:4222 (several, comma-separated)".into(),
+        ));
+    }
+    Ok(servers)
 }
 
 /// Credentials written into the URL (`nats://user:password@host`, or
@@ -137,9 +161,11 @@ impl HubOptions {
                 ));
             }
         }
-        // The addresses without their credentials (given to the options above).
+        // The addresses without their credentials (given to the options above):
+        // a cluster's servers, any of which the client connects to and fails
+        // over between.
         let client = options
-            .connect(shown.as_str())
+            .connect(servers(&shown)?)
             .await
             .map_err(|e| HubError::at(&shown, format!("cannot connect: {e}")))?;
         let js = jetstream::new(client.clone());
@@ -148,6 +174,7 @@ impl HubOptions {
             js,
             name: self.stream.clone(),
             shown,
+            created: Default::default(),
         })
     }
 }
@@ -166,22 +193,27 @@ impl Hub {
     /// The stream, created if missing: every log's subject, file storage, no
     /// limits, deletes and purges denied, atomic batches and direct reads allowed.
     pub async fn stream(&self) -> Result<stream::Stream, HubError> {
-        let config = stream::Config {
-            name: self.name.clone(),
-            description: Some("cmdlog logs, one subject per log (docs/hub.md)".into()),
-            subjects: vec![self.all_logs()],
-            storage: stream::StorageType::File,
-            deny_delete: true,
-            deny_purge: true,
-            allow_direct: true,
-            allow_atomic_publish: true,
-            ..Default::default()
+        // One replica when push creates it; `hub init --replicas N` for a cluster.
+        let config = crate::config::stream_config(&self.name, 1);
+        let stream = match self.js.get_stream(&self.name).await {
+            Ok(stream) => stream,
+            Err(_) => {
+                let made = self.js.create_stream(config).await;
+                match made {
+                    Ok(stream) => {
+                        self.created
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        stream
+                    }
+                    // Made by another pusher meanwhile.
+                    Err(e) => self
+                        .js
+                        .get_stream(&self.name)
+                        .await
+                        .map_err(|_| self.error(format!("stream {}: {e}", self.name)))?,
+                }
+            }
         };
-        let stream = self
-            .js
-            .get_or_create_stream(config)
-            .await
-            .map_err(|e| self.error(format!("stream {}: {e}", self.name)))?;
         let info = stream.cached_info();
         if !info.config.allow_atomic_publish || !info.config.allow_direct {
             return Err(self.error(format!(

@@ -15,6 +15,7 @@
 //!   standard `NATS_*` variables or the URL, never shown: [`shown_url`]);
 //! - [`Pusher`] and [`push`] replicate a log, checking the hub's head against
 //!   it first (a fork or a rollback is refused, nothing sent);
+//! - [`init`] makes the stream and buckets with the replicas a cluster wants;
 //! - [`clone_log`] rebuilds a log from the hub; [`list`] names the logs;
 //!   [`hub_audit`] gives one timeline of runs across them.
 //!
@@ -30,8 +31,10 @@ mod audit;
 mod chain;
 mod checkpoints;
 mod clone;
+mod config;
 mod connect;
 mod error;
+mod init;
 mod layout;
 mod limits;
 mod mark;
@@ -45,6 +48,7 @@ pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_check
 pub use clone::{CloneError, Cloned, clone_log};
 pub use connect::{Hub, HubOptions, shown_url};
 pub use error::HubError;
+pub use init::{ATOMIC_BATCH_SERVER, Made, init};
 pub use layout::{
     DEFAULT_STREAM, HASH, HOST, SEQ, STREAM_KEY, all_logs, bucket, checkpoint_bucket, prefix,
     subject,

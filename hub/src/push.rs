@@ -490,12 +490,7 @@ impl Pusher {
             Err(_) => self
                 .hub
                 .js
-                .create_object_store(async_nats::jetstream::object_store::Config {
-                    bucket: name.clone(),
-                    description: Some("cmdlog blobs, named by their BLAKE3 hash".into()),
-                    storage: stream::StorageType::File,
-                    ..Default::default()
-                })
+                .create_object_store(crate::config::blobs_config(&self.hub.name, 1))
                 .await
                 .map_err(|e| self.hub.error(format!("blob bucket {name}: {e}"))),
         }

@@ -134,6 +134,14 @@ pub(crate) struct HubVerbArgs {
 
 #[derive(Subcommand, Debug)]
 enum HubVerb {
+    /// Make (or check and update) the hub's stream and buckets, with N replicas
+    Init {
+        #[command(flatten)]
+        hub: HubArgs,
+        /// Replicas of the stream and the buckets (a three-node cluster: 3)
+        #[arg(long, default_value_t = 1)]
+        replicas: usize,
+    },
     /// The logs on the hub: id, host, head seq and hash, last push
     List {
         #[command(flatten)]
@@ -157,6 +165,20 @@ enum HubVerb {
 
 pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
     match args.verb {
+        HubVerb::Init { hub, replicas } => {
+            let options = hub.options()?;
+            let made = runtime()?
+                .block_on(async { cmdlog_hub::init(&options.connect().await?, replicas).await })
+                .map_err(hub_failure)?;
+            let mut out = render::Human::stdout(json);
+            if json {
+                super::output::print_json(&mut out, &made)?;
+            }
+            for m in made.iter().filter(|_| !json) {
+                writeln!(out, "{} {}, {} replica(s)", m.action, m.what, m.replicas)?;
+            }
+            Ok(0)
+        }
         HubVerb::List { hub } => list_logs(hub, json),
         HubVerb::Audit {
             hub,

@@ -139,19 +139,12 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
     if let Some(kept) = kept {
         writeln!(out, "the file as it was is kept in {}", kept.display())?;
     }
-    if adding {
-        if let (Some(_), AgentKind::Gemini | AgentKind::Qwen) = (&exporter.token, agent) {
-            writeln!(
-                out,
-                "{} takes no headers from its settings: set OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer $CMDLOG_TOKEN\" in its environment",
-                agent.display_name()
-            )?;
-        }
-        writeln!(
-            out,
-            "the agent sends its telemetry to {}/v1/logs while `cmdlog serve` runs there (it batches events every few seconds, and at exit)",
-            exporter.url.trim_end_matches('/')
-        )?;
+    for line in adding
+        .then(|| cmdlog_agents::otel::after_setup(agent, &exporter))
+        .into_iter()
+        .flatten()
+    {
+        writeln!(out, "{line}")?;
     }
     Ok(0)
 }

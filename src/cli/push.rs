@@ -84,6 +84,16 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
             }
             Err(e) => return Err(hub_failure(e)),
         };
+        if pusher
+            .hub()
+            .created
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            note(&format!(
+                "created the hub's stream {} with one replica; for a cluster, `cmdlog hub init URL,URL,URL --replicas 3` (docs/hub.md)",
+                pusher.hub().name
+            ));
+        }
         for f in &pushed.foreign {
             note(&format!(
                 "the hub holds a foreign record of log {} at stream message {} (claims seq {}: {}): forged, or another machine's with this id; pushed past it",

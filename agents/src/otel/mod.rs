@@ -25,7 +25,9 @@ use prost::Message;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use setup::{Exporter, plan_remove, plan_setup, remove, setup, telemetry_settings_path};
+pub use setup::{
+    Exporter, after_setup, plan_remove, plan_setup, remove, setup, telemetry_settings_path,
+};
 pub use wire::{Encoding, OtlpError, decode, response, status};
 
 use crate::append::Batch;

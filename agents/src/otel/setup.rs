@@ -321,6 +321,23 @@ fn to_input(value: &Value) -> CstInputValue {
     }
 }
 
+/// What the user needs to know once `setup` is written: where the telemetry
+/// goes, and the header an agent cannot read from its settings.
+pub fn after_setup(agent: AgentKind, exporter: &Exporter) -> Vec<String> {
+    let mut lines = Vec::new();
+    if exporter.token.is_some() && matches!(agent, AgentKind::Gemini | AgentKind::Qwen) {
+        lines.push(format!(
+            "{} takes no headers from its settings: set OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer $CMDLOG_TOKEN\" in its environment",
+            agent.display_name()
+        ));
+    }
+    lines.push(format!(
+        "the agent sends its telemetry to {} while `cmdlog serve` runs there (it batches events every few seconds, and at exit)",
+        exporter.logs_endpoint()
+    ));
+    lines
+}
+
 /// Plans `setup` on `file` (the original remembered on the first one).
 pub fn plan_setup(
     file: &SettingsFile,

@@ -216,7 +216,10 @@ impl AgentObserved {
         } else {
             format!(", adds {}", adds.join(", "))
         };
-        format!("{} seen again (the event at seq {}){adds}", self.fact, self.of)
+        format!(
+            "{} seen again (the event at seq {}){adds}",
+            self.fact, self.of
+        )
     }
 }
 

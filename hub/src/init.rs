@@ -1,0 +1,192 @@
+//! `cmdlog hub init`: the hub's stream and buckets made (or checked, and
+//! brought to the settings push relies on) with the replicas a cluster wants —
+//! the record stream (every log's subject, file storage, deletes and purges
+//! denied, direct reads and atomic batches allowed), the blob bucket and the
+//! checkpoint bucket.
+
+use async_nats::jetstream::{kv, stream};
+use serde::Serialize;
+
+use crate::config::{blobs_config, checkpoint_config, stream_config};
+use crate::connect::Hub;
+use crate::error::HubError;
+use crate::layout::checkpoint_bucket;
+
+/// The oldest `nats-server` with atomic batch publishing (ADR-50, 2.12), which
+/// push relies on for all-or-nothing batches.
+pub const ATOMIC_BATCH_SERVER: (u64, u64) = (2, 12);
+
+/// One thing `init` made or found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Made {
+    /// `stream CMDLOG`, `bucket CMDLOG-blobs`, …
+    pub what: String,
+    /// `created`, `updated` (replicas or settings changed), `kept` (as wanted).
+    pub action: &'static str,
+    /// Its replicas now.
+    pub replicas: usize,
+}
+
+/// The server's version as (major, minor), when it says one.
+fn version(text: &str) -> Option<(u64, u64)> {
+    let mut parts = text.trim_start_matches('v').split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Makes the hub ready for cmdlog with `replicas` of everything: creates what
+/// is missing, updates what differs, keeps the rest. A server too old for
+/// atomic batches is refused with the version it needs.
+pub async fn init(hub: &Hub, replicas: usize) -> Result<Vec<Made>, HubError> {
+    let info = hub.client.server_info();
+    match version(&info.version) {
+        Some(v) if v >= ATOMIC_BATCH_SERVER => {}
+        _ => {
+            return Err(hub.error(format!(
+                "nats-server {} has no atomic batch publishing, which push needs: use nats-server {}.{} or later",
+                info.version, ATOMIC_BATCH_SERVER.0, ATOMIC_BATCH_SERVER.1
+            )));
+        }
+    }
+    if !info.jetstream {
+        return Err(hub.error("JetStream is not enabled on this server (nats-server -js)"));
+    }
+    if replicas == 0 || replicas > 5 {
+        return Err(HubError::Options(format!(
+            "--replicas {replicas}: JetStream keeps 1 to 5 replicas"
+        )));
+    }
+    let mut made = Vec::new();
+    let wanted = stream_config(&hub.name, replicas);
+    made.push(ensure(hub, wanted).await?);
+    // The buckets are streams too (`OBJ_<bucket>`, `KV_<bucket>`): created
+    // through their own API, their replicas set on the stream underneath.
+    let blobs = blobs_config(&hub.name, replicas);
+    let blobs_stream = format!("OBJ_{}", blobs.bucket);
+    match hub.js.get_stream(&blobs_stream).await {
+        Ok(_) => made.push(replicate(hub, &blobs_stream, replicas, "bucket").await?),
+        Err(_) => {
+            hub.js
+                .create_object_store(blobs.clone())
+                .await
+                .map_err(|e| hub.error(format!("blob bucket {}: {e}", blobs.bucket)))?;
+            made.push(Made {
+                what: format!("bucket {}", blobs.bucket),
+                action: "created",
+                replicas,
+            });
+        }
+    }
+    let checkpoints: kv::Config = checkpoint_config(&hub.name, replicas);
+    let kv_stream = format!("KV_{}", checkpoints.bucket);
+    match hub.js.get_stream(&kv_stream).await {
+        Ok(_) => made.push(replicate(hub, &kv_stream, replicas, "bucket").await?),
+        Err(_) => {
+            hub.js
+                .create_key_value(checkpoints)
+                .await
+                .map_err(|e| hub.error(format!("checkpoint bucket: {e}")))?;
+            made.push(Made {
+                what: format!("bucket {}", checkpoint_bucket(&hub.name)),
+                action: "created",
+                replicas,
+            });
+        }
+    }
+    Ok(made)
+}
+
+/// The record stream: created as `wanted`, or its settings and replicas
+/// brought to it (its other settings, an operator's, kept).
+async fn ensure(hub: &Hub, wanted: stream::Config) -> Result<Made, HubError> {
+    let what = format!("stream {}", wanted.name);
+    let replicas = wanted.num_replicas;
+    match hub.js.get_stream(&wanted.name).await {
+        Err(_) => {
+            hub.js
+                .create_stream(wanted)
+                .await
+                .map_err(|e| hub.error(format!("{what}: {e}")))?;
+            Ok(Made {
+                what,
+                action: "created",
+                replicas,
+            })
+        }
+        Ok(stream) => {
+            let have = stream.cached_info().config.clone();
+            let mut next = have.clone();
+            for subject in &wanted.subjects {
+                if !next.subjects.contains(subject) {
+                    next.subjects.push(subject.clone());
+                }
+            }
+            next.deny_delete = true;
+            next.deny_purge = true;
+            next.allow_direct = true;
+            next.allow_atomic_publish = true;
+            next.num_replicas = replicas;
+            if next == have {
+                return Ok(Made {
+                    what,
+                    action: "kept",
+                    replicas,
+                });
+            }
+            hub.js
+                .update_stream(next)
+                .await
+                .map_err(|e| hub.error(format!("{what}: {e}")))?;
+            Ok(Made {
+                what,
+                action: "updated",
+                replicas,
+            })
+        }
+    }
+}
+
+/// A bucket's stream set to `replicas`.
+async fn replicate(hub: &Hub, name: &str, replicas: usize, kind: &str) -> Result<Made, HubError> {
+    let shown = name
+        .strip_prefix("OBJ_")
+        .or_else(|| name.strip_prefix("KV_"))
+        .unwrap_or(name);
+    let what = format!("{kind} {shown}");
+    let stream = hub
+        .js
+        .get_stream(name)
+        .await
+        .map_err(|e| hub.error(format!("{what}: {e}")))?;
+    let have = stream.cached_info().config.clone();
+    if have.num_replicas == replicas {
+        return Ok(Made {
+            what,
+            action: "kept",
+            replicas,
+        });
+    }
+    let mut next = have;
+    next.num_replicas = replicas;
+    hub.js
+        .update_stream(next)
+        .await
+        .map_err(|e| hub.error(format!("{what}: {e}")))?;
+    Ok(Made {
+        what,
+        action: "updated",
+        replicas,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_as_the_server_says_them() {
+        assert_eq!(version("2.15.1"), Some((2, 15)));
+        assert_eq!(version("v2.12.0-beta"), Some((2, 12)));
+        assert!(version("2.11.9").unwrap() < ATOMIC_BATCH_SERVER);
+        assert_eq!(version("dev"), None);
+    }
+}
