@@ -184,7 +184,11 @@ pub struct LogEntry {
     pub last_push: String,
 }
 
-/// Every log on the hub, by id.
+/// Every log on the hub, by id, in two requests whatever their number: the
+/// stream's subjects with their message counts, and the last message of each
+/// (a batched direct get, `multi_last`: ADR-31, nats-server 2.11 and later).
+/// A server that will not return every subject's last message at once (413:
+/// more subjects than it answers in one batch) is asked log by log.
 pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, HubError> {
     let mut subjects = stream
         .info_with_subjects(hub.all_logs())
@@ -196,21 +200,33 @@ pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, H
         counts.push((subject, count as u64));
     }
     counts.sort();
+    let mut heads = match last_of_every_log(hub).await? {
+        Some(heads) => heads,
+        None => {
+            let mut heads = std::collections::HashMap::new();
+            for (subject, _) in &counts {
+                let id = subject.rsplit('.').next().unwrap_or("");
+                if let Some(h) = head(hub, stream, id).await? {
+                    heads.insert(subject.clone(), h);
+                }
+            }
+            heads
+        }
+    };
     let mut out = Vec::new();
     for (subject, messages) in counts {
-        let id = subject.rsplit('.').next().unwrap_or("").to_string();
         let Some(HubHead {
             seq,
             hash,
             host,
             pushed_at,
             ..
-        }) = head(hub, stream, &id).await?
+        }) = heads.remove(&subject)
         else {
             continue;
         };
         out.push(LogEntry {
-            id,
+            id: subject.rsplit('.').next().unwrap_or("").to_string(),
             host,
             head_seq: seq,
             head_hash: hash,
@@ -219,6 +235,69 @@ pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, H
         });
     }
     Ok(out)
+}
+
+/// The last message of every log's subject, by subject, in one request; `None`
+/// when the server answers 413 (too many subjects for one batch).
+async fn last_of_every_log(
+    hub: &Hub,
+) -> Result<Option<std::collections::HashMap<String, HubHead>>, HubError> {
+    let failed = |e: &dyn std::fmt::Display| hub.error(format!("listing logs: {e}"));
+    let inbox = hub.client.new_inbox();
+    let mut replies = hub
+        .client
+        .subscribe(inbox.clone())
+        .await
+        .map_err(|e| failed(&e))?;
+    let request = serde_json::json!({ "multi_last": [hub.all_logs()] });
+    hub.client
+        .publish_with_reply(
+            format!("$JS.API.DIRECT.GET.{}", hub.name),
+            inbox,
+            request.to_string().into(),
+        )
+        .await
+        .map_err(|e| failed(&e))?;
+    let mut heads = std::collections::HashMap::new();
+    loop {
+        let message = tokio::time::timeout(READ_WAIT, replies.next())
+            .await
+            .map_err(|_| failed(&"the hub did not answer in time"))?
+            .ok_or_else(|| failed(&"the connection closed"))?;
+        match message.status.map(|s| s.as_u16()) {
+            // The end of the batch, or no log at all.
+            Some(204) | Some(404) => break,
+            Some(413) => return Ok(None),
+            Some(other) => {
+                return Err(failed(&format!(
+                    "status {other} {}",
+                    message.description.unwrap_or_default()
+                )));
+            }
+            None => {}
+        }
+        let headers = message.headers.unwrap_or_default();
+        let subject = header(&headers, "Nats-Subject").unwrap_or("").to_string();
+        let Some(seq) = header(&headers, SEQ).and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        heads.insert(
+            subject,
+            HubHead {
+                seq,
+                hash: header(&headers, HASH).unwrap_or("").to_string(),
+                stream_seq: header(&headers, "Nats-Sequence")
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0),
+                host: header(&headers, HOST).unwrap_or("").to_string(),
+                pushed_at: header(&headers, "Nats-Time-Stamp")
+                    .and_then(cmdlog_common::time::parse_rfc3339)
+                    .map(cmdlog_common::time::rfc3339)
+                    .unwrap_or_default(),
+            },
+        );
+    }
+    Ok(Some(heads))
 }
 
 /// What a hub holds of one log, as `verify --against` compares it: the record
