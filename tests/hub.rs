@@ -14,7 +14,7 @@ use cmdlog_store::{Log, LogConfig, NewRecord};
 use serde_json::{Value, json};
 
 use cmdlog_test_support::Workspace;
-use cmdlog_test_support::nats::NatsServer;
+use cmdlog_test_support::nats::{NatsCluster, NatsServer};
 
 /// Appends `n` log-wide agent events of about `size` bytes to the log at `path`.
 fn fill(path: &Path, n: usize, size: usize, tag: &str) {
@@ -1079,4 +1079,105 @@ fn hub_init_makes_the_stream_and_buckets_and_every_verb_takes_a_server_list() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// The server name of the leader of stream `name` on the cluster at `urls`.
+fn stream_leader(urls: &str, name: &str) -> Option<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let servers: Vec<async_nats::ServerAddr> =
+            urls.split(',').map(|u| u.parse().unwrap()).collect();
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(servers)
+            .await
+            .ok()?;
+        let js = async_nats::jetstream::new(client);
+        let mut stream = js.get_stream(name).await.ok()?;
+        stream.info().await.ok()?.cluster.as_ref()?.leader.clone()
+    })
+}
+
+/// Twelve logs pushed at once to the cluster's server list: each completes by
+/// itself, exactly once on the hub, its clone equal to it.
+fn twelve_pushes(urls: &str, logs: &[Workspace], tag: &str, during: impl FnOnce()) {
+    let children: Vec<_> = logs
+        .iter()
+        .map(|w| {
+            fill(&w.log_path(), 1500, 300, tag);
+            w.cmd(&["push", urls, "--patience", "120", "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    during();
+    for (w, child) in logs.iter().zip(children) {
+        let out = finish(child, Duration::from_secs(180));
+        assert!(
+            out.status.success(),
+            "a push did not complete by itself: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (id, seq, hash) = verified(w, &w.log_path());
+        let on_hub = hub_log(w, urls, &id);
+        assert_eq!(
+            (on_hub["head_seq"].as_u64(), on_hub["head_hash"].as_str()),
+            (Some(seq), Some(hash.as_str()))
+        );
+        assert_eq!(on_hub["messages"].as_u64(), Some(seq), "exactly once");
+    }
+    let w = &logs[0];
+    let (id, _, hash) = verified(w, &w.log_path());
+    let file = w.ws.path().join(format!("clone-{tag}.redb"));
+    w.ok(&["clone", urls, &id, "-o", file.to_str().unwrap()]);
+    assert_eq!(verified(w, &file).2, hash);
+}
+
+#[test]
+fn a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes() {
+    let Some(mut cluster) = NatsCluster::start(
+        "a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes",
+    ) else {
+        return;
+    };
+    let urls = cluster.urls();
+    let admin = Workspace::new();
+    // The cluster elects its JetStream leader first: init waits for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = admin.run(&["hub", "init", &urls, "--replicas", "3"]);
+        if o.status.success() {
+            assert!(
+                String::from_utf8_lossy(&o.stdout).contains("stream CMDLOG, 3 replica(s)"),
+                "{}",
+                String::from_utf8_lossy(&o.stdout)
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hub init never succeeded: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let logs: Vec<Workspace> = (0..12).map(|_| Workspace::new()).collect();
+    // The stream's leader killed -9 mid-push, then restarted.
+    let leader = stream_leader(&urls, "CMDLOG").expect("the stream has a leader");
+    twelve_pushes(&urls, &logs, "a", || {
+        std::thread::sleep(Duration::from_millis(300));
+        cluster.node(&leader).kill();
+        std::thread::sleep(Duration::from_secs(2));
+        cluster.node(&leader).up();
+    });
+    eprintln!("the leader ({leader}) killed and restarted: every push completed");
+    // A node that stays down (two of three alive): the same pushes go on.
+    let gone = stream_leader(&urls, "CMDLOG").expect("a leader again");
+    cluster.node(&gone).kill();
+    twelve_pushes(&urls, &logs, "b", || {});
 }

@@ -8,7 +8,7 @@ use async_nats::jetstream::{self, stream};
 
 use crate::error::HubError;
 use crate::layout;
-use crate::limits::{CONNECT_WAIT, REQUEST_WAIT};
+use crate::limits::{CONNECT_WAIT, REQUEST_WAIT, STREAM_WAIT};
 
 /// Where a hub is and how to reach it: the standard NATS options.
 #[derive(Debug, Clone, Default)]
@@ -225,13 +225,37 @@ impl Hub {
     }
 
     /// The stream if it exists.
+    /// A request that times out (a cluster electing a leader after a node
+    /// died) is sent again for up to [`STREAM_WAIT`]; a stream that is not
+    /// there is said at once.
     pub async fn existing_stream(&self) -> Result<stream::Stream, HubError> {
-        self.js.get_stream(&self.name).await.map_err(|e| {
-            self.error(format!(
-                "no stream {} ({e}); `cmdlog push {}` creates it",
-                self.name, self.shown
-            ))
-        })
+        use async_nats::jetstream::context::GetStreamErrorKind;
+        let deadline = tokio::time::Instant::now() + STREAM_WAIT;
+        let mut pause = std::time::Duration::from_millis(200);
+        loop {
+            match self.js.get_stream(&self.name).await {
+                Ok(stream) => return Ok(stream),
+                Err(e)
+                    if e.kind() == GetStreamErrorKind::Request
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                Err(e) if e.kind() == GetStreamErrorKind::Request => {
+                    return Err(self.error(format!(
+                        "stream {}: the hub did not answer ({e}); a cluster that lost its quorum answers once a majority of its nodes is back",
+                        self.name
+                    )));
+                }
+                Err(e) => {
+                    return Err(self.error(format!(
+                        "no stream {} ({e}); `cmdlog push {}` creates it",
+                        self.name, self.shown
+                    )));
+                }
+            }
+        }
     }
 
     /// An error of this hub.

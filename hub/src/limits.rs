@@ -12,6 +12,9 @@ pub(crate) const READ_WAIT: Duration = Duration::from_secs(30);
 pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// How long a request to the hub waits for its answer.
 pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// How long a read of the hub keeps asking for its stream while the hub does
+/// not answer (a cluster electing a leader after a node died).
+pub(crate) const STREAM_WAIT: Duration = Duration::from_secs(60);
 /// Records a clone appends per atomic append.
 pub(crate) const CLONE_CHUNK_RECORDS: usize = 1000;
 /// The first wait before `serve --push` tries to connect again.

@@ -120,3 +120,56 @@ impl Drop for NatsServer {
         self.kill();
     }
 }
+
+/// A three-node JetStream cluster on loopback (each node its own client and
+/// route ports and store), each node killable and restartable.
+pub struct NatsCluster {
+    pub nodes: Vec<NatsServer>,
+}
+
+impl NatsCluster {
+    /// A started cluster of three, or `None` as [`NatsServer::start`] says.
+    pub fn start(test: &str) -> Option<NatsCluster> {
+        let routes: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let all = routes
+            .iter()
+            .map(|p| format!("nats://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut nodes = Vec::new();
+        for (i, route) in routes.iter().enumerate() {
+            let name = format!("n{}", i + 1);
+            let cluster = format!("nats://127.0.0.1:{route}");
+            let node = NatsServer::start_with(
+                test,
+                &[
+                    "--server_name",
+                    &name,
+                    "--cluster_name",
+                    "cmdlog-test",
+                    "--cluster",
+                    &cluster,
+                    "--routes",
+                    &all,
+                ],
+            )?;
+            nodes.push(node);
+        }
+        Some(NatsCluster { nodes })
+    }
+
+    /// Every node's URL, comma-separated: how a NATS client names a cluster.
+    pub fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(NatsServer::url)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The node whose server name is `name` (`n1`, `n2`, `n3`).
+    pub fn node(&mut self, name: &str) -> &mut NatsServer {
+        let i: usize = name.trim_start_matches('n').parse().unwrap();
+        &mut self.nodes[i - 1]
+    }
+}
