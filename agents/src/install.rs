@@ -39,6 +39,14 @@ pub enum SettingsError {
         /// What is wrong with it.
         what: String,
     },
+    /// The agent does not read these settings from the file of that scope.
+    #[error("{agent}: {why}")]
+    Scope {
+        /// The agent's product name.
+        agent: &'static str,
+        /// Where it reads them, and the flag to use.
+        why: &'static str,
+    },
     /// Reading or writing it failed.
     #[error("cannot {action} {}: {source}", .path.display())]
     Io {

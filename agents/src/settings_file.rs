@@ -219,6 +219,21 @@ impl SettingsPlan {
     pub fn removes_file(&self) -> bool {
         matches!(&self.action, Action::Restore(p) if p.before.is_none())
     }
+
+    /// The edit as a unified diff of the file `label` names, `secret` (the
+    /// daemon's token an edit writes) shown as `***`.
+    pub fn diff(&self, label: &str, secret: Option<&str>) -> String {
+        let hide = |text: &str| match secret {
+            Some(s) if !s.is_empty() => text.replace(s, "***"),
+            _ => text.to_string(),
+        };
+        let (before, after) = (hide(&self.edit.before), hide(&self.edit.after));
+        similar::TextDiff::from_lines(before.as_str(), after.as_str())
+            .unified_diff()
+            .context_radius(2)
+            .header(label, label)
+            .to_string()
+    }
 }
 
 /// Plans adding cmdlog's hooks of `agent` to `file`, whose text is `text`.

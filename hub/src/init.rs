@@ -55,127 +55,104 @@ pub async fn init(hub: &Hub, replicas: usize) -> Result<Vec<Made>, HubError> {
             "--replicas {replicas}: JetStream keeps 1 to 5 replicas"
         )));
     }
+    let created = |what: String| Made {
+        what,
+        action: "created",
+        replicas,
+    };
     let mut made = Vec::new();
+    // The record stream: its settings and replicas brought to what push needs
+    // (an operator's other settings kept), or made.
     let wanted = stream_config(&hub.name, replicas);
-    made.push(ensure(hub, wanted).await?);
-    // The buckets are streams too (`OBJ_<bucket>`, `KV_<bucket>`): created
-    // through their own API, their replicas set on the stream underneath.
-    let blobs = blobs_config(&hub.name, replicas);
-    let blobs_stream = format!("OBJ_{}", blobs.bucket);
-    match hub.js.get_stream(&blobs_stream).await {
-        Ok(_) => made.push(replicate(hub, &blobs_stream, replicas, "bucket").await?),
-        Err(_) => {
-            hub.js
-                .create_object_store(blobs.clone())
-                .await
-                .map_err(|e| hub.error(format!("blob bucket {}: {e}", blobs.bucket)))?;
-            made.push(Made {
-                what: format!("bucket {}", blobs.bucket),
-                action: "created",
-                replicas,
-            });
-        }
-    }
-    let checkpoints: kv::Config = checkpoint_config(&hub.name, replicas);
-    let kv_stream = format!("KV_{}", checkpoints.bucket);
-    match hub.js.get_stream(&kv_stream).await {
-        Ok(_) => made.push(replicate(hub, &kv_stream, replicas, "bucket").await?),
-        Err(_) => {
-            hub.js
-                .create_key_value(checkpoints)
-                .await
-                .map_err(|e| hub.error(format!("checkpoint bucket: {e}")))?;
-            made.push(Made {
-                what: format!("bucket {}", checkpoint_bucket(&hub.name)),
-                action: "created",
-                replicas,
-            });
-        }
-    }
-    Ok(made)
-}
-
-/// The record stream: created as `wanted`, or its settings and replicas
-/// brought to it (its other settings, an operator's, kept).
-async fn ensure(hub: &Hub, wanted: stream::Config) -> Result<Made, HubError> {
     let what = format!("stream {}", wanted.name);
-    let replicas = wanted.num_replicas;
-    match hub.js.get_stream(&wanted.name).await {
-        Err(_) => {
+    let adjusted = bring(hub, &wanted.name, &what, |next| {
+        for subject in &wanted.subjects {
+            if !next.subjects.contains(subject) {
+                next.subjects.push(subject.clone());
+            }
+        }
+        next.deny_delete = true;
+        next.deny_purge = true;
+        next.allow_direct = true;
+        next.allow_atomic_publish = true;
+        next.num_replicas = replicas;
+    })
+    .await?;
+    made.push(match adjusted {
+        Some(m) => m,
+        None => {
             hub.js
                 .create_stream(wanted)
                 .await
                 .map_err(|e| hub.error(format!("{what}: {e}")))?;
-            Ok(Made {
-                what,
-                action: "created",
-                replicas,
-            })
+            created(what)
         }
-        Ok(stream) => {
-            let have = stream.cached_info().config.clone();
-            let mut next = have.clone();
-            for subject in &wanted.subjects {
-                if !next.subjects.contains(subject) {
-                    next.subjects.push(subject.clone());
-                }
+    });
+    // The buckets are streams too (`OBJ_<bucket>`, `KV_<bucket>`): made through
+    // their own API, their replicas set on the stream underneath.
+    let blobs = blobs_config(&hub.name, replicas);
+    let what = format!("bucket {}", blobs.bucket);
+    let stream = format!("OBJ_{}", blobs.bucket);
+    made.push(
+        match bring(hub, &stream, &what, |c| c.num_replicas = replicas).await? {
+            Some(m) => m,
+            None => {
+                hub.js
+                    .create_object_store(blobs)
+                    .await
+                    .map_err(|e| hub.error(format!("{what}: {e}")))?;
+                created(what)
             }
-            next.deny_delete = true;
-            next.deny_purge = true;
-            next.allow_direct = true;
-            next.allow_atomic_publish = true;
-            next.num_replicas = replicas;
-            if next == have {
-                return Ok(Made {
-                    what,
-                    action: "kept",
-                    replicas,
-                });
+        },
+    );
+    let checkpoints: kv::Config = checkpoint_config(&hub.name, replicas);
+    let what = format!("bucket {}", checkpoint_bucket(&hub.name));
+    let stream = format!("KV_{}", checkpoints.bucket);
+    made.push(
+        match bring(hub, &stream, &what, |c| c.num_replicas = replicas).await? {
+            Some(m) => m,
+            None => {
+                hub.js
+                    .create_key_value(checkpoints)
+                    .await
+                    .map_err(|e| hub.error(format!("{what}: {e}")))?;
+                created(what)
             }
-            hub.js
-                .update_stream(next)
-                .await
-                .map_err(|e| hub.error(format!("{what}: {e}")))?;
-            Ok(Made {
-                what,
-                action: "updated",
-                replicas,
-            })
-        }
-    }
+        },
+    );
+    Ok(made)
 }
 
-/// A bucket's stream set to `replicas`.
-async fn replicate(hub: &Hub, name: &str, replicas: usize, kind: &str) -> Result<Made, HubError> {
-    let shown = name
-        .strip_prefix("OBJ_")
-        .or_else(|| name.strip_prefix("KV_"))
-        .unwrap_or(name);
-    let what = format!("{kind} {shown}");
-    let stream = hub
-        .js
-        .get_stream(name)
-        .await
-        .map_err(|e| hub.error(format!("{what}: {e}")))?;
+/// Stream `name` (shown as `what`) brought to what `adjust` makes of its
+/// configuration: `kept` when that changes nothing, else `updated`; `None`
+/// when there is no such stream.
+async fn bring(
+    hub: &Hub,
+    name: &str,
+    what: &str,
+    adjust: impl FnOnce(&mut stream::Config),
+) -> Result<Option<Made>, HubError> {
+    let Ok(stream) = hub.js.get_stream(name).await else {
+        return Ok(None);
+    };
     let have = stream.cached_info().config.clone();
-    if have.num_replicas == replicas {
-        return Ok(Made {
-            what,
-            action: "kept",
-            replicas,
-        });
-    }
-    let mut next = have;
-    next.num_replicas = replicas;
-    hub.js
-        .update_stream(next)
-        .await
-        .map_err(|e| hub.error(format!("{what}: {e}")))?;
-    Ok(Made {
-        what,
-        action: "updated",
+    let mut next = have.clone();
+    adjust(&mut next);
+    let replicas = next.num_replicas;
+    let action = if next == have {
+        "kept"
+    } else {
+        hub.js
+            .update_stream(next)
+            .await
+            .map_err(|e| hub.error(format!("{what}: {e}")))?;
+        "updated"
+    };
+    Ok(Some(Made {
+        what: what.to_string(),
+        action,
         replicas,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -107,13 +107,7 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs, json: bool) -> VerbResult {
         )?;
         return Ok(0);
     }
-    let label = path.display().to_string();
-    let diff = similar::TextDiff::from_lines(&edit.before, &edit.after)
-        .unified_diff()
-        .context_radius(2)
-        .header(&label, &label)
-        .to_string();
-    write!(out, "{diff}")?;
+    write!(out, "{}", plan.diff(&path.display().to_string(), None))?;
     if target.dry_run {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);

@@ -78,7 +78,7 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
     }
     let home = home()?;
     let path = cmdlog_agents::otel::telemetry_settings_path(agent, scope, &paths.workspace, &home)
-        .map_err(CliError::usage)?;
+        .map_err(settings_failure)?;
     let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
     let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
     let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
@@ -104,19 +104,9 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
         )?;
         return Ok(0);
     }
-    let label = path.display().to_string();
     // The token is the daemon's secret: not shown in the diff.
-    let hide = |text: &str| match &exporter.token {
-        Some(t) => text.replace(t.as_str(), "***"),
-        None => text.to_string(),
-    };
-    let (shown_before, shown_after) = (hide(&edit.before), hide(&edit.after));
-    let diff = similar::TextDiff::from_lines(shown_before.as_str(), shown_after.as_str())
-        .unified_diff()
-        .context_radius(2)
-        .header(&label, &label)
-        .to_string();
-    write!(out, "{diff}")?;
+    let label = path.display().to_string();
+    write!(out, "{}", plan.diff(&label, exporter.token.as_deref()))?;
     if target.dry_run {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);

@@ -39,22 +39,27 @@ impl Exporter {
     }
 }
 
-/// The file an agent's telemetry settings are in, for `scope`; `None` with
+/// The file an agent's telemetry settings are in, for `scope`; an error saying
 /// why where the agent does not read them there.
 pub fn telemetry_settings_path(
     agent: AgentKind,
     scope: Scope,
     workspace: &Path,
     home: &Path,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, SettingsError> {
+    let refused = |why| {
+        Err(SettingsError::Scope {
+            agent: agent.display_name(),
+            why,
+        })
+    };
     match (agent, scope) {
-        (AgentKind::ClaudeCode, Scope::Project) => Err(
-            "Claude Code (2.1.332) ignores telemetry variables in a project's settings: a repository may only turn telemetry off. Use --scope user"
-                .into(),
+        (AgentKind::ClaudeCode, Scope::Project) => refused(
+            "2.1.332 ignores telemetry variables in a project's settings (a repository may only turn telemetry off): use --scope user",
         ),
-        (AgentKind::Codex, Scope::Project) => Err(
-            "Codex reads [otel] from the user's config.toml ($CODEX_HOME): use --scope user".into(),
-        ),
+        (AgentKind::Codex, Scope::Project) => {
+            refused("reads [otel] from the user's config.toml ($CODEX_HOME): use --scope user")
+        }
         (AgentKind::Codex, Scope::User) => Ok(std::env::var_os("CODEX_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -466,6 +471,6 @@ mod tests {
             Path::new("/h"),
         )
         .unwrap_err();
-        assert!(e.contains("--scope user"), "{e}");
+        assert!(e.to_string().contains("--scope user"), "{e}");
     }
 }
