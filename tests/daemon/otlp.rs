@@ -203,6 +203,25 @@ fn the_daemon_answers_otlp_as_the_spec_says() {
     let huge = vec![b' '; cmdlog_agents::OTLP_BODY_BYTES_MAX + 1];
     assert_eq!(send(u, Some(TOKEN), "application/json", false, huge).0, 413);
 
+    // Metrics and traces (Gemini CLI and Qwen Code send all three signals to
+    // one endpoint): taken, behind the token, nothing recorded.
+    for signal in ["metrics", "traces"] {
+        let url = format!("{u}/v1/{signal}");
+        let res = http()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .send(&b"{\"resourceMetrics\":[]}"[..])
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{signal}");
+        let res = http()
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(&b"{}"[..])
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 401, "{signal}");
+    }
+
     // The same request again (an exporter's retry): nothing twice.
     assert_eq!(
         send(u, Some(TOKEN), "application/x-protobuf", false, pb(&first)).0,
