@@ -1101,10 +1101,16 @@ fn stream_leader(urls: &str, name: &str) -> Option<String> {
     })
 }
 
-/// Twelve logs pushed at once to the cluster's server list: each completes by
-/// itself, exactly once on the hub, its clone equal to it.
-fn twelve_pushes(urls: &str, logs: &[Workspace], tag: &str, during: impl FnOnce()) {
-    let children: Vec<_> = logs
+/// Logs (twelve) pushed at once to the cluster's server list: each completes by
+/// itself, exactly once on the hub, its clone equal to it. `during` acts on the
+/// cluster while they push; what the pushes said on stderr is returned.
+fn twelve_pushes(
+    urls: &str,
+    logs: &[Workspace],
+    tag: &str,
+    during: impl FnOnce(&mut [std::process::Child]),
+) -> Vec<String> {
+    let mut children: Vec<_> = logs
         .iter()
         .map(|w| {
             fill(&w.log_path(), 1500, 300, tag);
@@ -1115,7 +1121,8 @@ fn twelve_pushes(urls: &str, logs: &[Workspace], tag: &str, during: impl FnOnce(
                 .unwrap()
         })
         .collect();
-    during();
+    during(&mut children);
+    let mut said = Vec::new();
     for (w, child) in logs.iter().zip(children) {
         let out = finish(child, Duration::from_secs(180));
         assert!(
@@ -1123,6 +1130,7 @@ fn twelve_pushes(urls: &str, logs: &[Workspace], tag: &str, during: impl FnOnce(
             "a push did not complete by itself: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        said.push(String::from_utf8_lossy(&out.stderr).into_owned());
         let (id, seq, hash) = verified(w, &w.log_path());
         let on_hub = hub_log(w, urls, &id);
         assert_eq!(
@@ -1136,6 +1144,7 @@ fn twelve_pushes(urls: &str, logs: &[Workspace], tag: &str, during: impl FnOnce(
     let file = w.ws.path().join(format!("clone-{tag}.redb"));
     w.ok(&["clone", urls, &id, "-o", file.to_str().unwrap()]);
     assert_eq!(verified(w, &file).2, hash);
+    said
 }
 
 #[test]
@@ -1169,7 +1178,7 @@ fn a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes() {
     let logs: Vec<Workspace> = (0..12).map(|_| Workspace::new()).collect();
     // The stream's leader killed -9 mid-push, then restarted.
     let leader = stream_leader(&urls, "CMDLOG").expect("the stream has a leader");
-    twelve_pushes(&urls, &logs, "a", || {
+    twelve_pushes(&urls, &logs, "a", |_| {
         std::thread::sleep(Duration::from_millis(300));
         cluster.node(&leader).kill();
         std::thread::sleep(Duration::from_secs(2));
@@ -1179,5 +1188,30 @@ fn a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes() {
     // A node that stays down (two of three alive): the same pushes go on.
     let gone = stream_leader(&urls, "CMDLOG").expect("a leader again");
     cluster.node(&gone).kill();
-    twelve_pushes(&urls, &logs, "b", || {});
+    twelve_pushes(&urls, &logs, "b", |_| {});
+    eprintln!("{gone} stays down: every push completed");
+    // A minority partition: one node of three alive. The pushes wait, say
+    // why, and complete once a second node is back.
+    let alive: Vec<String> = ["n1", "n2", "n3"]
+        .into_iter()
+        .filter(|n| *n != gone)
+        .map(String::from)
+        .collect();
+    cluster.node(&alive[0]).kill();
+    let said = twelve_pushes(&urls, &logs[..3], "c", |pushes| {
+        std::thread::sleep(Duration::from_secs(10));
+        for p in pushes.iter_mut() {
+            if let Some(status) = p.try_wait().unwrap() {
+                let mut said = String::new();
+                std::io::Read::read_to_string(p.stderr.as_mut().unwrap(), &mut said).unwrap();
+                panic!("a push ended without a quorum ({status}): {said}");
+            }
+        }
+        cluster.node(&gone).up();
+    });
+    eprintln!("a push without a quorum said:\n{}", said[0]);
+    assert!(
+        said.iter().all(|s| s.contains("quorum") && s.contains("retrying")),
+        "a waiting push says why: {said:?}"
+    );
 }

@@ -55,9 +55,19 @@ impl HubCheckpoint {
 
 /// The bucket, `None` when the hub has none yet.
 pub(crate) async fn bucket(hub: &Hub) -> Result<Option<kv::Store>, HubError> {
+    use async_nats::jetstream::ErrorCode;
+    use async_nats::jetstream::context::{GetStreamError, GetStreamErrorKind, KeyValueErrorKind};
     match hub.js.get_key_value(checkpoint_bucket(&hub.name)).await {
         Ok(store) => Ok(Some(store)),
-        Err(e) if e.kind() == async_nats::jetstream::context::KeyValueErrorKind::GetBucket => {
+        // Only a bucket the hub says is not there is missing: one it did not
+        // answer about (a cluster without its quorum) must not be made again.
+        Err(e)
+            if e.kind() == KeyValueErrorKind::GetBucket
+                && std::error::Error::source(&e)
+                    .and_then(|s| s.downcast_ref::<GetStreamError>())
+                    .is_some_and(|s| matches!(s.kind(), GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == ErrorCode::STREAM_NOT_FOUND)) =>
+        {
             Ok(None)
         }
         Err(e) => Err(hub.error(format!("checkpoint bucket: {e}"))),

@@ -194,9 +194,16 @@ impl Hub {
     /// limits, deletes and purges denied, atomic batches and direct reads allowed.
     pub async fn stream(&self) -> Result<stream::Stream, HubError> {
         // One replica when push creates it; `hub init --replicas N` for a cluster.
+        use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
         let config = crate::config::stream_config(&self.name, 1);
         let stream = match self.js.get_stream(&self.name).await {
             Ok(stream) => stream,
+            Err(e)
+                if !matches!(e.kind(), GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                return Err(self.unanswered(&e));
+            }
             Err(_) => {
                 let made = self.js.create_stream(config).await;
                 match made {
@@ -243,10 +250,7 @@ impl Hub {
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
                 }
                 Err(e) if e.kind() == GetStreamErrorKind::Request => {
-                    return Err(self.error(format!(
-                        "stream {}: the hub did not answer ({e}); a cluster that lost its quorum answers once a majority of its nodes is back",
-                        self.name
-                    )));
+                    return Err(self.unanswered(&e));
                 }
                 Err(e) => {
                     return Err(self.error(format!(
@@ -256,6 +260,14 @@ impl Hub {
                 }
             }
         }
+    }
+
+    /// The stream's servers did not answer a request about it.
+    fn unanswered(&self, e: &dyn std::fmt::Display) -> HubError {
+        self.error(format!(
+            "stream {}: the hub did not answer ({e}); a cluster that lost its quorum answers once a majority of its nodes is back",
+            self.name
+        ))
     }
 
     /// An error of this hub.

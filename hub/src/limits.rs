@@ -17,6 +17,9 @@ pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
 pub(crate) const STREAM_WAIT: Duration = Duration::from_secs(60);
 /// Records a clone appends per atomic append.
 pub(crate) const CLONE_CHUNK_RECORDS: usize = 1000;
+/// How long a push that landed its records keeps trying to publish their
+/// signed checkpoint (within its patience) before it says it could not.
+pub(crate) const CHECKPOINT_RETRY: Duration = Duration::from_secs(30);
 /// The first wait before `serve --push` tries to connect again.
 pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(200);
 /// The longest wait between its connection attempts.

@@ -23,7 +23,7 @@ use crate::connect::{Hub, HubOptions};
 use crate::error::HubError;
 use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, bucket};
 use crate::limits::{
-    BATCH_BYTES, BATCH_RECORDS, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST, RETRY_MAX,
+    BATCH_BYTES, BATCH_RECORDS, CHECKPOINT_RETRY, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST, RETRY_MAX,
 };
 use crate::mark::PushMark;
 use crate::read::{HubHead, head, survey};
@@ -128,7 +128,8 @@ pub struct Pushed {
 /// A pusher of one log to one hub; keeps what it learnt between rounds.
 pub struct Pusher {
     hub: Hub,
-    stream: stream::Stream,
+    /// The hub's stream, once a round has found (or made) it.
+    stream: Option<stream::Stream>,
     log_id: String,
     host: String,
     /// Blobs known to be on the hub.
@@ -156,19 +157,18 @@ struct Reply {
 }
 
 impl Pusher {
-    /// A pusher of log `log_id` (pushed from `host`) to `hub`; creates the
-    /// stream when it is missing.
-    pub async fn new(hub: Hub, log_id: &str, host: &str) -> Result<Pusher, HubError> {
-        let stream = hub.stream().await?;
-        Ok(Pusher {
+    /// A pusher of log `log_id` (pushed from `host`) to `hub`. Its first round
+    /// finds the stream, or creates it when it is missing.
+    pub fn new(hub: Hub, log_id: &str, host: &str) -> Pusher {
+        Pusher {
             hub,
-            stream,
+            stream: None,
             log_id: log_id.to_string(),
             host: host.to_string(),
             blobs_there: None,
             nonce: 0,
             signer: None,
-        })
+        }
     }
 
     /// Ends every round with a checkpoint of what the hub holds of the log, signed
@@ -203,6 +203,11 @@ impl Pusher {
         &self.hub
     }
 
+    /// The stream a round found.
+    fn stream(&self) -> &stream::Stream {
+        self.stream.as_ref().expect("a round finds the stream first")
+    }
+
     /// One round: everything up to this log's head now. `progress` gets the
     /// records pushed so far.
     pub async fn round(
@@ -211,7 +216,10 @@ impl Pusher {
         mut progress: impl FnMut(u64),
     ) -> Result<Pushed, PushError> {
         let local = log.head();
-        let there = head(&self.hub, &self.stream, &self.log_id).await?;
+        if self.stream.is_none() {
+            self.stream = Some(self.hub.stream().await?);
+        }
+        let there = head(&self.hub, self.stream(), &self.log_id).await?;
         let mut expected = 0;
         let mut next = 1;
         let mut foreign = Vec::new();
@@ -267,25 +275,27 @@ impl Pusher {
             match self.publish_batch(&batch, expected).await {
                 Ok(stream_seq) => expected = stream_seq,
                 Err(Conflict::WrongLast) => {
-                    // Another writer, or our own batch whose answer was lost:
-                    // the hub's head says which.
-                    let now = head(&self.hub, &self.stream, &self.log_id).await?;
+                    // Our own batch whose answer was lost, a replica that had
+                    // not yet seen our last batch when asked, or another
+                    // writer: the hub's head says which.
+                    let now = head(&self.hub, self.stream(), &self.log_id).await?;
                     match now {
                         Some(h) if h.seq == last_seq && h.hash == last_hash => {
                             expected = h.stream_seq
                         }
-                        Some(h) => {
-                            return Err(PushError::Fork {
-                                log: self.log_id.clone(),
-                                seq: h.seq,
-                                local_hash: local_hash(log, h.seq)?,
-                                hub_hash: h.hash,
-                            });
+                        Some(h) if h.seq < last_seq && local_hash(log, h.seq)? == h.hash => {
+                            // The hub holds this log up to h: go on from there.
+                            expected = h.stream_seq;
+                            next = h.seq + 1;
+                            continue;
                         }
-                        None => {
-                            return Err(PushError::Hub(self.hub.error(
-                                "the hub refused a batch as not continuing a log it holds no record of",
-                            )));
+                        // Not ours: the next round looks at the hub's head whole
+                        // (a foreign tail, a fork or a rollback).
+                        _ => {
+                            return Err(PushError::Hub(self.hub.error(format!(
+                                "the hub's head of log {} is not where this push left it; looking again",
+                                self.log_id
+                            ))));
                         }
                     }
                 }
@@ -323,7 +333,7 @@ impl Pusher {
         hub_head: &HubHead,
     ) -> Result<Resume, PushError> {
         let mark = PushMark::read(&self.hub.name, &self.log_id);
-        let survey = survey(&self.hub, &self.stream, &self.log_id).await?;
+        let survey = survey(&self.hub, self.stream(), &self.log_id).await?;
         if let Some(m) = &mark
             && m.seq <= local_seq
             && local_hash(log, m.seq)? == m.hash
@@ -418,7 +428,11 @@ impl Pusher {
                 .client
                 .request_with_headers(subject.clone(), headers, payload)
                 .await
-                .map_err(|e| Conflict::Other(self.hub.error(format!("batch commit: {e}"))))?;
+                .map_err(|e| {
+                    Conflict::Other(self.hub.error(format!(
+                        "batch commit: {e}: no stream leader answered (a node restarting, or a cluster without its quorum, which takes writes again once a majority of its nodes is back)"
+                    )))
+                })?;
             let reply: Reply = serde_json::from_slice(&reply.payload).map_err(|e| {
                 Conflict::Other(self.hub.error(format!("batch commit answer: {e}")))
             })?;
@@ -538,6 +552,19 @@ pub async fn push(
                 total.foreign.extend(round.foreign);
                 total.head = round.head;
                 if let Some(why) = &round.checkpoint_failed {
+                    // The records landed; their checkpoint is tried again for a
+                    // while (a cluster's bucket may still be electing its leader).
+                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                    total.checkpoint_failed = round.checkpoint_failed.clone();
+                    if !follow && since.elapsed() < patience.min(CHECKPOINT_RETRY) {
+                        let wait = backoff.next_wait();
+                        note(&format!(
+                            "the signed checkpoint was not published: {why}; retrying in {} ms",
+                            wait.as_millis()
+                        ));
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
                     note(&format!("the signed checkpoint was not published: {why}"));
                 }
                 total.checkpoint_failed = round.checkpoint_failed;
@@ -584,7 +611,7 @@ pub async fn push_forever(
     let mut backoff = Backoff::new(RECONNECT_FIRST, RECONNECT_MAX);
     let mut pusher = loop {
         let connected = match options.connect().await {
-            Ok(h) => Pusher::new(h, &log_id, &host).await,
+            Ok(h) => Ok(Pusher::new(h, &log_id, &host)),
             Err(e) => Err(e),
         };
         match connected {

@@ -94,23 +94,37 @@ pub async fn survey(
     Ok(survey)
 }
 
+/// How many messages the stream's leader says `filter` holds now.
+async fn messages_on(hub: &Hub, stream: &stream::Stream, filter: &str) -> Result<u64, HubError> {
+    let failed = |e: &dyn std::fmt::Display| hub.error(format!("stream info: {e}"));
+    if filter == hub.all_logs() {
+        let mut info = stream.clone();
+        return Ok(info.info().await.map_err(|e| failed(&e))?.state.messages);
+    }
+    let mut subjects = stream
+        .info_with_subjects(filter)
+        .await
+        .map_err(|e| failed(&e))?;
+    let mut count = 0;
+    while let Some(entry) = subjects.next().await {
+        count += entry.map_err(|e| failed(&e))?.1 as u64;
+    }
+    Ok(count)
+}
+
 /// Reads every message on `filter` (a log's subject, or all logs') through an
-/// ordered consumer, calling `f` with each, until the stream's end as of the
-/// start. `f` returns false to stop.
+/// ordered consumer, calling `f` with each, until every message the stream's
+/// leader counted at the start is read. `f` returns false to stop. (The
+/// consumer may be served by a replica still catching up after a node came
+/// back: its end is not the stream's, so the leader's count is waited for.)
 pub async fn each(
     hub: &Hub,
     stream: &stream::Stream,
     filter: &str,
     mut f: impl FnMut(HubRecord) -> Result<bool, HubError>,
 ) -> Result<u64, HubError> {
-    let mut info = stream.clone();
-    let last = info
-        .info()
-        .await
-        .map_err(|e| hub.error(format!("stream info: {e}")))?
-        .state
-        .last_sequence;
-    if last == 0 {
+    let expected = messages_on(hub, stream, filter).await?;
+    if expected == 0 {
         return Ok(0);
     }
     let consumer = stream
@@ -131,15 +145,15 @@ pub async fn each(
             .await
             .map_err(|_| {
                 hub.error(format!(
-                    "reading {filter}: no message for {} s",
+                    "reading {filter}: no message for {} s after {count} of the {expected} the stream holds",
                     READ_WAIT.as_secs()
                 ))
             })?;
         let Some(message) = next else { break };
         let message = message.map_err(|e| hub.error(format!("reading {filter}: {e}")))?;
-        let (stream_seq, pending) = message
+        let stream_seq = message
             .info()
-            .map(|i| (i.stream_sequence, i.pending))
+            .map(|i| i.stream_sequence)
             .map_err(|e| hub.error(format!("message info: {e}")))?;
         let headers = message.headers.clone().unwrap_or_default();
         let record = HubRecord {
@@ -160,7 +174,7 @@ pub async fn each(
             stream_seq,
         };
         count += 1;
-        if !f(record)? || pending == 0 || stream_seq >= last {
+        if !f(record)? || count >= expected {
             break;
         }
     }

@@ -47,9 +47,7 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
         .block_on(args.hub.options()?.connect())
         .map_err(hub_failure)?;
     let host = cmdlog_engine::host_name();
-    let mut pusher = rt
-        .block_on(Pusher::new(hub, &identity.id, &host))
-        .map_err(hub_failure)?;
+    let mut pusher = Pusher::new(hub, &identity.id, &host);
     match super::checkpoint::signer(&identity, &args.key) {
         Ok(signer) => pusher.sign_checkpoints(signer),
         Err(e) => eprintln!(
