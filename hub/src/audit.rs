@@ -1,15 +1,26 @@
-//! One timeline of runs across every log on a hub: each log folded by the same
-//! fold `cmdlog audit` uses (a log's seqs are its own), then merged by time.
+//! One timeline of runs across every log on a hub, streamed. Each log is read
+//! in batches (batched direct gets), its chain checked as it goes, and folded
+//! by the fold `cmdlog audit` uses (a log's seqs are its own); the logs' rows
+//! are merged by time, a k-way merge over the logs' rows in seq order. Memory
+//! holds a batch and the runs still open per log, not the hub. With `follow`,
+//! the records pushed afterwards are read as they land, each run shown once it
+//! settles.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
+use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+use async_nats::jetstream::stream;
 use cmdlog_engine::Event;
 use cmdlog_replay::{AuditFold, AuditRow};
+use futures_util::StreamExt;
 
 use crate::chain::Foreign;
 use crate::connect::Hub;
 use crate::error::HubError;
-use crate::read::{each, survey};
+use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, header};
+use crate::limits::{AUDIT_BATCH_RECORDS, READ_WAIT};
+use crate::read::{HubRecord, list, records_from, survey};
 
 /// Which runs an audit keeps.
 #[derive(Debug, Clone, Default)]
@@ -33,34 +44,74 @@ pub struct HubRow {
     pub row: AuditRow,
 }
 
-/// One timeline across the hub's logs, and what is not theirs.
-#[derive(Debug, Clone, Default)]
-pub struct HubAudit {
-    /// The runs, by time, then log, then seq.
-    pub rows: Vec<HubRow>,
-    /// Messages left out: on a log's subject but not its chain (forged, or
-    /// another machine's with its id), with the log.
-    pub foreign: Vec<(String, Foreign)>,
+/// What an audit finds, as it goes.
+#[derive(Debug, Clone)]
+pub enum Audited {
+    /// A run.
+    Row(Box<HubRow>),
+    /// A message left out: on a log's subject but not its chain (forged, or
+    /// another machine's with its id).
+    Foreign {
+        /// The log's id.
+        log_id: String,
+        /// The message.
+        foreign: Foreign,
+    },
 }
 
-/// A log's fold as it reads: the chain checked as it goes; a message that does
-/// not continue it sends the log to a second, surveyed reading.
-struct Folding {
+/// What an audit read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HubAuditRead {
+    /// Logs read.
+    pub logs: usize,
+    /// Messages read (a log read again after its chain broke counts twice).
+    pub messages: u64,
+    /// Runs shown.
+    pub rows: u64,
+    /// The most rows held at once, shown or not yet: what the merge kept in
+    /// memory besides one batch per log.
+    pub rows_held_max: usize,
+}
+
+/// One log being read: where, its chain so far, its fold, its rows ready.
+struct LogRead {
+    log_id: String,
+    subject: String,
     host: String,
     fold: AuditFold,
     next: u64,
     prev: [u8; 32],
-    broken: bool,
+    /// The stream sequence to ask from next.
+    from: u64,
+    /// Messages on its subject when the audit began (the leader's count).
+    expected: u64,
+    read: u64,
+    /// A surveyed log: only these stream sequences are its records.
+    chain: Option<HashSet<u64>>,
+    /// Settled rows not yet shown, in seq order.
+    ready: VecDeque<AuditRow>,
+    /// Rows up to this seq were shown (a log read again skips them).
+    shown: u64,
+    /// Every message up to the audit's start was read.
+    ended: bool,
 }
 
-impl Folding {
-    fn new(host: String) -> Self {
-        Folding {
+impl LogRead {
+    fn new(log_id: String, subject: String, host: String, expected: u64) -> Self {
+        LogRead {
+            log_id,
+            subject,
             host,
             fold: AuditFold::default(),
             next: 1,
             prev: [0; 32],
-            broken: false,
+            from: 1,
+            expected,
+            read: 0,
+            chain: None,
+            ready: VecDeque::new(),
+            shown: 0,
+            ended: false,
         }
     }
 
@@ -73,6 +124,28 @@ impl Folding {
         self.next += 1;
         self.prev = hash;
         true
+    }
+
+    /// Folds a record of its chain; its settled rows (or, with `every`, all its
+    /// settled rows, open runs before them or not) become ready.
+    fn fold(&mut self, filter: &HubAuditFilter, record: &HubRecord, every: bool) {
+        if let Ok(event) = Event::decode(record.seq, &record.bytes) {
+            keep(filter, &mut self.fold, &event);
+        }
+        let rows = if every {
+            self.fold.take_every_settled()
+        } else {
+            self.fold.take_settled()
+        };
+        let shown = self.shown;
+        self.ready
+            .extend(rows.into_iter().filter(|r| r.seq > shown));
+    }
+
+    /// The merge's key of its first ready row.
+    fn key(&self, i: usize) -> Option<Reverse<(u64, String, u64, usize)>> {
+        let r = self.ready.front()?;
+        Some(Reverse((r.at, self.log_id.clone(), r.seq, i)))
     }
 }
 
@@ -87,54 +160,260 @@ fn keep(filter: &HubAuditFilter, fold: &mut AuditFold, event: &Event) {
     });
 }
 
-/// Every run on the hub that `filter` keeps, by time, then log, then seq. A log
-/// whose messages do not form one chain is read again and folded along its
-/// chain (`chain.rs`); what is left out is reported.
-pub async fn hub_audit(hub: &Hub, filter: &HubAuditFilter) -> Result<HubAudit, HubError> {
-    let stream = hub.existing_stream().await?;
-    let mut folds: BTreeMap<String, Folding> = BTreeMap::new();
-    each(hub, &stream, &hub.all_logs(), |record| {
-        let log = folds
-            .entry(record.log_id.clone())
-            .or_insert_with(|| Folding::new(record.host.clone()));
-        if log.broken || !log.continues(record.seq, &record.bytes, &record.hash) {
-            log.broken = true;
-            return Ok(true);
+/// An audit under way.
+struct Auditing<'a, E> {
+    hub: &'a Hub,
+    stream: &'a stream::Stream,
+    filter: &'a HubAuditFilter,
+    follow: bool,
+    /// The stream's last sequence when the audit began: the merge reads up to it.
+    last: u64,
+    read: HubAuditRead,
+    emit: &'a mut dyn FnMut(Audited) -> Result<(), E>,
+}
+
+impl<E: From<HubError>> Auditing<'_, E> {
+    /// Surveys the log (which of its subject's messages are its chain), says
+    /// what is not, and starts its reading again along the chain; rows already
+    /// shown are not shown again.
+    async fn survey(&mut self, log: &mut LogRead) -> Result<(), E> {
+        let surveyed = survey(self.hub, self.stream, &log.log_id).await?;
+        for foreign in surveyed.foreign() {
+            (self.emit)(Audited::Foreign {
+                log_id: log.log_id.clone(),
+                foreign,
+            })?;
         }
-        if let Ok(event) = Event::decode(record.seq, &record.bytes) {
-            keep(filter, &mut log.fold, &event);
-        }
-        Ok(true)
-    })
-    .await?;
-    let mut foreign = Vec::new();
-    for (log_id, log) in folds.iter_mut().filter(|(_, l)| l.broken) {
-        let surveyed = survey(hub, &stream, log_id).await?;
-        let chain: std::collections::HashSet<u64> = surveyed.chain().into_iter().collect();
-        foreign.extend(surveyed.foreign().into_iter().map(|f| (log_id.clone(), f)));
-        let mut fold = AuditFold::default();
-        each(hub, &stream, &hub.subject(log_id), |record| {
-            if chain.contains(&record.stream_seq)
-                && let Ok(event) = Event::decode(record.seq, &record.bytes)
-            {
-                keep(filter, &mut fold, &event);
-            }
-            Ok(true)
-        })
-        .await?;
-        log.fold = fold;
+        log.chain = Some(surveyed.chain().into_iter().collect());
+        log.fold = AuditFold::default();
+        (log.next, log.prev, log.from, log.read) = (1, [0; 32], 1, 0);
+        log.ready.clear();
+        Ok(())
     }
-    let mut rows: Vec<HubRow> = folds
-        .into_iter()
-        .flat_map(|(log_id, log)| {
-            let host = log.host;
-            log.fold.rows().into_iter().map(move |row| HubRow {
-                log_id: log_id.clone(),
-                host: host.clone(),
+
+    /// Reads `log` on until it has a row ready or has no more messages (up to
+    /// the audit's start).
+    async fn fill(&mut self, log: &mut LogRead) -> Result<(), E> {
+        let mut waited = std::time::Duration::ZERO;
+        while log.ready.is_empty() && !log.ended {
+            let batch = records_from(self.hub, &log.subject, log.from, AUDIT_BATCH_RECORDS).await?;
+            if batch.is_empty() && log.read >= log.expected {
+                log.ended = true;
+            } else if batch.is_empty() {
+                // Answered by a replica still catching up (a node came back):
+                // the leader counted more. Ask again, for a while.
+                if waited >= READ_WAIT {
+                    return Err(self
+                        .hub
+                        .error(format!(
+                            "reading {}: {} of the {} messages the stream holds came in {} s",
+                            log.subject,
+                            log.read,
+                            log.expected,
+                            READ_WAIT.as_secs()
+                        ))
+                        .into());
+                }
+                let pause = std::time::Duration::from_millis(200);
+                tokio::time::sleep(pause).await;
+                waited += pause;
+                continue;
+            }
+            for record in batch {
+                if record.stream_seq > self.last {
+                    log.ended = true;
+                    break;
+                }
+                log.from = record.stream_seq + 1;
+                log.read += 1;
+                self.read.messages += 1;
+                if let Some(chain) = &log.chain {
+                    if chain.contains(&record.stream_seq)
+                        && log.continues(record.seq, &record.bytes, &record.hash)
+                    {
+                        log.fold(self.filter, &record, false);
+                    }
+                    continue;
+                }
+                if !log.continues(record.seq, &record.bytes, &record.hash) {
+                    // Not one chain: read it again along the one it holds.
+                    self.survey(log).await?;
+                    break;
+                }
+                log.fold(self.filter, &record, false);
+            }
+            log.ended |= log.from > self.last;
+        }
+        if log.ended && log.ready.is_empty() {
+            let rows = if self.follow {
+                log.fold.take_every_settled()
+            } else {
+                log.fold.take_all()
+            };
+            let shown = log.shown;
+            log.ready.extend(rows.into_iter().filter(|r| r.seq > shown));
+        }
+        Ok(())
+    }
+
+    /// The k-way merge: the earliest ready row of any log, until none is left.
+    async fn merge(&mut self, logs: &mut [LogRead]) -> Result<(), E> {
+        let mut heap = BinaryHeap::new();
+        let mut held = 0;
+        for (i, log) in logs.iter_mut().enumerate() {
+            self.fill(log).await?;
+            held += log.ready.len();
+            heap.extend(log.key(i));
+        }
+        while let Some(Reverse((_, _, _, i))) = heap.pop() {
+            self.read.rows_held_max = self.read.rows_held_max.max(held);
+            held -= 1;
+            let log = &mut logs[i];
+            let Some(row) = log.ready.pop_front() else {
+                continue;
+            };
+            log.shown = row.seq;
+            self.read.rows += 1;
+            (self.emit)(Audited::Row(Box::new(HubRow {
+                log_id: log.log_id.clone(),
+                host: log.host.clone(),
                 row,
+            })))?;
+            if log.ready.is_empty() {
+                self.fill(log).await?;
+                held += log.ready.len();
+            }
+            heap.extend(log.key(i));
+        }
+        Ok(())
+    }
+
+    /// After the merge: every message pushed since, as it lands, through one
+    /// ordered consumer over every log; each run shown once it settles.
+    async fn follow(&mut self, mut logs: Vec<LogRead>) -> Result<(), E> {
+        let mut index: HashMap<String, usize> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.log_id.clone(), i))
+            .collect();
+        let consumer = self
+            .stream
+            .create_consumer(OrderedConfig {
+                filter_subject: self.hub.all_logs(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: self.last + 1,
+                },
+                ..Default::default()
             })
-        })
-        .collect();
-    rows.sort_by(|a, b| (a.row.at, &a.log_id, a.row.seq).cmp(&(b.row.at, &b.log_id, b.row.seq)));
-    Ok(HubAudit { rows, foreign })
+            .await
+            .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
+        let mut messages = consumer
+            .messages()
+            .await
+            .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
+            let headers = message.headers.clone().unwrap_or_default();
+            let record = HubRecord {
+                log_id: message.subject.rsplit('.').next().unwrap_or("").to_string(),
+                seq: header(&headers, SEQ)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0),
+                hash: header(&headers, HASH).unwrap_or("").to_string(),
+                stream: header(&headers, STREAM_KEY).map(str::to_string),
+                host: header(&headers, HOST).unwrap_or("").to_string(),
+                stream_seq: message.info().map(|i| i.stream_sequence).unwrap_or(0),
+                bytes: message.payload.to_vec(),
+            };
+            self.read.messages += 1;
+            let i = *index.entry(record.log_id.clone()).or_insert_with(|| {
+                let mut log = LogRead::new(
+                    record.log_id.clone(),
+                    self.hub.subject(&record.log_id),
+                    record.host.clone(),
+                    0,
+                );
+                log.ended = true;
+                logs.push(log);
+                self.read.logs += 1;
+                logs.len() - 1
+            });
+            let log = &mut logs[i];
+            if !log.continues(record.seq, &record.bytes, &record.hash) {
+                (self.emit)(Audited::Foreign {
+                    log_id: log.log_id.clone(),
+                    foreign: Foreign {
+                        stream_seq: record.stream_seq,
+                        seq: record.seq,
+                        why: "it does not continue the hash chain",
+                    },
+                })?;
+                continue;
+            }
+            log.host = record.host.clone();
+            log.fold(self.filter, &record, true);
+            while let Some(row) = log.ready.pop_front() {
+                self.read.rows += 1;
+                (self.emit)(Audited::Row(Box::new(HubRow {
+                    log_id: log.log_id.clone(),
+                    host: log.host.clone(),
+                    row,
+                })))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every run on the hub that `filter` keeps, given to `emit` by time (each
+/// log's own runs in seq order), with the messages left out as they are found.
+/// A log whose subject holds more messages than its chain is surveyed first
+/// (`chain.rs`); one whose chain breaks as it is read is surveyed then, and
+/// read again along its chain. With `follow`, goes on with what is pushed
+/// afterwards, until the connection ends.
+pub async fn hub_audit<E: From<HubError>>(
+    hub: &Hub,
+    filter: &HubAuditFilter,
+    follow: bool,
+    mut emit: impl FnMut(Audited) -> Result<(), E>,
+) -> Result<HubAuditRead, E> {
+    let stream = hub.existing_stream().await?;
+    let entries = list(hub, &stream).await?;
+    let mut info = stream.clone();
+    let last = info
+        .info()
+        .await
+        .map_err(|e| hub.error(format!("stream info: {e}")))?
+        .state
+        .last_sequence;
+    let mut auditing = Auditing {
+        hub,
+        stream: &stream,
+        filter,
+        follow,
+        last,
+        read: HubAuditRead {
+            logs: entries.len(),
+            ..Default::default()
+        },
+        emit: &mut emit,
+    };
+    let mut logs = Vec::new();
+    for entry in entries {
+        let mut log = LogRead::new(
+            entry.id.clone(),
+            hub.subject(&entry.id),
+            entry.host.clone(),
+            entry.messages,
+        );
+        if entry.messages != entry.head_seq {
+            auditing.survey(&mut log).await?;
+        }
+        logs.push(log);
+    }
+    auditing.merge(&mut logs).await?;
+    if follow {
+        auditing.follow(logs).await?;
+    }
+    Ok(auditing.read)
 }

@@ -65,8 +65,10 @@ pub(crate) async fn bucket(hub: &Hub) -> Result<Option<kv::Store>, HubError> {
             if e.kind() == KeyValueErrorKind::GetBucket
                 && std::error::Error::source(&e)
                     .and_then(|s| s.downcast_ref::<GetStreamError>())
-                    .is_some_and(|s| matches!(s.kind(), GetStreamErrorKind::JetStream(j)
-                        if j.error_code() == ErrorCode::STREAM_NOT_FOUND)) =>
+                    .is_some_and(|s| {
+                        matches!(s.kind(), GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
+                    }) =>
         {
             Ok(None)
         }

@@ -42,7 +42,7 @@ mod push;
 mod read;
 mod witness;
 
-pub use audit::{HubAudit, HubAuditFilter, HubRow, hub_audit};
+pub use audit::{Audited, HubAuditFilter, HubAuditRead, HubRow, hub_audit};
 pub use chain::{Foreign, Survey};
 pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_checkpoint};
 pub use clone::{CloneError, Cloned, clone_log};

@@ -15,6 +15,9 @@ pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
 /// How long a read of the hub keeps asking for its stream while the hub does
 /// not answer (a cluster electing a leader after a node died).
 pub(crate) const STREAM_WAIT: Duration = Duration::from_secs(60);
+/// Records `hub audit` asks a log for at once (one batched direct get): what
+/// it holds of each log besides the runs still open.
+pub(crate) const AUDIT_BATCH_RECORDS: usize = 256;
 /// Records a clone appends per atomic append.
 pub(crate) const CLONE_CHUNK_RECORDS: usize = 1000;
 /// How long a push that landed its records keeps trying to publish their

@@ -23,7 +23,8 @@ use crate::connect::{Hub, HubOptions};
 use crate::error::HubError;
 use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, bucket};
 use crate::limits::{
-    BATCH_BYTES, BATCH_RECORDS, CHECKPOINT_RETRY, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST, RETRY_MAX,
+    BATCH_BYTES, BATCH_RECORDS, CHECKPOINT_RETRY, RECONNECT_FIRST, RECONNECT_MAX, RETRY_FIRST,
+    RETRY_MAX,
 };
 use crate::mark::PushMark;
 use crate::read::{HubHead, head, survey};
@@ -205,7 +206,9 @@ impl Pusher {
 
     /// The stream a round found.
     fn stream(&self) -> &stream::Stream {
-        self.stream.as_ref().expect("a round finds the stream first")
+        self.stream
+            .as_ref()
+            .expect("a round finds the stream first")
     }
 
     /// One round: everything up to this log's head now. `progress` gets the

@@ -251,19 +251,22 @@ pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, H
     Ok(out)
 }
 
-/// The last message of every log's subject, by subject, in one request; `None`
-/// when the server answers 413 (too many subjects for one batch).
-async fn last_of_every_log(
+/// A batched direct get (ADR-31, nats-server 2.11 and later): the messages the
+/// stream answers `request` with, up to its end-of-batch; `None` when it
+/// answers 413 (more than it gives in one batch). A subject with nothing to
+/// give answers an empty batch.
+async fn direct_batch(
     hub: &Hub,
-) -> Result<Option<std::collections::HashMap<String, HubHead>>, HubError> {
-    let failed = |e: &dyn std::fmt::Display| hub.error(format!("listing logs: {e}"));
+    request: serde_json::Value,
+    what: &str,
+) -> Result<Option<Vec<async_nats::Message>>, HubError> {
+    let failed = |e: &dyn std::fmt::Display| hub.error(format!("{what}: {e}"));
     let inbox = hub.client.new_inbox();
     let mut replies = hub
         .client
         .subscribe(inbox.clone())
         .await
         .map_err(|e| failed(&e))?;
-    let request = serde_json::json!({ "multi_last": [hub.all_logs()] });
     hub.client
         .publish_with_reply(
             format!("$JS.API.DIRECT.GET.{}", hub.name),
@@ -272,15 +275,15 @@ async fn last_of_every_log(
         )
         .await
         .map_err(|e| failed(&e))?;
-    let mut heads = std::collections::HashMap::new();
+    let mut out = Vec::new();
     loop {
         let message = tokio::time::timeout(READ_WAIT, replies.next())
             .await
             .map_err(|_| failed(&"the hub did not answer in time"))?
             .ok_or_else(|| failed(&"the connection closed"))?;
         match message.status.map(|s| s.as_u16()) {
-            // The end of the batch, or no log at all.
-            Some(204) | Some(404) => break,
+            // The end of the batch, or nothing to give.
+            Some(204) | Some(404) => return Ok(Some(out)),
             Some(413) => return Ok(None),
             Some(other) => {
                 return Err(failed(&format!(
@@ -288,26 +291,90 @@ async fn last_of_every_log(
                     message.description.unwrap_or_default()
                 )));
             }
-            None => {}
+            None => out.push(message),
         }
-        let headers = message.headers.unwrap_or_default();
-        let subject = header(&headers, "Nats-Subject").unwrap_or("").to_string();
-        let Some(seq) = header(&headers, SEQ).and_then(|s| s.parse().ok()) else {
+    }
+}
+
+/// The record a direct get answered with.
+fn direct_record(message: async_nats::Message) -> HubRecord {
+    let headers = message.headers.unwrap_or_default();
+    let subject = header(&headers, "Nats-Subject").unwrap_or("");
+    HubRecord {
+        log_id: subject.rsplit('.').next().unwrap_or("").to_string(),
+        seq: header(&headers, SEQ)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        hash: header(&headers, HASH).unwrap_or("").to_string(),
+        stream: header(&headers, STREAM_KEY).map(str::to_string),
+        host: header(&headers, HOST).unwrap_or("").to_string(),
+        stream_seq: header(&headers, "Nats-Sequence")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        bytes: message.payload.to_vec(),
+    }
+}
+
+/// Up to `batch` messages of `subject` from stream sequence `from` on, in one
+/// request; none when it has no more.
+pub(crate) async fn records_from(
+    hub: &Hub,
+    subject: &str,
+    from: u64,
+    batch: usize,
+) -> Result<Vec<HubRecord>, HubError> {
+    let request = serde_json::json!({ "seq": from, "next_by_subj": subject, "batch": batch });
+    let messages = direct_batch(hub, request, &format!("reading {subject}"))
+        .await?
+        .ok_or_else(|| {
+            hub.error(format!(
+                "reading {subject}: the batch was refused as too large"
+            ))
+        })?;
+    Ok(messages.into_iter().map(direct_record).collect())
+}
+
+/// The last message of every log's subject, by subject, in one request; `None`
+/// when the server answers 413 (too many subjects for one batch).
+async fn last_of_every_log(
+    hub: &Hub,
+) -> Result<Option<std::collections::HashMap<String, HubHead>>, HubError> {
+    let request = serde_json::json!({ "multi_last": [hub.all_logs()] });
+    let Some(messages) = direct_batch(hub, request, "listing logs").await? else {
+        return Ok(None);
+    };
+    let mut heads = std::collections::HashMap::new();
+    for message in messages {
+        let pushed_at = message
+            .headers
+            .as_ref()
+            .and_then(|h| header(h, "Nats-Time-Stamp"))
+            .and_then(cmdlog_common::time::parse_rfc3339)
+            .map(cmdlog_common::time::rfc3339)
+            .unwrap_or_default();
+        let subject = message
+            .headers
+            .as_ref()
+            .and_then(|h| header(h, "Nats-Subject"))
+            .unwrap_or("")
+            .to_string();
+        let has_seq = message
+            .headers
+            .as_ref()
+            .and_then(|h| header(h, SEQ))
+            .is_some_and(|s| s.parse::<u64>().is_ok());
+        if !has_seq {
             continue;
-        };
+        }
+        let r = direct_record(message);
         heads.insert(
             subject,
             HubHead {
-                seq,
-                hash: header(&headers, HASH).unwrap_or("").to_string(),
-                stream_seq: header(&headers, "Nats-Sequence")
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(0),
-                host: header(&headers, HOST).unwrap_or("").to_string(),
-                pushed_at: header(&headers, "Nats-Time-Stamp")
-                    .and_then(cmdlog_common::time::parse_rfc3339)
-                    .map(cmdlog_common::time::rfc3339)
-                    .unwrap_or_default(),
+                seq: r.seq,
+                hash: r.hash,
+                stream_seq: r.stream_seq,
+                host: r.host,
+                pushed_at,
             },
         );
     }

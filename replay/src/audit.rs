@@ -194,11 +194,13 @@ impl AuditRow {
 }
 
 /// Runs folded into audit rows, one event at a time in seq order: each run with
-/// its attachments' names, settled by its done. One fold per log.
+/// its attachments' names, settled by its done. One fold per log. Rows that
+/// will not change can be taken as it goes (`take_settled`), so a fold holds
+/// the runs still open rather than the whole log.
 #[derive(Debug, Default)]
 pub struct AuditFold {
-    rows: Vec<AuditRow>,
-    row_of_run: HashMap<Seq, usize>,
+    /// Rows not yet taken, by their run's seq.
+    rows: std::collections::BTreeMap<Seq, AuditRow>,
     attachment_names: HashMap<Seq, String>,
 }
 
@@ -210,11 +212,7 @@ impl AuditFold {
                 self.attachment_names.insert(e.seq, a.name.clone());
             }
             EventData::CommandRun(run) => {
-                if !keep(e, run) {
-                    return;
-                }
-                self.row_of_run.insert(e.seq, self.rows.len());
-                let attachments = run
+                let attachments: Vec<String> = run
                     .attachments
                     .iter()
                     .map(|s| {
@@ -223,7 +221,10 @@ impl AuditFold {
                             .unwrap_or_else(|| format!("seq {s}"))
                     })
                     .collect();
-                self.rows.push(AuditRow {
+                if !keep(e, run) {
+                    return;
+                }
+                let row = AuditRow {
                     seq: e.seq,
                     at: e.time(),
                     session: e.session.clone(),
@@ -237,16 +238,16 @@ impl AuditFold {
                     done: None,
                     elapsed_us: None,
                     injections: run.injections.clone(),
-                });
+                };
+                self.rows.insert(e.seq, row);
             }
             EventData::CommandDone(done) => {
-                if let Some(&i) = self.row_of_run.get(&done.run) {
-                    let row = &mut self.rows[i];
-                    if row.done.is_none() {
-                        row.done = Some(e.seq);
-                        row.outcome = Some(done.outcome.clone());
-                        row.elapsed_us = Some(done.elapsed_us);
-                    }
+                if let Some(row) = self.rows.get_mut(&done.run)
+                    && row.done.is_none()
+                {
+                    row.done = Some(e.seq);
+                    row.outcome = Some(done.outcome.clone());
+                    row.elapsed_us = Some(done.elapsed_us);
                 }
             }
             _ => {}
@@ -255,7 +256,39 @@ impl AuditFold {
 
     /// The rows, in seq order.
     pub fn rows(self) -> Vec<AuditRow> {
-        self.rows
+        self.rows.into_values().collect()
+    }
+
+    /// The rows from the first on while they are settled (a done came): they
+    /// will not change. A run still open keeps the rows after it.
+    pub fn take_settled(&mut self) -> Vec<AuditRow> {
+        let mut out = Vec::new();
+        while let Some(first) = self.rows.first_entry() {
+            if first.get().done.is_none() {
+                break;
+            }
+            out.push(first.remove());
+        }
+        out
+    }
+
+    /// Every settled row, in seq order; the runs still open stay.
+    pub fn take_every_settled(&mut self) -> Vec<AuditRow> {
+        let settled: Vec<Seq> = self
+            .rows
+            .iter()
+            .filter(|(_, r)| r.done.is_some())
+            .map(|(&seq, _)| seq)
+            .collect();
+        settled
+            .into_iter()
+            .filter_map(|seq| self.rows.remove(&seq))
+            .collect()
+    }
+
+    /// Every row not yet taken, settled or not, in seq order.
+    pub fn take_all(&mut self) -> Vec<AuditRow> {
+        std::mem::take(&mut self.rows).into_values().collect()
     }
 }
 

@@ -98,6 +98,12 @@ impl From<io::Error> for CliError {
     }
 }
 
+impl From<cmdlog_hub::HubError> for CliError {
+    fn from(e: cmdlog_hub::HubError) -> Self {
+        hub_failure(e)
+    }
+}
+
 /// A store or library failure (exit 4).
 pub(crate) fn store_failure(e: impl Display) -> CliError {
     CliError::io(e.to_string())

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use cmdlog_hub::{HubAuditFilter, HubOptions, hub_audit, list};
+use cmdlog_hub::{Audited, HubAuditFilter, HubOptions, hub_audit, list};
 
 use super::audit::{audit_line, parse_since};
 use super::output::colour;
@@ -160,6 +160,9 @@ enum HubVerb {
         /// Only this command
         #[arg(long)]
         command: Option<String>,
+        /// Stay attached: show each run pushed afterwards once it settles
+        #[arg(long)]
+        follow: bool,
     },
 }
 
@@ -185,10 +188,16 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
             since,
             agent,
             command,
+            follow,
         } => {
             let since = since.as_deref().map(parse_since).transpose()?;
             let command = command.map(|c| c.trim_start_matches('/').to_lowercase());
-            audit_all(hub, since, agent, command, json)
+            let filter = HubAuditFilter {
+                since,
+                agent,
+                command,
+            };
+            audit_all(hub, filter, follow, json)
         }
     }
 }
@@ -233,66 +242,50 @@ fn list_logs(args: HubArgs, json: bool) -> VerbResult {
     Ok(0)
 }
 
-fn audit_all(
-    args: HubArgs,
-    since: Option<u64>,
-    agent: Option<String>,
-    command: Option<String>,
-    json: bool,
-) -> VerbResult {
+fn audit_all(args: HubArgs, filter: HubAuditFilter, follow: bool, json: bool) -> VerbResult {
     let options = args.options()?;
-    let rt = runtime()?;
-    let filter = HubAuditFilter {
-        since,
-        agent,
-        command,
-    };
-    let audit = rt
-        .block_on(async {
-            let hub = options.connect().await?;
-            hub_audit(&hub, &filter).await
-        })
-        .map_err(hub_failure)?;
-    for (log_id, f) in &audit.foreign {
-        eprintln!(
-            "cmdlog: hub audit: stream message {} of log {} is not the log's (claims seq {}: {}): forged, or another machine's with this id; left out",
-            f.stream_seq,
-            render::clean(log_id),
-            f.seq,
-            f.why
-        );
-    }
-    let rows = audit.rows;
     let mut out = render::Human::stdout(json);
-    if json {
-        for r in &rows {
-            let mut value = serde_json::to_value(&r.row).map_err(store_failure)?;
-            value["log_id"] = json!(r.log_id);
-            value["host"] = json!(r.host);
-            writeln!(out, "{value}")?;
-        }
-        return Ok(0);
-    }
     let on = colour();
-    writeln!(
-        out,
-        "{:<8} {:<12} {:<23} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} outcome",
-        "log", "host", "time", "seq", "session", "agent", "mode", "command", "duration"
-    )?;
-    for r in &rows {
-        let (line, outcome, code) = audit_line(&r.row);
-        let short: String = r.log_id.chars().take(8).collect();
-        let host: String = r.host.chars().take(12).collect();
-        write!(
+    if !json {
+        writeln!(
             out,
-            "{:<8} {:<12} {line} ",
-            render::clean(&short),
-            render::clean(&host)
+            "{:<8} {:<12} {:<23} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9} outcome",
+            "log", "host", "time", "seq", "session", "agent", "mode", "command", "duration"
         )?;
-        out.paint(on, code, &outcome)?;
-        writeln!(out)?;
     }
-    if rows.is_empty() {
+    // Each run as the merge gives it, by time; a message left out, as found.
+    let read = runtime()?.block_on(async {
+        let hub = options.connect().await?;
+        hub_audit(&hub, &filter, follow, |found| -> Result<(), CliError> {
+            let r = match found {
+                Audited::Foreign { log_id, foreign: f } => {
+                    eprintln!(
+                        "cmdlog: hub audit: stream message {} of log {} is not the log's (claims seq {}: {}): forged, or another machine's with this id; left out",
+                        f.stream_seq, render::clean(&log_id), f.seq, f.why
+                    );
+                    return Ok(());
+                }
+                Audited::Row(r) => r,
+            };
+            if json {
+                let mut value = serde_json::to_value(&r.row).map_err(store_failure)?;
+                value["log_id"] = json!(r.log_id);
+                value["host"] = json!(r.host);
+                writeln!(out, "{value}")?;
+            } else {
+                let (line, outcome, code) = audit_line(&r.row);
+                let short: String = r.log_id.chars().take(8).collect();
+                let host: String = r.host.chars().take(12).collect();
+                write!(out, "{:<8} {:<12} {line} ", render::clean(&short), render::clean(&host))?;
+                out.paint(on, code, &outcome)?;
+                writeln!(out)?;
+            }
+            out.flush()?;
+            Ok(())
+        })
+        .await
+    })?;
+    if read.rows == 0 && !json {
         writeln!(out, "(no runs match)")?;
     }
     Ok(0)
