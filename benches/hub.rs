@@ -13,7 +13,8 @@
 //!
 //! Pushes call the hub library (`cmdlog_hub`) as the verb does.
 //!
-//! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS for the pushed log, 200,000;
+//! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS for the pushed log, 100,000,
+//! pushed CMDLOG_HUB_ROUNDS times each way, 3;
 //! CMDLOG_HUB_AUDIT_LOGS, 100, and CMDLOG_HUB_AUDIT_EVENTS, 10,000 each).
 
 use std::path::Path;
@@ -112,14 +113,14 @@ async fn push_log(urls: &str, stream: &str, log_path: &Path) -> (Duration, u64) 
 
 /// The plain loop: the same payloads to a stream of `replicas`, atomic batches
 /// of 1,000, each commit awaited.
-async fn plain_publish(urls: &str, payloads: &[Vec<u8>], replicas: usize) -> Duration {
+async fn plain_publish(urls: &str, name: &str, payloads: &[Vec<u8>], replicas: usize) -> Duration {
     let servers: Vec<async_nats::ServerAddr> =
         urls.split(',').map(|u| u.parse().unwrap()).collect();
     let client = async_nats::connect(servers).await.unwrap();
     let js = jetstream::new(client.clone());
     js.create_stream(stream::Config {
-        name: "PLAIN".into(),
-        subjects: vec!["plain.*".into()],
+        name: name.to_string(),
+        subjects: vec![format!("plain.{name}.*")],
         storage: stream::StorageType::File,
         deny_delete: true,
         deny_purge: true,
@@ -141,13 +142,13 @@ async fn plain_publish(urls: &str, payloads: &[Vec<u8>], replicas: usize) -> Dur
             let bytes = bytes::Bytes::copy_from_slice(payload);
             if i < last {
                 client
-                    .publish_with_headers("plain.log", headers, bytes)
+                    .publish_with_headers(format!("plain.{name}.log"), headers, bytes)
                     .await
                     .unwrap();
             } else {
                 headers.insert("Nats-Batch-Commit", "1");
                 let reply = client
-                    .request_with_headers("plain.log", headers, bytes)
+                    .request_with_headers(format!("plain.{name}.log"), headers, bytes)
                     .await
                     .unwrap();
                 assert!(!String::from_utf8_lossy(&reply.payload).contains("error"));
@@ -195,14 +196,12 @@ fn audit_many(
     events: usize,
 ) -> (Duration, usize, u64) {
     let dir = tempfile::tempdir().unwrap();
-    rt.block_on(async {
-        init_stream(urls, name, 3).await;
-        for l in 0..logs {
-            let path = dir.path().join(format!("{l}/.cmdlog/log.redb"));
-            fill(&path, events, &format!("{name}-{l}"));
-            push_log(urls, name, &path).await;
-        }
-    });
+    rt.block_on(init_stream(urls, name, 3));
+    for l in 0..logs {
+        let path = dir.path().join(format!("{l}/.cmdlog/log.redb"));
+        fill(&path, events, &format!("{name}-{l}"));
+        rt.block_on(push_log(urls, name, &path));
+    }
     let out = dir.path().join("audit.jsonl");
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
@@ -236,7 +235,7 @@ fn main() {
         .unwrap();
 
     // Push: one log, to three replicas, to one, and the plain loop to three.
-    let events = env_or("CMDLOG_HUB_EVENTS", 200_000);
+    let events = env_or("CMDLOG_HUB_EVENTS", 100_000);
     let ws = tempfile::tempdir().unwrap();
     let log_path = ws.path().join(".cmdlog/log.redb");
     fill(&log_path, events, "big");
@@ -256,43 +255,69 @@ fn main() {
     };
     let mb = payloads.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
     let n = payloads.len() as f64;
-    let (r3, r1, plain) = rt.block_on(async {
-        init_stream(&urls, "R3", 3).await;
-        init_stream(&urls, "R1", 1).await;
-        let plain = plain_publish(&urls, &payloads, 3).await;
-        let (r3, _) = push_log(&urls, "R3", &log_path).await;
-        let (r1, _) = push_log(&urls, "R1", &log_path).await;
-        (r3, r1, plain)
+    // Rounds, each to fresh streams, the order turned each round; the ratios
+    // are taken per round and their medians read.
+    let rounds = env_or("CMDLOG_HUB_ROUNDS", 3);
+    let mut times: Vec<[Duration; 3]> = Vec::new();
+    for round in 0..rounds {
+        let (r3, r1, plain) = (
+            format!("R3_{round}"),
+            format!("R1_{round}"),
+            format!("P{round}"),
+        );
+        let mut took = [Duration::ZERO; 3];
+        rt.block_on(async {
+            init_stream(&urls, &r3, 3).await;
+            init_stream(&urls, &r1, 1).await;
+            for side in (0..3).map(|k| (k + round) % 3) {
+                took[side] = match side {
+                    0 => push_log(&urls, &r3, &log_path).await.0,
+                    1 => push_log(&urls, &r1, &log_path).await.0,
+                    _ => plain_publish(&urls, &plain, &payloads, 3).await,
+                };
+            }
+        });
+        times.push(took);
+    }
+    // What a record costs on the hub's disk, per replica.
+    rt.block_on(async {
+        let hub = HubOptions::from_env(&urls, "R3_0").connect().await.unwrap();
+        let mut stream = hub.js.get_stream("R3_0").await.unwrap();
+        let state = stream.info().await.unwrap().state.clone();
+        println!(
+            "stream R3_0: {} messages, {} bytes stored per replica, {:.0} bytes a message",
+            state.messages,
+            state.bytes,
+            state.bytes as f64 / state.messages.max(1) as f64
+        );
     });
     let rate = |d: Duration| n / d.as_secs_f64();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
     println!();
     println!(
-        "| push of a {} -event log ({mb:.0} MB of records), three-node cluster | time | events/s | MB/s |",
+        "| push of a {}-event log ({mb:.0} MB of records), three-node cluster | push, 3 replicas | push, 1 replica | plain loop, 3 replicas | 3 ÷ 1 replica | push ÷ plain (3 replicas) |",
         payloads.len()
     );
-    println!("|---|---|---|---|");
-    for (what, d) in [
-        (
-            "plain async-nats loop, 3 replicas (atomic batches of 1,000, commit acks awaited)",
-            plain,
-        ),
-        ("`cmdlog_hub::push`, 3 replicas", r3),
-        ("`cmdlog_hub::push`, 1 replica", r1),
-    ] {
+    println!("|---|---|---|---|---|---|");
+    for (round, [r3, r1, plain]) in times.iter().enumerate() {
         println!(
-            "| {what} | {:.2} s | {:.0} | {:.1} |",
-            d.as_secs_f64(),
-            rate(d),
-            mb / d.as_secs_f64()
+            "| round {} | {:.0}/s ({:.2} s) | {:.0}/s | {:.0}/s | {:.2}× | {:.2}× |",
+            round + 1,
+            rate(*r3),
+            r3.as_secs_f64(),
+            rate(*r1),
+            rate(*plain),
+            rate(*r3) / rate(*r1),
+            rate(*r3) / rate(*plain)
         );
     }
     println!(
-        "| push 3 replicas ÷ push 1 replica (events/s) | {:.2}x | | |",
-        rate(r3) / rate(r1)
-    );
-    println!(
-        "| push 3 replicas ÷ plain 3 replicas (events/s) | {:.2}x | | |",
-        rate(r3) / rate(plain)
+        "| median | | | | **{:.2}×** | **{:.2}×** |",
+        median(times.iter().map(|t| rate(t[0]) / rate(t[1])).collect()),
+        median(times.iter().map(|t| rate(t[0]) / rate(t[2])).collect())
     );
 
     // hub audit: many logs, and as many ten times smaller.

@@ -106,6 +106,18 @@ fn verified(w: &Workspace, log: &Path) -> (String, u64, String) {
     )
 }
 
+/// A log's id and chain head as `cmdlog verify --json` says (whatever else it
+/// finds: these logs' runs name no registration).
+fn chain_head(w: &Workspace, log: &Path) -> (String, u64, String) {
+    let out = w.run(&["--log", log.to_str().unwrap(), "verify", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["log_id"].as_str().unwrap_or("").to_string(),
+        v["head_seq"].as_u64().unwrap(),
+        v["head_hash"].as_str().unwrap().to_string(),
+    )
+}
+
 /// `cmdlog hub list --json`, by log id.
 fn hub_logs(w: &Workspace, url: &str) -> Vec<Value> {
     w.json(&["hub", "list", url, "--json"])
@@ -1394,4 +1406,105 @@ fn hub_audit_merges_every_log_by_time_and_follow_shows_each_run_as_it_settles() 
     }
     child.kill().unwrap();
     let _ = child.wait();
+}
+
+#[test]
+fn team_streams_sourced_into_one_read_as_one_hub() {
+    // How a company grows past one stream (docs/hub.md): each team pushes to
+    // its own stream (its own account, office or region in a real set-up);
+    // one stream sources them all, subjects mapped to its own, and the
+    // checkpoint buckets likewise. cmdlog reads it as one hub, proofs and all.
+    let Some(server) = NatsServer::start("team_streams_sourced_into_one_read_as_one_hub") else {
+        return;
+    };
+    let url = server.url();
+    let teams = ["TEAMA", "TEAMB"];
+    let logs: Vec<Workspace> = teams.iter().map(|_| Workspace::new()).collect();
+    for (k, (w, team)) in logs.iter().zip(teams).enumerate() {
+        fill_runs(&w.log_path(), 20, 1_790_000_000_000 + k as u64, 10, false);
+        w.ok(&["key"]);
+        w.ok(&["push", &url, "--stream", team]);
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use async_nats::jetstream::{kv, stream};
+        let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+        let source = |name: &str, from: &str, to: &str| stream::Source {
+            name: name.to_string(),
+            subject_transforms: vec![stream::SubjectTransform {
+                source: from.to_string(),
+                destination: to.to_string(),
+            }],
+            ..Default::default()
+        };
+        js.create_stream(stream::Config {
+            name: "CMDLOG".into(),
+            storage: stream::StorageType::File,
+            deny_delete: true,
+            deny_purge: true,
+            allow_direct: true,
+            sources: Some(
+                teams
+                    .iter()
+                    .map(|t| {
+                        source(
+                            t,
+                            &format!("cmdlog.{t}.log.*"),
+                            "cmdlog.log.{{wildcard(1)}}",
+                        )
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        js.create_key_value(kv::Config {
+            bucket: "CMDLOG-checkpoints".into(),
+            history: 16,
+            sources: Some(
+                teams
+                    .iter()
+                    .map(|t| {
+                        source(
+                            &format!("KV_{t}-checkpoints"),
+                            &format!("$KV.{t}-checkpoints.>"),
+                            "$KV.CMDLOG-checkpoints.>",
+                        )
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        // Sourcing is asynchronous: wait until every record is there.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut s = js.get_stream("CMDLOG").await.unwrap();
+            if s.info().await.unwrap().state.messages == 2 * 41 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the sources never caught up");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let listed = hub_logs(&logs[0], &url);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let audit = logs[0].ok(&["hub", "audit", &url, "--json"]);
+    assert_eq!(audit.lines().count(), 40, "{audit}");
+    for w in &logs {
+        let (id, seq, hash) = chain_head(w, &w.log_path());
+        let on_hub = hub_log(w, &url, &id);
+        assert_eq!(
+            (on_hub["head_seq"].as_u64(), on_hub["head_hash"].as_str()),
+            (Some(seq), Some(hash.as_str()))
+        );
+        // The clone is checked against the log's signed checkpoint, sourced
+        // with the rest.
+        let file = w.ws.path().join("clone.redb");
+        let cloned = w.json(&["clone", &url, &id, "-o", file.to_str().unwrap(), "--json"]);
+        assert_eq!(cloned["checkpoint_size"].as_u64(), Some(seq), "{cloned}");
+        assert_eq!(chain_head(w, &file), (id, seq, hash));
+    }
 }

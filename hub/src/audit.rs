@@ -18,9 +18,8 @@ use futures_util::StreamExt;
 use crate::chain::Foreign;
 use crate::connect::Hub;
 use crate::error::HubError;
-use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, header};
-use crate::limits::{AUDIT_BATCH_RECORDS, READ_WAIT};
-use crate::read::{HubRecord, list, records_from, survey};
+use crate::limits::{AUDIT_BATCH_RECORDS, AUDIT_BATCH_RECORDS_MIN, AUDIT_HELD_RECORDS, READ_WAIT};
+use crate::read::{Cursor, HubRecord, consumed, list, survey};
 
 /// Which runs an audit keeps.
 #[derive(Debug, Clone, Default)]
@@ -83,6 +82,8 @@ struct LogRead {
     prev: [u8; 32],
     /// The stream sequence to ask from next.
     from: u64,
+    /// Its reader on the hub.
+    cursor: Cursor,
     /// Messages on its subject when the audit began (the leader's count).
     expected: u64,
     read: u64,
@@ -100,6 +101,7 @@ impl LogRead {
     fn new(log_id: String, subject: String, host: String, expected: u64) -> Self {
         LogRead {
             log_id,
+            cursor: Cursor::new(subject.clone()),
             subject,
             host,
             fold: AuditFold::default(),
@@ -168,6 +170,8 @@ struct Auditing<'a, E> {
     follow: bool,
     /// The stream's last sequence when the audit began: the merge reads up to it.
     last: u64,
+    /// Records asked of a log at once: more logs, smaller batches.
+    batch: usize,
     read: HubAuditRead,
     emit: &'a mut dyn FnMut(Audited) -> Result<(), E>,
 }
@@ -187,6 +191,8 @@ impl<E: From<HubError>> Auditing<'_, E> {
         log.chain = Some(surveyed.chain().into_iter().collect());
         log.fold = AuditFold::default();
         (log.next, log.prev, log.from, log.read) = (1, [0; 32], 1, 0);
+        log.cursor.close(self.stream).await;
+        log.cursor = Cursor::new(log.subject.clone());
         log.ready.clear();
         Ok(())
     }
@@ -196,7 +202,10 @@ impl<E: From<HubError>> Auditing<'_, E> {
     async fn fill(&mut self, log: &mut LogRead) -> Result<(), E> {
         let mut waited = std::time::Duration::ZERO;
         while log.ready.is_empty() && !log.ended {
-            let batch = records_from(self.hub, &log.subject, log.from, AUDIT_BATCH_RECORDS).await?;
+            let batch = log
+                .cursor
+                .next(self.hub, self.stream, log.from, self.batch)
+                .await?;
             if batch.is_empty() && log.read >= log.expected {
                 log.ended = true;
             } else if batch.is_empty() {
@@ -243,6 +252,9 @@ impl<E: From<HubError>> Auditing<'_, E> {
                 log.fold(self.filter, &record, false);
             }
             log.ended |= log.from > self.last;
+        }
+        if log.ended {
+            log.cursor.close(self.stream).await;
         }
         if log.ended && log.ready.is_empty() {
             let rows = if self.follow {
@@ -313,18 +325,8 @@ impl<E: From<HubError>> Auditing<'_, E> {
             .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
         while let Some(message) = messages.next().await {
             let message = message.map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
-            let headers = message.headers.clone().unwrap_or_default();
-            let record = HubRecord {
-                log_id: message.subject.rsplit('.').next().unwrap_or("").to_string(),
-                seq: header(&headers, SEQ)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(0),
-                hash: header(&headers, HASH).unwrap_or("").to_string(),
-                stream: header(&headers, STREAM_KEY).map(str::to_string),
-                host: header(&headers, HOST).unwrap_or("").to_string(),
-                stream_seq: message.info().map(|i| i.stream_sequence).unwrap_or(0),
-                bytes: message.payload.to_vec(),
-            };
+            let record = consumed(&message)
+                .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
             self.read.messages += 1;
             let i = *index.entry(record.log_id.clone()).or_insert_with(|| {
                 let mut log = LogRead::new(
@@ -392,6 +394,8 @@ pub async fn hub_audit<E: From<HubError>>(
         filter,
         follow,
         last,
+        batch: (AUDIT_HELD_RECORDS / entries.len().max(1))
+            .clamp(AUDIT_BATCH_RECORDS_MIN, AUDIT_BATCH_RECORDS),
         read: HubAuditRead {
             logs: entries.len(),
             ..Default::default()

@@ -15,9 +15,17 @@ pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(10);
 /// How long a read of the hub keeps asking for its stream while the hub does
 /// not answer (a cluster electing a leader after a node died).
 pub(crate) const STREAM_WAIT: Duration = Duration::from_secs(60);
-/// Records `hub audit` asks a log for at once (one batched direct get): what
-/// it holds of each log besides the runs still open.
+/// Records `hub audit` asks a log for at once (one batched direct get), at
+/// most: what it holds of each log besides the runs still open.
 pub(crate) const AUDIT_BATCH_RECORDS: usize = 256;
+/// … at least, however many logs the hub holds.
+pub(crate) const AUDIT_BATCH_RECORDS_MIN: usize = 16;
+/// The records `hub audit`'s batches of every log add up to, at most (above
+/// `AUDIT_BATCH_RECORDS_MIN` a log): more logs, smaller batches.
+pub(crate) const AUDIT_HELD_RECORDS: usize = 64 * 1024;
+/// How long the hub keeps a reader's consumer it has not asked anything of
+/// (`hub audit` makes one per log); a reader that comes back makes another.
+pub(crate) const CURSOR_IDLE: Duration = Duration::from_secs(300);
 /// Records a clone appends per atomic append.
 pub(crate) const CLONE_CHUNK_RECORDS: usize = 1000;
 /// How long a push that landed its records keeps trying to publish their

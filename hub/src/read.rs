@@ -2,14 +2,14 @@
 //! (for `hub audit`), and the list of logs (for `hub list`), through ordered
 //! consumers and direct reads; nothing is kept on the hub afterwards.
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull, pull::OrderedConfig};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
 use crate::connect::Hub;
 use crate::error::HubError;
 use crate::layout::{HASH, HOST, SEQ, STREAM_KEY, header, rfc3339};
-use crate::limits::READ_WAIT;
+use crate::limits::{CURSOR_IDLE, READ_WAIT};
 
 /// What the hub holds of one log: its last record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,34 +151,121 @@ pub async fn each(
             })?;
         let Some(message) = next else { break };
         let message = message.map_err(|e| hub.error(format!("reading {filter}: {e}")))?;
-        let stream_seq = message
-            .info()
-            .map(|i| i.stream_sequence)
-            .map_err(|e| hub.error(format!("message info: {e}")))?;
-        let headers = message.headers.clone().unwrap_or_default();
-        let record = HubRecord {
-            log_id: message
-                .subject
-                .as_str()
-                .rsplit('.')
-                .next()
-                .unwrap_or("")
-                .to_string(),
-            seq: header(&headers, SEQ)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0),
-            hash: header(&headers, HASH).unwrap_or("").to_string(),
-            stream: header(&headers, STREAM_KEY).map(str::to_string),
-            host: header(&headers, HOST).unwrap_or("").to_string(),
-            bytes: message.payload.to_vec(),
-            stream_seq,
-        };
+        let record = consumed(&message).map_err(|e| hub.error(format!("message info: {e}")))?;
         count += 1;
         if !f(record)? || count >= expected {
             break;
         }
     }
     Ok(count)
+}
+
+/// The record a consumer delivered.
+pub(crate) fn consumed(
+    message: &async_nats::jetstream::Message,
+) -> Result<HubRecord, async_nats::Error> {
+    let stream_seq = message.info()?.stream_sequence;
+    let headers = message.headers.clone().unwrap_or_default();
+    Ok(HubRecord {
+        log_id: message
+            .subject
+            .as_str()
+            .rsplit('.')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        seq: header(&headers, SEQ)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        hash: header(&headers, HASH).unwrap_or("").to_string(),
+        stream: header(&headers, STREAM_KEY).map(str::to_string),
+        host: header(&headers, HOST).unwrap_or("").to_string(),
+        bytes: message.payload.to_vec(),
+        stream_seq,
+    })
+}
+
+/// One subject read batch by batch through a pull consumer of its own, made at
+/// the first batch from the stream sequence asked for (and made again if the
+/// server dropped it): the server counts what is pending once, when it makes
+/// the consumer, where a batched direct get counts it at every request.
+pub(crate) struct Cursor {
+    subject: String,
+    consumer: Option<async_nats::jetstream::consumer::PullConsumer>,
+}
+
+impl Cursor {
+    /// A cursor on `subject`; nothing is asked of the hub yet.
+    pub(crate) fn new(subject: String) -> Self {
+        Cursor {
+            subject,
+            consumer: None,
+        }
+    }
+
+    /// Up to `n` messages from stream sequence `from` on (where the last batch
+    /// left off); none when the subject has no more.
+    pub(crate) async fn next(
+        &mut self,
+        hub: &Hub,
+        stream: &stream::Stream,
+        from: u64,
+        n: usize,
+    ) -> Result<Vec<HubRecord>, HubError> {
+        let failed =
+            |e: &dyn std::fmt::Display| hub.error(format!("reading {}: {e}", self.subject));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let consumer = match &self.consumer {
+                Some(c) => c.clone(),
+                None => {
+                    let made = stream
+                        .create_consumer(pull::Config {
+                            filter_subject: self.subject.clone(),
+                            deliver_policy: DeliverPolicy::ByStartSequence {
+                                start_sequence: from.max(1),
+                            },
+                            ack_policy: AckPolicy::None,
+                            inactive_threshold: CURSOR_IDLE,
+                            memory_storage: true,
+                            num_replicas: 1,
+                            ..Default::default()
+                        })
+                        .await
+                        .map_err(|e| failed(&e))?;
+                    self.consumer = Some(made.clone());
+                    made
+                }
+            };
+            let fetched = async {
+                let mut batch = consumer.fetch().max_messages(n).messages().await?;
+                let mut out = Vec::with_capacity(n);
+                while let Some(message) = batch.next().await {
+                    out.push(consumed(&message?)?);
+                }
+                Ok::<_, async_nats::Error>(out)
+            }
+            .await;
+            match fetched {
+                Ok(out) => return Ok(out),
+                // Dropped by the server (idle too long, its node restarted):
+                // made again from where this cursor is.
+                Err(_) if tries < 3 => {
+                    self.consumer = None;
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => return Err(failed(&e)),
+            }
+        }
+    }
+
+    /// Deletes its consumer (the server would after `CURSOR_IDLE`).
+    pub(crate) async fn close(&mut self, stream: &stream::Stream) {
+        if let Some(c) = self.consumer.take() {
+            let _ = stream.delete_consumer(&c.cached_info().name).await;
+        }
+    }
 }
 
 /// One log on the hub.
@@ -313,25 +400,6 @@ fn direct_record(message: async_nats::Message) -> HubRecord {
             .unwrap_or(0),
         bytes: message.payload.to_vec(),
     }
-}
-
-/// Up to `batch` messages of `subject` from stream sequence `from` on, in one
-/// request; none when it has no more.
-pub(crate) async fn records_from(
-    hub: &Hub,
-    subject: &str,
-    from: u64,
-    batch: usize,
-) -> Result<Vec<HubRecord>, HubError> {
-    let request = serde_json::json!({ "seq": from, "next_by_subj": subject, "batch": batch });
-    let messages = direct_batch(hub, request, &format!("reading {subject}"))
-        .await?
-        .ok_or_else(|| {
-            hub.error(format!(
-                "reading {subject}: the batch was refused as too large"
-            ))
-        })?;
-    Ok(messages.into_iter().map(direct_record).collect())
 }
 
 /// The last message of every log's subject, by subject, in one request; `None`
