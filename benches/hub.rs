@@ -14,7 +14,7 @@
 //! Pushes call the hub library (`cmdlog_hub`) as the verb does.
 //!
 //! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS for the pushed log, 100,000,
-//! pushed CMDLOG_HUB_ROUNDS times each way, 3;
+//! pushed CMDLOG_HUB_ROUNDS times each way, 3; CMDLOG_HUB_PUSH_ONLY=1 for that alone;
 //! CMDLOG_HUB_AUDIT_LOGS, 100, and CMDLOG_HUB_AUDIT_EVENTS, 10,000 each).
 
 use std::path::Path;
@@ -27,7 +27,7 @@ use cmdlog_engine::{
     AgentEvent, CommandDone, CommandRun, EventData, InvocationSource, Mode, NewEvent, Outcome,
 };
 use cmdlog_hub::{HubOptions, Pusher, init, push};
-use cmdlog_store::{Log, LogConfig, NewRecord};
+use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, Record};
 use cmdlog_test_support::nats::NatsCluster;
 use serde_json::json;
 
@@ -112,8 +112,16 @@ async fn push_log(urls: &str, stream: &str, log_path: &Path) -> (Duration, u64) 
 }
 
 /// The plain loop: the same payloads to a stream of `replicas`, atomic batches
-/// of 1,000, each commit awaited.
-async fn plain_publish(urls: &str, name: &str, payloads: &[Vec<u8>], replicas: usize) -> Duration {
+/// of 1,000, each commit awaited; with `headers`, each message also carries
+/// cmdlog's four (seq, chain hash, session, host), to tell their bytes' cost
+/// from the rest of push's.
+async fn plain_publish(
+    urls: &str,
+    name: &str,
+    records: &[Record],
+    replicas: usize,
+    headers: bool,
+) -> Duration {
     let servers: Vec<async_nats::ServerAddr> =
         urls.split(',').map(|u| u.parse().unwrap()).collect();
     let client = async_nats::connect(servers).await.unwrap();
@@ -132,11 +140,21 @@ async fn plain_publish(urls: &str, name: &str, payloads: &[Vec<u8>], replicas: u
     .await
     .unwrap();
     let started = Instant::now();
-    for (b, batch) in payloads.chunks(1000).enumerate() {
+    for (b, batch) in records.chunks(1000).enumerate() {
         let id = format!("plain-{b}");
         let last = batch.len() - 1;
-        for (i, payload) in batch.iter().enumerate() {
-            let mut headers = HeaderMap::new();
+        for (i, record) in batch.iter().enumerate() {
+            let payload = &record.bytes;
+            let mut map = HeaderMap::new();
+            if headers {
+                map.insert("Cmdlog-Seq", record.seq.to_string().as_str());
+                map.insert("Cmdlog-Hash", BlobHash(record.hash).to_hex().as_str());
+                if let Some(key) = &record.stream {
+                    map.insert("Cmdlog-Stream", key.as_str());
+                }
+                map.insert("Cmdlog-Host", "bench");
+            }
+            let mut headers = map;
             headers.insert("Nats-Batch-Id", id.as_str());
             headers.insert("Nats-Batch-Sequence", (i + 1).to_string().as_str());
             let bytes = bytes::Bytes::copy_from_slice(payload);
@@ -243,37 +261,35 @@ fn main() {
         let log = Log::open(&log_path, LogConfig::default()).unwrap();
         cmdlog_engine::ensure_identity(&log).unwrap();
     }
-    let payloads: Vec<Vec<u8>> = {
+    let records: Vec<Record> = {
         let log = Log::open_read_only(&log_path, LogConfig::default()).unwrap();
         let mut out = Vec::with_capacity(events);
         log.scan(1, log.head().seq, |r| {
-            out.push(r.bytes);
+            out.push(r);
             true
         })
         .unwrap();
         out
     };
-    let mb = payloads.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
-    let n = payloads.len() as f64;
+    let mb = records.iter().map(|r| r.bytes.len()).sum::<usize>() as f64 / 1e6;
+    let n = records.len() as f64;
     // Rounds, each to fresh streams, the order turned each round; the ratios
     // are taken per round and their medians read.
     let rounds = env_or("CMDLOG_HUB_ROUNDS", 3);
-    let mut times: Vec<[Duration; 3]> = Vec::new();
+    let mut times: Vec<[Duration; 4]> = Vec::new();
     for round in 0..rounds {
-        let (r3, r1, plain) = (
-            format!("R3_{round}"),
-            format!("R1_{round}"),
-            format!("P{round}"),
-        );
-        let mut took = [Duration::ZERO; 3];
+        let (r3, r1) = (format!("R3_{round}"), format!("R1_{round}"));
+        let (plain, headed) = (format!("P{round}"), format!("H{round}"));
+        let mut took = [Duration::ZERO; 4];
         rt.block_on(async {
             init_stream(&urls, &r3, 3).await;
             init_stream(&urls, &r1, 1).await;
-            for side in (0..3).map(|k| (k + round) % 3) {
+            for side in (0..4).map(|k| (k + round) % 4) {
                 took[side] = match side {
                     0 => push_log(&urls, &r3, &log_path).await.0,
                     1 => push_log(&urls, &r1, &log_path).await.0,
-                    _ => plain_publish(&urls, &plain, &payloads, 3).await,
+                    2 => plain_publish(&urls, &plain, &records, 3, false).await,
+                    _ => plain_publish(&urls, &headed, &records, 3, true).await,
                 };
             }
         });
@@ -282,14 +298,16 @@ fn main() {
     // What a record costs on the hub's disk, per replica.
     rt.block_on(async {
         let hub = HubOptions::from_env(&urls, "R3_0").connect().await.unwrap();
-        let mut stream = hub.js.get_stream("R3_0").await.unwrap();
-        let state = stream.info().await.unwrap().state.clone();
-        println!(
-            "stream R3_0: {} messages, {} bytes stored per replica, {:.0} bytes a message",
-            state.messages,
-            state.bytes,
-            state.bytes as f64 / state.messages.max(1) as f64
-        );
+        for name in ["R3_0", "P0", "H0"] {
+            let mut stream = hub.js.get_stream(name).await.unwrap();
+            let state = stream.info().await.unwrap().state.clone();
+            println!(
+                "stream {name}: {} messages, {} bytes stored per replica, {:.0} bytes a message",
+                state.messages,
+                state.bytes,
+                state.bytes as f64 / state.messages.max(1) as f64
+            );
+        }
     });
     let rate = |d: Duration| n / d.as_secs_f64();
     let median = |mut v: Vec<f64>| {
@@ -298,28 +316,34 @@ fn main() {
     };
     println!();
     println!(
-        "| push of a {}-event log ({mb:.0} MB of records), three-node cluster | push, 3 replicas | push, 1 replica | plain loop, 3 replicas | 3 ÷ 1 replica | push ÷ plain (3 replicas) |",
-        payloads.len()
+        "| push of a {}-event log ({mb:.0} MB of records), three-node cluster | push, 3 replicas | push, 1 replica | plain loop, 3 replicas | plain + cmdlog's headers, 3 replicas | 3 ÷ 1 replica | push ÷ plain | push ÷ plain + headers |",
+        records.len()
     );
-    println!("|---|---|---|---|---|---|");
-    for (round, [r3, r1, plain]) in times.iter().enumerate() {
+    println!("|---|---|---|---|---|---|---|---|");
+    for (round, [r3, r1, plain, headed]) in times.iter().enumerate() {
         println!(
-            "| round {} | {:.0}/s ({:.2} s) | {:.0}/s | {:.0}/s | {:.2}× | {:.2}× |",
+            "| round {} | {:.0}/s ({:.2} s) | {:.0}/s | {:.0}/s | {:.0}/s | {:.2}× | {:.2}× | {:.2}× |",
             round + 1,
             rate(*r3),
             r3.as_secs_f64(),
             rate(*r1),
             rate(*plain),
+            rate(*headed),
             rate(*r3) / rate(*r1),
-            rate(*r3) / rate(*plain)
+            rate(*r3) / rate(*plain),
+            rate(*r3) / rate(*headed)
         );
     }
     println!(
-        "| median | | | | **{:.2}×** | **{:.2}×** |",
+        "| median | | | | | **{:.2}×** | **{:.2}×** | **{:.2}×** |",
         median(times.iter().map(|t| rate(t[0]) / rate(t[1])).collect()),
-        median(times.iter().map(|t| rate(t[0]) / rate(t[2])).collect())
+        median(times.iter().map(|t| rate(t[0]) / rate(t[2])).collect()),
+        median(times.iter().map(|t| rate(t[0]) / rate(t[3])).collect())
     );
 
+    if std::env::var_os("CMDLOG_HUB_PUSH_ONLY").is_some() {
+        return;
+    }
     // hub audit: many logs, and as many ten times smaller.
     let logs = env_or("CMDLOG_HUB_AUDIT_LOGS", 100);
     let each = env_or("CMDLOG_HUB_AUDIT_EVENTS", 10_000);

@@ -1272,6 +1272,10 @@ fn a_three_node_cluster_loses_its_leader_and_a_node_and_every_push_completes() {
         }
         cluster.node(&gone).up();
     });
+    // Right after the quorum is back, the whole hub reads as one timeline
+    // (no runs in these logs: every log read to its end is what is checked).
+    let o = admin.run(&["hub", "audit", &urls, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     eprintln!("a push without a quorum said:\n{}", said[0]);
     assert!(
         said.iter()

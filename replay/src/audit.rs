@@ -462,3 +462,82 @@ pub fn show(log: &Log, seq: Seq) -> Result<Option<Shown>, AuditError> {
         template,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cmdlog_engine::{CommandDone, InvocationSource};
+
+    fn event(seq: Seq, data: EventData) -> Event {
+        Event {
+            seq,
+            at: 1_000 + seq,
+            observed: None,
+            session: None,
+            agent: None,
+            data,
+        }
+    }
+
+    fn run(seq: Seq) -> Event {
+        event(
+            seq,
+            EventData::CommandRun(CommandRun {
+                registration: 1,
+                name: "review".into(),
+                mode: Mode::NonInteractive,
+                source: InvocationSource::User,
+                raw_input: None,
+                attachments: vec![],
+                injections: vec![],
+                release: None,
+            }),
+        )
+    }
+
+    fn done(seq: Seq, run: Seq) -> Event {
+        event(
+            seq,
+            EventData::CommandDone(CommandDone {
+                run,
+                outcome: Outcome::text("ok"),
+                elapsed_us: 1,
+                agent_check: None,
+            }),
+        )
+    }
+
+    fn seqs(rows: &[AuditRow]) -> Vec<Seq> {
+        rows.iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn settled_rows_are_taken_in_order_and_an_open_run_holds_the_rest_back() {
+        let mut fold = AuditFold::default();
+        for e in [run(1), done(2, 1), run(3), run(4), done(5, 4)] {
+            fold.add(&e, |_, _| true);
+        }
+        // Run 3 is open: only 1 is taken; 4 waits behind it.
+        assert_eq!(seqs(&fold.take_settled()), [1]);
+        assert!(fold.take_settled().is_empty());
+        // Every settled row, the open run left.
+        assert_eq!(seqs(&fold.take_every_settled()), [4]);
+        // Its done settles it; nothing is given twice.
+        fold.add(&done(6, 3), |_, _| true);
+        let rows = fold.take_settled();
+        assert_eq!(seqs(&rows), [3]);
+        assert_eq!(rows[0].done, Some(6));
+        assert!(fold.take_all().is_empty());
+    }
+
+    #[test]
+    fn take_all_gives_the_open_runs_unsettled() {
+        let mut fold = AuditFold::default();
+        for e in [run(1), run(2), done(3, 2)] {
+            fold.add(&e, |_, _| true);
+        }
+        let rows = fold.take_all();
+        assert_eq!(seqs(&rows), [1, 2]);
+        assert_eq!((rows[0].outcome.is_none(), rows[1].done), (true, Some(3)));
+    }
+}
