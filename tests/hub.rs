@@ -650,6 +650,30 @@ fn a_forged_record_on_the_hub_is_named_and_blocks_nothing() {
         err.contains("was rolled back (this machine pushed further"),
         "{err}"
     );
+    // A message that is not cmdlog's at all, last on the subject: the log is
+    // still listed (no head to show) and still audited, the message named.
+    rt.block_on(async {
+        let client = async_nats::connect(&url).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        js.publish(format!("cmdlog.log.{id}"), "junk".into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    });
+    let listed = hub_log(&w, &url, &id);
+    assert_eq!(
+        (listed["head_seq"].as_u64(), listed["messages"].as_u64()),
+        (Some(0), Some(seq2 + 2)),
+        "{listed}"
+    );
+    let out = w.run(&["hub", "audit", &url, "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("claims seq 0: its chain hash header is malformed"),
+        "{err}"
+    );
 }
 
 /// The permissions `docs/hub.md` gives each machine keep it to its own log: it

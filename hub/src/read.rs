@@ -275,7 +275,8 @@ pub struct LogEntry {
     pub id: String,
     /// The host that pushed its last record.
     pub host: String,
-    /// The seq of its last record on the hub.
+    /// The seq of its last record on the hub (0 when its last message is not
+    /// cmdlog's: `hub audit` and `clone` find its chain).
     pub head_seq: u64,
     /// That record's chain hash (hex).
     pub head_hash: String,
@@ -316,16 +317,21 @@ pub async fn list(hub: &Hub, stream: &stream::Stream) -> Result<Vec<LogEntry>, H
     };
     let mut out = Vec::new();
     for (subject, messages) in counts {
-        let Some(HubHead {
+        // A subject whose last message is not cmdlog's (no seq header) is
+        // listed all the same, with no head: hiding it would hide the log.
+        let HubHead {
             seq,
             hash,
             host,
             pushed_at,
             ..
-        }) = heads.remove(&subject)
-        else {
-            continue;
-        };
+        } = heads.remove(&subject).unwrap_or(HubHead {
+            seq: 0,
+            hash: String::new(),
+            stream_seq: 0,
+            host: String::new(),
+            pushed_at: String::new(),
+        });
         out.push(LogEntry {
             id: subject.rsplit('.').next().unwrap_or("").to_string(),
             host,
