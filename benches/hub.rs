@@ -11,7 +11,7 @@
 //!   and the process's peak resident memory (`VmHWM`, read from `/proc` as it
 //!   runs), whose ratio says whether its memory follows the hub's size.
 //!
-//! Pushes call the hub library (`cmdlog_hub`) as the verb does.
+//! Pushes run `cmdlog push` (the release binary), with HOME in a temp folder.
 //!
 //! `cargo bench --bench hub` (CMDLOG_HUB_EVENTS for the pushed log, 100,000,
 //! pushed CMDLOG_HUB_ROUNDS times each way, 3; CMDLOG_HUB_PUSH_ONLY=1 for that alone;
@@ -26,7 +26,7 @@ use async_nats::jetstream::{self, stream};
 use cmdlog_engine::{
     AgentEvent, CommandDone, CommandRun, EventData, InvocationSource, Mode, NewEvent, Outcome,
 };
-use cmdlog_hub::{HubOptions, Pusher, init, push};
+use cmdlog_hub::{HubOptions, init};
 use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, Record};
 use cmdlog_test_support::nats::NatsCluster;
 use serde_json::json;
@@ -90,25 +90,31 @@ fn fill(path: &Path, n: usize, tag: &str) {
     }
 }
 
-/// `cmdlog push` as the library does it: every record of the log (which has its
-/// identity) to the hub. Returns the time and the records pushed.
-async fn push_log(urls: &str, stream: &str, log_path: &Path) -> (Duration, u64) {
-    let log = Log::open(log_path, LogConfig::default()).unwrap();
-    let identity = cmdlog_engine::ensure_identity_async(&log).await.unwrap();
+/// `cmdlog push` itself (the release binary; its HOME, where it keeps its push
+/// marks and the log's key, a folder of the bench's): every record of the log to
+/// the hub. Returns the time it took.
+fn push_log(urls: &str, stream: &str, log_path: &Path, home: &Path) -> Duration {
     let started = Instant::now();
-    let hub = HubOptions::from_env(urls, stream).connect().await.unwrap();
-    let mut pusher = Pusher::new(hub, &identity.id, "bench");
-    let pushed = push(
-        &mut pusher,
-        &log,
-        false,
-        Duration::from_secs(120),
-        |_| {},
-        |_| {},
-    )
-    .await
-    .unwrap();
-    (started.elapsed(), pushed.records)
+    let out = Command::new(env!("CARGO_BIN_EXE_cmdlog"))
+        .args([
+            "--log",
+            log_path.to_str().unwrap(),
+            "push",
+            urls,
+            "--stream",
+            stream,
+        ])
+        .args(["--patience", "120"])
+        .env("HOME", home)
+        .current_dir(home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    started.elapsed()
 }
 
 /// The plain loop: the same payloads to a stream of `replicas`, atomic batches
@@ -218,7 +224,7 @@ fn audit_many(
     for l in 0..logs {
         let path = dir.path().join(format!("{l}/.cmdlog/log.redb"));
         fill(&path, events, &format!("{name}-{l}"));
-        rt.block_on(push_log(urls, name, &path));
+        push_log(urls, name, &path, dir.path());
     }
     let out = dir.path().join("audit.jsonl");
     let started = Instant::now();
@@ -286,8 +292,8 @@ fn main() {
             init_stream(&urls, &r1, 1).await;
             for side in (0..4).map(|k| (k + round) % 4) {
                 took[side] = match side {
-                    0 => push_log(&urls, &r3, &log_path).await.0,
-                    1 => push_log(&urls, &r1, &log_path).await.0,
+                    0 => push_log(&urls, &r3, &log_path, ws.path()),
+                    1 => push_log(&urls, &r1, &log_path, ws.path()),
                     2 => plain_publish(&urls, &plain, &records, 3, false).await,
                     _ => plain_publish(&urls, &headed, &records, 3, true).await,
                 };
