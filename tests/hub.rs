@@ -1536,3 +1536,64 @@ fn team_streams_sourced_into_one_read_as_one_hub() {
         assert_eq!(chain_head(w, &file), (id, seq, hash));
     }
 }
+
+#[test]
+fn hub_audit_since_reads_each_log_from_what_the_hub_stored_since_then() {
+    let Some(server) =
+        NatsServer::start("hub_audit_since_reads_each_log_from_what_the_hub_stored_since_then")
+    else {
+        return;
+    };
+    let url = server.url();
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let w = Workspace::new();
+    fill_runs(&w.log_path(), 50, 1_790_000_000_000, 10, false);
+    w.ok(&["push", &url]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let since = now_ms();
+    std::thread::sleep(Duration::from_millis(1100));
+    fill_runs(&w.log_path(), 5, now_ms(), 10, false);
+    w.ok(&["push", &url]);
+    let audit = |skew: Option<u64>| {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let hub = cmdlog_hub::HubOptions::from_env(&url, "CMDLOG")
+                .connect()
+                .await
+                .unwrap();
+            let filter = cmdlog_hub::HubAuditFilter {
+                since: Some(since),
+                clock_skew_ms: skew,
+                ..Default::default()
+            };
+            let mut seqs = Vec::new();
+            let read = cmdlog_hub::hub_audit(&hub, &filter, false, |found| {
+                if let cmdlog_hub::Audited::Row(r) = found {
+                    seqs.push(r.row.seq);
+                }
+                Ok::<_, cmdlog_hub::HubError>(())
+            })
+            .await
+            .unwrap();
+            (seqs, read.messages)
+        })
+    };
+    // The runs after `since` (seqs 102, 104, … 110), read from the first
+    // record stored after it: ten messages, not 111.
+    let (seqs, messages) = audit(Some(0));
+    assert_eq!(seqs, [102, 104, 106, 108, 110]);
+    assert_eq!(messages, 10);
+    // With the default allowance for clocks (an hour), everything here was
+    // stored within it: read whole, the same runs shown.
+    let (seqs, messages) = audit(None);
+    assert_eq!(seqs, [102, 104, 106, 108, 110]);
+    assert_eq!(messages, 111);
+    // And through the verb.
+    let rows = w.ok(&["hub", "audit", &url, "--json", "--since", "1m"]);
+    assert_eq!(rows.lines().count(), 5, "{rows}");
+}

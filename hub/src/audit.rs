@@ -18,7 +18,9 @@ use futures_util::StreamExt;
 use crate::chain::Foreign;
 use crate::connect::Hub;
 use crate::error::HubError;
-use crate::limits::{AUDIT_BATCH_RECORDS, AUDIT_BATCH_RECORDS_MIN, AUDIT_HELD_RECORDS, READ_WAIT};
+use crate::limits::{
+    AUDIT_BATCH_RECORDS, AUDIT_BATCH_RECORDS_MIN, AUDIT_HELD_RECORDS, AUDIT_SINCE_SKEW, READ_WAIT,
+};
 use crate::read::{Cursor, HubRecord, consumed, list, survey};
 
 /// Which runs an audit keeps.
@@ -30,6 +32,10 @@ pub struct HubAuditFilter {
     pub agent: Option<String>,
     /// Only this command (its name, without the slash).
     pub command: Option<String>,
+    /// With `since`: how far a machine's clock may run ahead of the hub's. Each
+    /// log is read from the first record the hub stored this long before
+    /// `since` (default: `AUDIT_SINCE_SKEW`, an hour), not from its start.
+    pub clock_skew_ms: Option<u64>,
 }
 
 /// A run with the log it came from.
@@ -86,6 +92,9 @@ struct LogRead {
     cursor: Cursor,
     /// Messages on its subject when the audit began (the leader's count).
     expected: u64,
+    /// Read from a stored time on (`--since`), not from its first record: the
+    /// first record read anchors the chain, and the count is not waited for.
+    windowed: bool,
     read: u64,
     /// A surveyed log: only these stream sequences are its records.
     chain: Option<HashSet<u64>>,
@@ -98,10 +107,17 @@ struct LogRead {
 }
 
 impl LogRead {
-    fn new(log_id: String, subject: String, host: String, expected: u64) -> Self {
+    fn new(
+        log_id: String,
+        subject: String,
+        host: String,
+        expected: u64,
+        stored_since: Option<u64>,
+    ) -> Self {
         LogRead {
             log_id,
-            cursor: Cursor::new(subject.clone()),
+            cursor: Cursor::new(subject.clone(), stored_since),
+            windowed: stored_since.is_some(),
             subject,
             host,
             fold: AuditFold::default(),
@@ -118,7 +134,18 @@ impl LogRead {
     }
 
     /// Whether the record continues the chain read so far (and moves it on).
+    /// A log read from a stored time takes its first record's chain hash as
+    /// stated: the chain is checked from there (signed checkpoints, not the
+    /// chain, say who wrote it).
     fn continues(&mut self, seq: u64, bytes: &[u8], stated: &str) -> bool {
+        if self.windowed && self.next == 1 && seq > 1 {
+            let Some(anchor) = cmdlog_store::BlobHash::from_hex(stated) else {
+                return false;
+            };
+            self.next = seq + 1;
+            self.prev = anchor.0;
+            return true;
+        }
         let hash = cmdlog_store::chain_hash(&self.prev, seq, bytes);
         if seq != self.next || cmdlog_common::ids::hex(&hash) != stated {
             return false;
@@ -192,7 +219,8 @@ impl<E: From<HubError>> Auditing<'_, E> {
         log.fold = AuditFold::default();
         (log.next, log.prev, log.from, log.read) = (1, [0; 32], 1, 0);
         log.cursor.close(self.stream).await;
-        log.cursor = Cursor::new(log.subject.clone());
+        log.cursor = Cursor::new(log.subject.clone(), None);
+        log.windowed = false;
         log.ready.clear();
         Ok(())
     }
@@ -206,7 +234,7 @@ impl<E: From<HubError>> Auditing<'_, E> {
                 .cursor
                 .next(self.hub, self.stream, log.from, self.batch)
                 .await?;
-            if batch.is_empty() && log.read >= log.expected {
+            if batch.is_empty() && (log.windowed || log.read >= log.expected) {
                 log.ended = true;
             } else if batch.is_empty() {
                 // Answered by a replica still catching up (a node came back):
@@ -334,6 +362,7 @@ impl<E: From<HubError>> Auditing<'_, E> {
                     self.hub.subject(&record.log_id),
                     record.host.clone(),
                     0,
+                    None,
                 );
                 log.ended = true;
                 logs.push(log);
@@ -402,6 +431,13 @@ pub async fn hub_audit<E: From<HubError>>(
         },
         emit: &mut emit,
     };
+    // With --since, each log is read from what the hub stored a little before
+    // then (a run recorded after `since` was stored after it, give or take the
+    // clocks), not from its start.
+    let skew = filter
+        .clock_skew_ms
+        .unwrap_or(AUDIT_SINCE_SKEW.as_millis() as u64);
+    let stored_since = filter.since.map(|s| s.saturating_sub(skew));
     let mut logs = Vec::new();
     for entry in entries {
         let mut log = LogRead::new(
@@ -409,6 +445,7 @@ pub async fn hub_audit<E: From<HubError>>(
             hub.subject(&entry.id),
             entry.host.clone(),
             entry.messages,
+            stored_since,
         );
         if entry.messages != entry.head_seq {
             auditing.survey(&mut log).await?;

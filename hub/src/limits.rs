@@ -23,6 +23,10 @@ pub(crate) const AUDIT_BATCH_RECORDS_MIN: usize = 16;
 /// The records `hub audit`'s batches of every log add up to, at most (above
 /// `AUDIT_BATCH_RECORDS_MIN` a log): more logs, smaller batches.
 pub(crate) const AUDIT_HELD_RECORDS: usize = 64 * 1024;
+/// With `--since`, how much earlier than its time `hub audit` starts reading a
+/// log by the hub's storage time: a machine whose clock runs this much ahead of
+/// the hub's loses nothing.
+pub(crate) const AUDIT_SINCE_SKEW: Duration = Duration::from_secs(3600);
 /// How long the hub keeps a reader's consumer it has not asked anything of
 /// (`hub audit` makes one per log); a reader that comes back makes another.
 pub(crate) const CURSOR_IDLE: Duration = Duration::from_secs(300);

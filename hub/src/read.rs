@@ -192,14 +192,20 @@ pub(crate) fn consumed(
 pub(crate) struct Cursor {
     subject: String,
     consumer: Option<async_nats::jetstream::consumer::PullConsumer>,
+    /// Where a read from the subject's start begins instead: its first message
+    /// stored at or after this time (unix ms).
+    stored_since: Option<u64>,
 }
 
 impl Cursor {
-    /// A cursor on `subject`; nothing is asked of the hub yet.
-    pub(crate) fn new(subject: String) -> Self {
+    /// A cursor on `subject`; nothing is asked of the hub yet. With
+    /// `stored_since`, it starts at the first message the hub stored at or
+    /// after that time (unix ms) rather than at the first.
+    pub(crate) fn new(subject: String, stored_since: Option<u64>) -> Self {
         Cursor {
             subject,
             consumer: None,
+            stored_since,
         }
     }
 
@@ -223,8 +229,16 @@ impl Cursor {
                     let made = stream
                         .create_consumer(pull::Config {
                             filter_subject: self.subject.clone(),
-                            deliver_policy: DeliverPolicy::ByStartSequence {
-                                start_sequence: from.max(1),
+                            deliver_policy: match self.stored_since {
+                                Some(ms) if from <= 1 => DeliverPolicy::ByStartTime {
+                                    start_time: async_nats::datetime::from_nanos(
+                                        i128::from(ms) * 1_000_000,
+                                    )
+                                    .map_err(|e| failed(&e))?,
+                                },
+                                _ => DeliverPolicy::ByStartSequence {
+                                    start_sequence: from.max(1),
+                                },
                             },
                             ack_policy: AckPolicy::None,
                             inactive_threshold: CURSOR_IDLE,

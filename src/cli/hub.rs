@@ -196,6 +196,7 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
                 since,
                 agent,
                 command,
+                ..Default::default()
             };
             audit_all(hub, filter, follow, json)
         }
