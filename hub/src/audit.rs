@@ -296,6 +296,16 @@ impl<E: From<HubError>> Auditing<'_, E> {
         Ok(())
     }
 
+    /// Gives `row` of `log` to the caller.
+    fn show(&mut self, log: &LogRead, row: AuditRow) -> Result<(), E> {
+        self.read.rows += 1;
+        (self.emit)(Audited::Row(Box::new(HubRow {
+            log_id: log.log_id.clone(),
+            host: log.host.clone(),
+            row,
+        })))
+    }
+
     /// The k-way merge: the earliest ready row of any log, until none is left.
     async fn merge(&mut self, logs: &mut [LogRead]) -> Result<(), E> {
         let mut heap = BinaryHeap::new();
@@ -313,12 +323,7 @@ impl<E: From<HubError>> Auditing<'_, E> {
                 continue;
             };
             log.shown = row.seq;
-            self.read.rows += 1;
-            (self.emit)(Audited::Row(Box::new(HubRow {
-                log_id: log.log_id.clone(),
-                host: log.host.clone(),
-                row,
-            })))?;
+            self.show(log, row)?;
             if log.ready.is_empty() {
                 self.fill(log).await?;
                 held += log.ready.len();
@@ -384,12 +389,7 @@ impl<E: From<HubError>> Auditing<'_, E> {
             log.host = record.host.clone();
             log.fold(self.filter, &record, true);
             while let Some(row) = log.ready.pop_front() {
-                self.read.rows += 1;
-                (self.emit)(Audited::Row(Box::new(HubRow {
-                    log_id: log.log_id.clone(),
-                    host: log.host.clone(),
-                    row,
-                })))?;
+                self.show(log, row)?;
             }
         }
         Ok(())

@@ -160,29 +160,40 @@ pub async fn each(
     Ok(count)
 }
 
+/// A record from a message's subject, cmdlog's headers, payload and stream
+/// sequence (a missing or unreadable seq header reads as seq 0, which no
+/// record has).
+fn record(
+    subject: &str,
+    headers: &async_nats::HeaderMap,
+    payload: &[u8],
+    stream_seq: u64,
+) -> HubRecord {
+    HubRecord {
+        log_id: subject.rsplit('.').next().unwrap_or("").to_string(),
+        seq: header(headers, SEQ)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        hash: header(headers, HASH).unwrap_or("").to_string(),
+        stream: header(headers, STREAM_KEY).map(str::to_string),
+        host: header(headers, HOST).unwrap_or("").to_string(),
+        bytes: payload.to_vec(),
+        stream_seq,
+    }
+}
+
 /// The record a consumer delivered.
 pub(crate) fn consumed(
     message: &async_nats::jetstream::Message,
 ) -> Result<HubRecord, async_nats::Error> {
     let stream_seq = message.info()?.stream_sequence;
     let headers = message.headers.clone().unwrap_or_default();
-    Ok(HubRecord {
-        log_id: message
-            .subject
-            .as_str()
-            .rsplit('.')
-            .next()
-            .unwrap_or("")
-            .to_string(),
-        seq: header(&headers, SEQ)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-        hash: header(&headers, HASH).unwrap_or("").to_string(),
-        stream: header(&headers, STREAM_KEY).map(str::to_string),
-        host: header(&headers, HOST).unwrap_or("").to_string(),
-        bytes: message.payload.to_vec(),
+    Ok(record(
+        message.subject.as_str(),
+        &headers,
+        &message.payload,
         stream_seq,
-    })
+    ))
 }
 
 /// One subject read batch by batch through a pull consumer of its own, made at
@@ -403,23 +414,21 @@ async fn direct_batch(
     }
 }
 
-/// The record a direct get answered with.
-fn direct_record(message: async_nats::Message) -> HubRecord {
+/// The record a direct get answered with, and when the hub stored it (RFC 3339).
+fn direct_record(message: async_nats::Message) -> (HubRecord, String) {
     let headers = message.headers.unwrap_or_default();
+    let stream_seq = header(&headers, "Nats-Sequence")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let stored = header(&headers, "Nats-Time-Stamp")
+        .and_then(cmdlog_common::time::parse_rfc3339)
+        .map(cmdlog_common::time::rfc3339)
+        .unwrap_or_default();
     let subject = header(&headers, "Nats-Subject").unwrap_or("");
-    HubRecord {
-        log_id: subject.rsplit('.').next().unwrap_or("").to_string(),
-        seq: header(&headers, SEQ)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-        hash: header(&headers, HASH).unwrap_or("").to_string(),
-        stream: header(&headers, STREAM_KEY).map(str::to_string),
-        host: header(&headers, HOST).unwrap_or("").to_string(),
-        stream_seq: header(&headers, "Nats-Sequence")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-        bytes: message.payload.to_vec(),
-    }
+    (
+        record(subject, &headers, &message.payload, stream_seq),
+        stored,
+    )
 }
 
 /// The last message of every log's subject, by subject, in one request; `None`
@@ -432,31 +441,13 @@ async fn last_of_every_log(
         return Ok(None);
     };
     let mut heads = std::collections::HashMap::new();
-    for message in messages {
-        let pushed_at = message
-            .headers
-            .as_ref()
-            .and_then(|h| header(h, "Nats-Time-Stamp"))
-            .and_then(cmdlog_common::time::parse_rfc3339)
-            .map(cmdlog_common::time::rfc3339)
-            .unwrap_or_default();
-        let subject = message
-            .headers
-            .as_ref()
-            .and_then(|h| header(h, "Nats-Subject"))
-            .unwrap_or("")
-            .to_string();
-        let has_seq = message
-            .headers
-            .as_ref()
-            .and_then(|h| header(h, SEQ))
-            .is_some_and(|s| s.parse::<u64>().is_ok());
-        if !has_seq {
+    // A last message without cmdlog's seq header gives no head.
+    for (r, pushed_at) in messages.into_iter().map(direct_record) {
+        if r.seq == 0 {
             continue;
         }
-        let r = direct_record(message);
         heads.insert(
-            subject,
+            hub.subject(&r.log_id),
             HubHead {
                 seq: r.seq,
                 hash: r.hash,
