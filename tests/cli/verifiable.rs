@@ -178,9 +178,11 @@ fn an_older_copy_a_replaced_log_and_a_forged_checkpoint_fail_verify_checkpoint()
     session(&ws, 2);
     // A copy of the log as it is now: both of its files, as SQLite's are copied.
     let wal = |p: &std::path::Path| cmdlog_store::journal_path(p);
+    let lock = |p: &std::path::Path| cmdlog_store::presence_path(p);
     let older = ws.path("ws/older.redb");
     std::fs::copy(ws.log_path(), &older).unwrap();
     std::fs::copy(wal(&ws.log_path()), wal(&older)).unwrap();
+    std::fs::copy(lock(&ws.log_path()), lock(&older)).unwrap();
     session(&ws, 2);
     ws.ok(&["checkpoint", "-o", "later.checkpoint"]);
 
@@ -188,8 +190,10 @@ fn an_older_copy_a_replaced_log_and_a_forged_checkpoint_fail_verify_checkpoint()
     let current = ws.path("ws/current.redb");
     std::fs::rename(ws.log_path(), &current).unwrap();
     std::fs::rename(wal(&ws.log_path()), wal(&current)).unwrap();
+    std::fs::rename(lock(&ws.log_path()), lock(&current)).unwrap();
     std::fs::copy(&older, ws.log_path()).unwrap();
     std::fs::copy(wal(&older), wal(&ws.log_path())).unwrap();
+    std::fs::copy(lock(&older), lock(&ws.log_path())).unwrap();
     let o = ws.run(&["verify", "--checkpoint", "later.checkpoint"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
@@ -214,6 +218,7 @@ fn an_older_copy_a_replaced_log_and_a_forged_checkpoint_fail_verify_checkpoint()
     // The real log back: it passes; a checkpoint with its size changed does not.
     std::fs::rename(&current, ws.log_path()).unwrap();
     std::fs::rename(wal(&current), wal(&ws.log_path())).unwrap();
+    std::fs::rename(lock(&current), lock(&ws.log_path())).unwrap();
     assert_eq!(
         ws.run(&["verify", "--checkpoint", "later.checkpoint"])
             .status

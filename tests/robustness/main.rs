@@ -5,3 +5,4 @@ mod faults;
 mod hostile;
 mod lifecycle_model;
 mod security;
+mod wal_damage;

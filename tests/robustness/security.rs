@@ -604,11 +604,14 @@ fn verify_catches_a_rollback_against_a_recorded_head() {
         .find_map(|l| l.strip_prefix("head seq "))
         .unwrap()
         .replace(" hash ", ":");
-    // Both files: the write-ahead log holds what short-lived runs appended.
+    // All three files: the write-ahead log holds what short-lived runs appended,
+    // the presence file the copy of its acknowledgement mark.
     let wal = cmdlog_store::journal_path(&w.log_path());
+    let presence = cmdlog_store::presence_path(&w.log_path());
     let backup = (
         std::fs::read(w.log_path()).unwrap(),
         std::fs::read(&wal).unwrap(),
+        std::fs::read(&presence).ok(),
     );
     assert!(w.run(&["run", "/help"]).status.success());
     let later = w.ok(&["verify"]);
@@ -618,9 +621,23 @@ fn verify_catches_a_rollback_against_a_recorded_head() {
         .unwrap()
         .replace(" hash ", ":");
     assert!(w.ok(&["verify", "--expect-head", &head]).contains("ok"));
-    // Restore the old files: locally they verify, against the recorded head not.
-    std::fs::write(w.log_path(), backup.0).unwrap();
-    std::fs::write(&wal, backup.1).unwrap();
+    // The old log and write-ahead log alone put back: the presence file's copy of
+    // the mark says later appends were acknowledged, and every verb refuses.
+    std::fs::write(w.log_path(), &backup.0).unwrap();
+    std::fs::write(&wal, &backup.1).unwrap();
+    let out = w.run(&["verify"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("log.redb-lock records that short-lived appenders acknowledged"),
+        "{stderr}"
+    );
+    // All three put back (the first run, a writable open, left no presence file):
+    // locally they verify, against the recorded head not.
+    match &backup.2 {
+        Some(bytes) => std::fs::write(&presence, bytes).unwrap(),
+        None => std::fs::remove_file(&presence).unwrap(),
+    }
     assert!(w.ok(&["verify"]).contains("ok: no violations"));
     let out = w.run(&["verify", "--expect-head", &later_head]);
     assert_eq!(out.status.code(), Some(1));

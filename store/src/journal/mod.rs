@@ -13,8 +13,9 @@
 //!
 //! ```text
 //! header, at 0 (a 4 KiB block):
-//!   magic "cmdlog-wal\0\0\0\0\0\x01" (16) | generation u64 | blake3(magic|generation)[..16]
-//! frame, from 4096 on, back to back:
+//!   magic "cmdlog-wal\0\0\0\0\0\x02" (16) | generation u64 | blake3(magic|generation)[..16]
+//! acknowledgement marks, at 4096 and at 8192 (a 4 KiB block each): see `mark.rs`
+//! frame, from 12288 on, back to back:
 //!   "CLWF" | generation u64 | payload length u32 | bodies length u64
 //!   | blake3(generation|payload length|bodies length|payload)[..16] | payload | bodies
 //! payload: ops, each a tag byte then
@@ -25,9 +26,16 @@
 //!                   by short-lived appenders; a frame of it alone is not synced)
 //! ```
 //!
-//! A frame ends the log when its magic, generation or checksum is wrong or a blob
-//! body does not hash to its name: only the last frame can be torn, and a torn frame
-//! was never acknowledged. Frames of an earlier generation are stale by definition.
+//! Version 1 (magic ending in `\x01`, written before the marks) has no marks and
+//! its frames from 4096 on; it is read, applied and replaced by a version 2
+//! generation at the next writable open.
+//!
+//! The frames end where a magic, generation or checksum is wrong or a blob body
+//! does not hash to its name. Only the last frame can be torn, and a torn frame was
+//! never acknowledged — but damage looks the same, so the marks say how far the
+//! frames were acknowledged: frames that end before the latest mark are damaged,
+//! never a tear (design R14). Frames of an earlier generation are stale by
+//! definition.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -35,10 +43,12 @@ use std::path::{Path, PathBuf};
 use crate::record::BlobHash;
 
 mod file;
+mod mark;
 
 use file::Buffered;
 pub use file::JournalIo;
 pub(crate) use file::MemoryJournal;
+pub(crate) use mark::{MARK_BYTES, Mark, read_copy};
 
 /// The write-ahead log beside the log file at `log`: `log.redb` → `log.redb-wal`.
 pub fn journal_path(log: &Path) -> PathBuf {
@@ -47,8 +57,13 @@ pub fn journal_path(log: &Path) -> PathBuf {
     log.with_file_name(name)
 }
 
-const MAGIC: &[u8; 16] = b"cmdlog-wal\0\0\0\0\0\x01";
-pub(crate) use crate::limits::WAL_HEADER_BYTES as HEADER_BYTES;
+const MAGIC: &[u8; 16] = b"cmdlog-wal\0\0\0\0\0\x02";
+const MAGIC_V1: &[u8; 16] = b"cmdlog-wal\0\0\0\0\0\x01";
+use crate::limits::WAL_HEADER_BYTES as HEADER_BYTES;
+/// Where a generation's frames start.
+pub(crate) const FRAMES_AT: u64 = HEADER_BYTES * 3;
+/// Where a version 1 generation's frames start.
+const FRAMES_AT_V1: u64 = HEADER_BYTES;
 const FRAME_MAGIC: &[u8; 4] = b"CLWF";
 const FRAME_HEADER: usize = 4 + 8 + 4 + 8 + 16;
 use crate::limits::{
@@ -87,6 +102,8 @@ pub(crate) struct Frame<'a> {
     bodies: Vec<&'a [u8]>,
     /// Set while the frame holds only snapshots (nothing acknowledged rides on it).
     cache_only: bool,
+    /// The last record's seq and chain hash.
+    last: Option<(u64, [u8; 32])>,
 }
 
 impl<'a> Frame<'a> {
@@ -97,6 +114,9 @@ impl<'a> Frame<'a> {
 
     pub(crate) fn record(&mut self, seq: u64, value: &[u8]) {
         self.acknowledged();
+        if let Some((hash, _, _)) = crate::schema::decode_record(value) {
+            self.last = Some((seq, hash));
+        }
         self.payload.push(TAG_RECORD);
         self.payload.extend_from_slice(&seq.to_le_bytes());
         self.payload
@@ -141,8 +161,12 @@ impl<'a> Frame<'a> {
 }
 
 fn header_bytes(generation: u64) -> [u8; 40] {
+    header_with(MAGIC, generation)
+}
+
+fn header_with(magic: &[u8; 16], generation: u64) -> [u8; 40] {
     let mut out = [0u8; 40];
-    out[..16].copy_from_slice(MAGIC);
+    out[..16].copy_from_slice(magic);
     out[16..24].copy_from_slice(&generation.to_le_bytes());
     let check = blake3::hash(&out[..24]);
     out[24..40].copy_from_slice(&check.as_bytes()[..16]);
@@ -173,23 +197,33 @@ pub(crate) struct Journal {
     /// zeroes them, so that after the last frame of a generation the file reads as
     /// zeros and anything else there is damage or a torn frame.
     dirty_end: u64,
+    /// The last record in this generation's frames (seq 0: none yet).
+    last: (u64, [u8; 32]),
+    /// The mark slot written next.
+    slot: usize,
+    /// Where each mark is copied too: a short-lived appender's presence file.
+    mirror: Option<Box<dyn JournalIo>>,
 }
 
 impl Journal {
     /// Continues the generation `scan` found: the next frame goes after its last
-    /// readable one.
+    /// readable one. Only a version 2 generation with a valid header is continued
+    /// (the callers start a fresh one otherwise).
     pub(crate) fn resume(io: Box<dyn JournalIo>, path: PathBuf, scan: &Scan) -> Journal {
         let generation = match scan.header {
             Header::Valid(generation) => generation,
-            Header::Short | Header::Damaged => fresh_generation(),
+            _ => fresh_generation(),
         };
         Journal {
             io,
             path,
             generation,
-            end: scan.end,
+            end: scan.end.max(FRAMES_AT),
             cache_frames_unsynced: false,
-            dirty_end: scan.dirty_end,
+            dirty_end: scan.dirty_end.max(FRAMES_AT),
+            last: scan.last.unwrap_or((0, [0; 32])),
+            slot: scan.next_slot,
+            mirror: None,
         }
     }
 
@@ -201,12 +235,20 @@ impl Journal {
             io,
             path,
             generation: fresh_generation(),
-            end: HEADER_BYTES,
+            end: FRAMES_AT,
             cache_frames_unsynced: false,
-            dirty_end: scan.dirty_end,
+            dirty_end: scan.dirty_end.max(FRAMES_AT),
+            last: (0, [0; 32]),
+            slot: 0,
+            mirror: None,
         };
         journal.reset()?;
         Ok(journal)
+    }
+
+    /// Copies every mark to `mirror` too (a short-lived appender's presence file).
+    pub(crate) fn mirror_marks_to(&mut self, mirror: Box<dyn JournalIo>) {
+        self.mirror = Some(mirror);
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -215,11 +257,12 @@ impl Journal {
 
     /// Bytes of frames in the current generation.
     pub(crate) fn frame_bytes(&self) -> u64 {
-        self.end - HEADER_BYTES
+        self.end - FRAMES_AT
     }
 
     /// Appends one frame and syncs it: once this returns, the frame is durable
-    /// (a frame of snapshots alone may wait for the next one's sync).
+    /// (a frame of snapshots alone may wait for the next one's sync). After the
+    /// sync a mark says so.
     pub(crate) fn append(&mut self, frame: &Frame<'_>) -> io::Result<()> {
         let payload_len = u32::try_from(frame.payload.len())
             .map_err(|_| io::Error::other("a group commit's frame is over 4 GiB"))?;
@@ -243,14 +286,36 @@ impl Journal {
             self.io.write_at(at, body)?;
             at += body.len() as u64;
         }
+        self.end = at;
+        self.dirty_end = self.dirty_end.max(at);
+        if let Some(last) = frame.last {
+            self.last = last;
+        }
         // A frame of snapshots alone is a cache: the next frame's sync makes it
         // durable, and a crash before that leaves it torn at the end, dropped.
         if !(frame.cache_only && self.cache_frames_unsynced) {
             self.io.sync_data()?;
+            self.write_mark();
         }
-        self.end = at;
-        self.dirty_end = self.dirty_end.max(at);
         Ok(())
+    }
+
+    /// Writes the mark for every frame so far, which the last sync made durable.
+    /// Not synced: the next frame's sync (or the kernel's write-back) makes it
+    /// durable. A mark that fails to be written costs only the evidence it holds.
+    fn write_mark(&mut self) {
+        let mark = Mark {
+            generation: self.generation,
+            end: self.end,
+            seq: self.last.0,
+            hash: self.last.1,
+        }
+        .encode();
+        let _ = self.io.write_at(mark::SLOTS[self.slot], &mark);
+        self.slot = 1 - self.slot;
+        if let Some(mirror) = &self.mirror {
+            let _ = mirror.write_at(0, &mark);
+        }
     }
 
     /// Takes the appenders' lock (see [`JournalIo::lock`]).
@@ -265,8 +330,9 @@ impl Journal {
 
     /// Reads the frames other processes appended after the last one this handle
     /// knows, under the appenders' lock, and moves past them. What follows them must
-    /// be zeros: anything else (another appender's torn frame) is refused, and the
-    /// next writable open recovers it.
+    /// be zeros, and they must reach the latest mark: anything else (another
+    /// appender's torn frame, or damage) is refused, and the next writable open
+    /// recovers it or names it.
     pub(crate) fn catch_up(&mut self) -> io::Result<Vec<FoundFrame>> {
         let len = self.io.file_len()?;
         if read_header(self.io.as_ref(), len)? != Header::Valid(self.generation) {
@@ -277,6 +343,9 @@ impl Journal {
         let io = Buffered::new(self.io.as_ref(), len);
         let mut frames = Vec::new();
         while let Some((ops, next)) = read_frame(&io, self.generation, self.end, len)? {
+            if let Some(last) = last_record(&ops) {
+                self.last = last;
+            }
             frames.push(FoundFrame { ops });
             self.end = next;
         }
@@ -287,6 +356,14 @@ impl Journal {
                 self.end
             )));
         }
+        let (mark, slot) = mark::latest(&mark::read_slots(self.io.as_ref(), len)?, self.generation);
+        if let Some(mark) = mark.filter(|m| m.end > self.end) {
+            return Err(io::Error::other(format!(
+                "the frames end at byte {}, but frames through byte {} (through seq {}) were acknowledged: they are damaged; a writable open names them",
+                self.end, mark.end, mark.seq
+            )));
+        }
+        self.slot = slot;
         Ok(frames)
     }
 
@@ -296,23 +373,43 @@ impl Journal {
     /// durable with it.
     pub(crate) fn reset(&mut self) -> io::Result<()> {
         let generation = self.generation + 1;
+        let len = self.io.file_len()?;
+        if self.dirty_end >= len.max(FRAMES_AT + ZERO_CHUNK_BYTES as u64) {
+            // Bytes of unknown extent (a torn or damaged tail, another version's
+            // file) up to the end: cut them off rather than write zeros over the
+            // whole file, which on a full disk fills the blocks a hole left free.
+            self.io.set_len(FRAMES_AT)?;
+            self.dirty_end = FRAMES_AT;
+        }
         if self.io.file_len()? < PREALLOCATED_BYTES {
             self.io.set_len(PREALLOCATED_BYTES)?;
         }
         self.io.write_at(0, &header_bytes(generation))?;
         self.io.sync_data()?;
         self.generation = generation;
-        self.end = HEADER_BYTES;
+        self.end = FRAMES_AT;
+        self.last = (0, [0; 32]);
+        self.slot = 0;
         let zeros = vec![0u8; ZERO_CHUNK_BYTES];
-        let mut at = HEADER_BYTES;
+        let mut at = FRAMES_AT;
         while at < self.dirty_end {
             let n = (self.dirty_end - at).min(ZERO_CHUNK_BYTES as u64) as usize;
             self.io.write_at(at, &zeros[..n])?;
             at += n as u64;
         }
-        self.dirty_end = HEADER_BYTES;
+        self.dirty_end = FRAMES_AT;
         Ok(())
     }
+}
+
+/// The last record among `ops`.
+fn last_record(ops: &[Op]) -> Option<(u64, [u8; 32])> {
+    ops.iter().rev().find_map(|op| match op {
+        Op::Record { seq, value } => {
+            crate::schema::decode_record(value).map(|(hash, _, _)| (*seq, hash))
+        }
+        _ => None,
+    })
 }
 
 fn read_header(io: &dyn JournalIo, len: u64) -> io::Result<Header> {
@@ -324,6 +421,8 @@ fn read_header(io: &dyn JournalIo, len: u64) -> io::Result<Header> {
     let generation = u64::from_le_bytes(header[16..24].try_into().expect("8 bytes"));
     Ok(if header == header_bytes(generation) {
         Header::Valid(generation)
+    } else if header == header_with(MAGIC_V1, generation) {
+        Header::Version1(generation)
     } else {
         Header::Damaged
     })
@@ -446,10 +545,24 @@ fn parse_payload(mut p: &[u8]) -> Option<Vec<Op>> {
 pub(crate) enum Header {
     /// A valid header of this generation.
     Valid(u64),
+    /// A valid header of a version 1 generation (no marks, frames from 4096).
+    Version1(u64),
+    /// A damaged header whose generation a mark gives, and the frames confirm.
+    Restored(u64),
     /// The file is shorter than a header (empty, or cut).
     Short,
     /// The header's checksum is wrong.
     Damaged,
+}
+
+impl Header {
+    /// The generation whose frames are read, if one is known.
+    pub(crate) fn generation(self) -> Option<u64> {
+        match self {
+            Header::Valid(g) | Header::Version1(g) | Header::Restored(g) => Some(g),
+            Header::Short | Header::Damaged => None,
+        }
+    }
 }
 
 /// One readable frame's operations.
@@ -464,33 +577,109 @@ pub(crate) struct Scan {
     pub(crate) header: Header,
     /// The readable frames of the header's generation, from the start, in order.
     pub(crate) frames: Vec<FoundFrame>,
+    /// Where the generation's frames start.
+    pub(crate) frames_at: u64,
     /// Where the readable frames end.
     pub(crate) end: u64,
     /// Up to where bytes other than zeros may follow `end`.
     pub(crate) dirty_end: u64,
     /// Where reading stopped on something that is neither a frame nor zeros (a torn
-    /// last frame, or damage), with every readable frame found after it: of the
-    /// header's generation, or of any generation when the header is damaged.
+    /// last frame, or damage), or short of the latest mark, with every readable
+    /// frame found after it: of the header's generation, or of any generation when
+    /// the header is damaged.
     pub(crate) unreadable: Option<(u64, Vec<FoundFrame>)>,
+    /// The latest mark of the generation (of any generation when the header is
+    /// damaged and no mark's generation reads).
+    pub(crate) mark: Option<Mark>,
+    /// The mark slot to write next.
+    pub(crate) next_slot: usize,
+    /// The last record in the readable frames.
+    pub(crate) last: Option<(u64, [u8; 32])>,
+    /// What is where the readable frames end.
+    pub(crate) stop: &'static str,
 }
 
-/// Reads the write-ahead log: its header, its frames in order, and — where the
-/// frames stop on anything but zeros — every readable frame after that point, so the
-/// caller can tell a torn last frame (nothing readable follows) from damage.
+impl Scan {
+    /// A scan of no file.
+    pub(crate) fn nothing() -> Scan {
+        Scan {
+            header: Header::Short,
+            frames: Vec::new(),
+            frames_at: FRAMES_AT,
+            end: FRAMES_AT,
+            dirty_end: FRAMES_AT,
+            unreadable: None,
+            mark: None,
+            next_slot: 0,
+            last: None,
+            stop: "the file ends there",
+        }
+    }
+
+    /// Bytes of readable frames.
+    pub(crate) fn frame_bytes(&self) -> u64 {
+        self.end.saturating_sub(self.frames_at)
+    }
+
+    /// Whether the readable frames end short of the latest mark: acknowledged
+    /// frames are damaged.
+    pub(crate) fn short_of_mark(&self) -> bool {
+        self.header.generation().is_some() && self.mark.is_some_and(|m| m.end > self.end)
+    }
+
+    /// The same scan without its frames, for resuming after them.
+    pub(crate) fn position(&self) -> Scan {
+        Scan {
+            header: self.header,
+            frames: Vec::new(),
+            frames_at: self.frames_at,
+            end: self.end,
+            dirty_end: self.dirty_end,
+            unreadable: None,
+            mark: self.mark,
+            next_slot: self.next_slot,
+            last: self.last,
+            stop: self.stop,
+        }
+    }
+}
+
+/// Reads the write-ahead log: its header and marks, its frames in order, and —
+/// where the frames stop on anything but zeros, or short of the latest mark —
+/// every readable frame after that point, so the caller can tell a torn last frame
+/// (nothing readable follows, no mark passes it) from damage.
 pub(crate) fn scan(io: &dyn JournalIo) -> io::Result<Scan> {
     let len = io.file_len()?;
     let buffered = Buffered::new(io, len);
     let io: &dyn JournalIo = &buffered;
-    let header = read_header(io, len)?;
-    let mut out = Scan {
-        header,
-        frames: Vec::new(),
-        end: HEADER_BYTES,
-        dirty_end: HEADER_BYTES,
-        unreadable: None,
-    };
-    let generation = match header {
-        Header::Valid(generation) => generation,
+    let mut header = read_header(io, len)?;
+    if matches!(header, Header::Valid(_)) && len < FRAMES_AT {
+        // A version 2 generation starts with the file extended past its marks: it
+        // was cut since.
+        header = Header::Short;
+    }
+    let slots = mark::read_slots(io, len)?;
+    let mut out = Scan::nothing();
+    out.header = header;
+    if header == Header::Damaged {
+        // A mark names the generation when a frame of it reads where frames start.
+        let mut known: Vec<Mark> = slots.iter().flatten().copied().collect();
+        known.sort_by_key(|m| std::cmp::Reverse(m.generation));
+        header = known
+            .iter()
+            .find(|m| {
+                read_frame(io, m.generation, FRAMES_AT, len)
+                    .ok()
+                    .flatten()
+                    .is_some()
+            })
+            .map_or(Header::Damaged, |m| Header::Restored(m.generation));
+        out.header = header;
+        out.mark = known.first().copied();
+    }
+    let (generation, frames_at) = match header {
+        Header::Valid(g) | Header::Restored(g) => (g, FRAMES_AT),
+        Header::Version1(g) => (g, FRAMES_AT_V1),
         Header::Short => return Ok(out),
         Header::Damaged => {
             out.dirty_end = len;
@@ -498,14 +687,30 @@ pub(crate) fn scan(io: &dyn JournalIo) -> io::Result<Scan> {
             return Ok(out);
         }
     };
-    let mut at = HEADER_BYTES;
+    out.frames_at = frames_at;
+    if frames_at == FRAMES_AT {
+        (out.mark, out.next_slot) = mark::latest(&slots, generation);
+    }
+    let mut at = frames_at;
     while let Some((ops, next)) = read_frame(io, generation, at, len)? {
+        if let Some(last) = last_record(&ops) {
+            out.last = Some(last);
+        }
         out.frames.push(FoundFrame { ops });
         at = next;
     }
     out.end = at;
     out.dirty_end = at;
-    if !zeros_at(io, at, len)? {
+    let short_of_mark = out.mark.is_some_and(|m| m.end > at);
+    let zeros = zeros_at(io, at, len)?;
+    out.stop = if at >= len {
+        "the file ends there"
+    } else if zeros {
+        "zeros there"
+    } else {
+        "bytes there that are not a whole frame"
+    };
+    if !zeros || short_of_mark {
         out.dirty_end = len;
         out.unreadable = Some((at, frames_after(io, at + 1, len, Some(generation))?));
     }
@@ -535,11 +740,17 @@ fn frames_after(
 ) -> io::Result<Vec<FoundFrame>> {
     let mut found = Vec::new();
     let mut chunk = vec![0u8; SCAN_CHUNK_BYTES];
+    let zeros = vec![0u8; SCAN_CHUNK_BYTES];
     let mut at = from;
     while at + FRAME_HEADER as u64 <= len {
         let n = (len - at).min(SCAN_CHUNK_BYTES as u64) as usize;
         io.read_at(at, &mut chunk[..n])?;
         let mut next = at + n.saturating_sub(FRAME_HEADER - 1).max(1) as u64;
+        if chunk[..n] == zeros[..n] {
+            // Most of a write-ahead log is zeros (a hole): no frame there.
+            at = next;
+            continue;
+        }
         let mut i = 0;
         while i + FRAME_HEADER <= n {
             if chunk[i..i + 4] != *FRAME_MAGIC {
@@ -582,6 +793,12 @@ mod tests {
         };
         let ops = scan.frames.into_iter().flat_map(|f| f.ops).collect();
         (journal, ops)
+    }
+
+    fn open_without_writing(path: &Path) -> (Header, Vec<Op>) {
+        let scan = scan(&std::fs::File::open(path).unwrap()).unwrap();
+        let ops = scan.frames.into_iter().flat_map(|f| f.ops).collect();
+        (scan.header, ops)
     }
 
     fn has_frames(log: &Path) -> bool {
@@ -662,6 +879,13 @@ mod tests {
         drop(journal);
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         JournalIo::write_at(&file, 20, b"torn").unwrap();
+        // The marks name the generation: the frames still read.
+        let (_, ops) = open_without_writing(&path);
+        assert_eq!(ops.len(), 3, "{ops:?}");
+        // Without the marks nothing says which generation the frames are.
+        for at in mark::SLOTS {
+            JournalIo::write_at(&file, at, b"torn").unwrap();
+        }
         let (mut journal, ops) = open(&path);
         assert!(ops.is_empty());
         assert_ne!(journal.generation, old_generation);

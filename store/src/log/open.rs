@@ -87,14 +87,32 @@ impl Log {
             // could vanish with a power cut: make the new names durable first.
             sync_parent(path).map_err(io)?;
         }
+        // A copy of the marks beside a log that holds nothing yet is a deleted log's.
+        let copy = if new_log {
+            super::overlaid::clear_mark_copy(path).map_err(|source| OpenError::Io {
+                path: super::presence_path(path),
+                source,
+            })?;
+            None
+        } else {
+            super::overlaid::mark_copy(path)
+        };
         let log = Self::from_db(
             db,
             path.to_path_buf(),
             Box::new(journal),
             wal_existed,
             wal,
+            copy,
             config,
         )?;
+        if log.wal_discard.is_some() {
+            // The dropped seqs are reused from here on.
+            super::overlaid::clear_mark_copy(path).map_err(|source| OpenError::Io {
+                path: super::presence_path(path),
+                source,
+            })?;
+        }
         made.folder = None;
         Ok(log)
     }
@@ -134,7 +152,8 @@ impl Log {
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
         let journal = crate::journal::MemoryJournal::new(wal_bytes);
-        Self::from_db(db, path, Box::new(journal), wal_existed, wal, config)
+        let copy = super::overlaid::mark_copy(&path);
+        Self::from_db(db, path, Box::new(journal), wal_existed, wal, copy, config)
     }
 
     /// Opens a log on a custom redb storage backend and write-ahead log file (tests
@@ -155,6 +174,7 @@ impl Log {
             Box::new(journal),
             true,
             PathBuf::from("<backend>-wal"),
+            None,
             config,
         )
     }
@@ -165,6 +185,7 @@ impl Log {
         journal: Box<dyn JournalIo>,
         wal_existed: bool,
         wal: PathBuf,
+        copy: Option<(crate::journal::Mark, PathBuf)>,
         config: LogConfig,
     ) -> Result<Log, OpenError> {
         let db = Db::Writable(db);
@@ -179,6 +200,7 @@ impl Log {
                 journal,
                 wal_existed,
                 wal,
+                copy,
                 config.discard_wal_damage,
             )
         })();

@@ -129,20 +129,14 @@ impl Log {
         JournalIo::lock(&file, true).map_err(io)?;
         let alone = presence.try_lock().is_ok();
         let scanned = journal::scan(&file).map_err(io).map(|scan| {
-            let frame_bytes = scan.end.saturating_sub(journal::HEADER_BYTES);
+            let frame_bytes = scan.frame_bytes();
             if !matches!(scan.header, Header::Valid(_)) || scan.unreadable.is_some() {
                 return Err(Declined::Writable);
             }
             if bounded && frame_bytes >= frames_max(config) {
                 return Err(Declined::Checkpoint);
             }
-            let resume = Scan {
-                header: scan.header,
-                frames: Vec::new(),
-                end: scan.end,
-                dirty_end: scan.dirty_end,
-                unreadable: None,
-            };
+            let resume = scan.position();
             match lay_frames(&db, path, Some(scan)) {
                 Ok(Some((overlay, 0))) => Ok((overlay, resume)),
                 _ => Err(Declined::Writable),
@@ -162,6 +156,9 @@ impl Log {
         })?;
         let mut journal = Journal::resume(wrap(file), wal, &resume);
         journal.cache_frames_unsynced = true;
+        if let Ok(copy) = presence.try_clone() {
+            journal.mirror_marks_to(Box::new(copy));
+        }
         let mut log = Self::start(
             db,
             path.to_path_buf(),
@@ -192,11 +189,36 @@ fn frames_max(config: &LogConfig) -> u64 {
 }
 
 /// The file short-lived appenders hold locked shared while they have the log open
-/// (`log.redb` → `log.redb-lock`).
+/// (`log.redb` → `log.redb-lock`). It also holds a copy of the write-ahead log's
+/// latest acknowledgement mark, written by each short-lived append (see
+/// `journal/mark.rs`).
 pub fn presence_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().unwrap_or_default().to_os_string();
     name.push("-lock");
     log.with_file_name(name)
+}
+
+/// The copy of the latest acknowledgement mark in the presence file of the log at
+/// `log`, with the file's name. The file is read only when it is this user's own
+/// regular file (no link).
+pub(super) fn mark_copy(log: &Path) -> Option<(journal::Mark, PathBuf)> {
+    let presence = presence_path(log);
+    let file = cmdlog_common::private_fs::open_existing_read(&presence).ok()?;
+    Some((journal::read_copy(&file)?, presence))
+}
+
+/// Forgets the copy of the acknowledgement mark: the log it spoke of was deleted,
+/// or what it named was dropped with the user's consent (its seqs are reused).
+pub(super) fn clear_mark_copy(log: &Path) -> std::io::Result<()> {
+    let presence = presence_path(log);
+    match cmdlog_common::private_fs::open_existing_rw(&presence) {
+        Ok(file) => {
+            JournalIo::write_at(&file, 0, &[0u8; journal::MARK_BYTES])?;
+            file.sync_data()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn open_redb_read_only(
@@ -230,7 +252,8 @@ fn lay_frames(
     scan: Option<Scan>,
 ) -> Result<Option<(Overlay, usize)>, OpenError> {
     let read = db.begin_read().map_err(|e| storage_error(path)(e.into()))?;
-    let over = recovery::frames_over(&read, path, scan)?;
+    let copy = mark_copy(path).map(|(mark, _)| mark);
+    let over = recovery::frames_over(&read, path, scan, copy)?;
     let mut head = over.redb_head;
     let mut overlay = Overlay::default();
     // The stream index entries are rebuilt from the records when the log starts.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableTable};
 
 use crate::error::OpenError;
-use crate::journal::{self, FoundFrame, Header, Journal, JournalIo, Op, Scan};
+use crate::journal::{self, FoundFrame, Header, Journal, JournalIo, Mark, Op, Scan};
 use crate::record::Seq;
 use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS};
 
@@ -69,6 +69,32 @@ fn describe_span(span: Option<(Seq, Seq)>) -> String {
 struct Problem {
     what: String,
     dropped: Vec<FoundFrame>,
+    /// Seqs acknowledged (a mark says so) that no readable frame holds.
+    lost: Option<(Seq, Seq)>,
+}
+
+/// What the log itself says was acknowledged beyond what the write-ahead log's
+/// frames and redb's file hold.
+struct Claims {
+    /// redb's file's last durable record.
+    durable_head: Seq,
+    /// The copy of the latest mark in the presence file, with its file's name.
+    copy: Option<(Mark, PathBuf)>,
+}
+
+impl Claims {
+    /// The copy's words when it claims records past `known`: the lost span.
+    fn copy_beyond(&self, known: Seq) -> Option<(String, (Seq, Seq))> {
+        let (mark, file) = self.copy.as_ref().filter(|(m, _)| m.seq > known)?;
+        Some((
+            format!(
+                "{} records that short-lived appenders acknowledged through seq {} in it",
+                file.display(),
+                mark.seq
+            ),
+            (known + 1, mark.seq),
+        ))
+    }
 }
 
 /// Looks at what `scan` found (`None`: no file) and returns the frames to apply, in
@@ -77,57 +103,126 @@ struct Problem {
 fn judge(
     scan: Option<Scan>,
     wal_open: bool,
+    claims: &Claims,
     covered: &dyn Fn(&FoundFrame) -> bool,
 ) -> (Vec<FoundFrame>, Option<Problem>) {
-    let Some(scan) = scan else {
-        let problem = wal_open.then(|| Problem {
-            what: "is missing, but the log was not closed cleanly".into(),
-            dropped: Vec::new(),
-        });
-        return (Vec::new(), problem);
-    };
-    match scan.header {
-        Header::Short => {
-            let problem = wal_open.then(|| Problem {
-                what: "is shorter than its header (cut), but the log was not closed cleanly".into(),
+    let head = claims.durable_head;
+    let missing = |what: &str| {
+        if wal_open {
+            return Some(Problem {
+                what: format!("{what}, but the log was not closed cleanly"),
                 dropped: Vec::new(),
+                lost: None,
             });
-            (Vec::new(), problem)
         }
-        Header::Damaged => {
-            let later = scan.unreadable.map(|(_, f)| f).unwrap_or_default();
-            let uncovered: Vec<FoundFrame> = later.into_iter().filter(|f| !covered(f)).collect();
-            let problem = (!uncovered.is_empty()).then(|| Problem {
-                what: format!(
-                    "has a damaged header, and {} readable frame(s) after it hold events the log lacks ({})",
-                    uncovered.len(),
-                    describe_span(seq_span(&uncovered))
-                ),
-                dropped: uncovered,
-            });
-            (Vec::new(), problem)
+        let (words, lost) = claims.copy_beyond(head)?;
+        Some(Problem {
+            what: format!("{what}, but {words} ({} lost)", describe_span(Some(lost))),
+            dropped: Vec::new(),
+            lost: Some(lost),
+        })
+    };
+    let Some(scan) = scan else {
+        return (Vec::new(), missing("is missing"));
+    };
+    let Some(_) = scan.header.generation() else {
+        if scan.header == Header::Short {
+            return (Vec::new(), missing("is shorter than its header (cut)"));
         }
-        Header::Valid(_) => {
-            let frames = scan.frames;
-            let Some((offset, later)) = scan.unreadable else {
-                return (frames, None);
-            };
-            let uncovered: Vec<FoundFrame> = later.into_iter().filter(|f| !covered(f)).collect();
-            if uncovered.is_empty() {
-                // A torn last frame: it was never acknowledged.
-                return (frames, None);
-            }
-            let problem = Problem {
-                what: format!(
-                    "has an unreadable frame at byte {offset}, followed by {} readable frame(s) holding events the log lacks ({})",
-                    uncovered.len(),
-                    describe_span(seq_span(&uncovered))
-                ),
-                dropped: uncovered,
-            };
-            (frames, Some(problem))
+        // A damaged header, and no mark whose generation reads.
+        let later = scan.unreadable.map(|(_, f)| f).unwrap_or_default();
+        let uncovered: Vec<FoundFrame> = later.into_iter().filter(|f| !covered(f)).collect();
+        let known = seq_span(&uncovered).map_or(head, |(_, last)| last.max(head));
+        let claimed = scan
+            .mark
+            .map_or(0, |m| m.seq)
+            .max(claims.copy.as_ref().map_or(0, |(m, _)| m.seq));
+        if uncovered.is_empty() && claimed <= head {
+            return (Vec::new(), None);
+        }
+        let lost = (claimed > known).then_some((known + 1, claimed));
+        let problem = Problem {
+            what: format!(
+                "has a damaged header, and {} readable frame(s) after it hold events the log lacks ({}){}",
+                uncovered.len(),
+                describe_span(seq_span(&uncovered)),
+                lost.map_or(String::new(), |l| format!(
+                    "; acknowledged and unreadable: {}",
+                    describe_span(Some(l))
+                ))
+            ),
+            dropped: uncovered,
+            lost,
+        };
+        return (Vec::new(), Some(problem));
+    };
+    let short_of_mark = scan.short_of_mark();
+    let mark = scan.mark;
+    let frames = scan.frames;
+    let known = seq_span(&frames).map_or(head, |(_, last)| last.max(head));
+    let (offset, later) = scan.unreadable.unwrap_or((scan.end, Vec::new()));
+    let uncovered: Vec<FoundFrame> = later.into_iter().filter(|f| !covered(f)).collect();
+    let after = if uncovered.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} readable frame(s) after it hold events the log lacks ({})",
+            uncovered.len(),
+            describe_span(seq_span(&uncovered))
+        )
+    };
+    if let Some(mark) = mark.filter(|_| short_of_mark) {
+        // Frames a checkpoint already put in redb's file (a crash came before the
+        // write-ahead log's reset) lose nothing.
+        let checkpointed = mark.seq > 0 && mark.seq <= head && uncovered.is_empty();
+        if !checkpointed {
+            let lost = (mark.seq > known).then_some((known + 1, mark.seq));
+            let what = format!(
+                "has damaged frames that were acknowledged: its frames end at byte {offset} ({}), but it acknowledged frames through byte {} ({}){after}",
+                scan.stop,
+                mark.end,
+                match lost {
+                    Some(lost) => format!("{} cannot be applied", describe_span(Some(lost))),
+                    None => "blobs only".into(),
+                }
+            );
+            return (
+                frames,
+                Some(Problem {
+                    what,
+                    dropped: uncovered,
+                    lost,
+                }),
+            );
         }
     }
+    if !uncovered.is_empty() {
+        let what = format!("has an unreadable frame at byte {offset}{after}");
+        return (
+            frames,
+            Some(Problem {
+                what,
+                dropped: uncovered,
+                lost: None,
+            }),
+        );
+    }
+    if let Some((words, lost)) = claims.copy_beyond(known) {
+        let what = format!(
+            "holds frames through seq {known} only, but {words} ({} lost: the write-ahead log was cut or replaced)",
+            describe_span(Some(lost))
+        );
+        return (
+            frames,
+            Some(Problem {
+                what,
+                dropped: Vec::new(),
+                lost: Some(lost),
+            }),
+        );
+    }
+    // Nothing, or a torn last frame: never acknowledged.
+    (frames, None)
 }
 
 fn refusal(wal: &Path, what: &str, kept_through: Seq) -> OpenError {
@@ -181,6 +276,7 @@ pub(crate) fn frames_over(
     read: &redb::ReadTransaction,
     path: &Path,
     scan: Option<Scan>,
+    copy: Option<Mark>,
 ) -> Result<FramesOver, OpenError> {
     let wal = journal::journal_path(path);
     let storage = |message: String| OpenError::Storage {
@@ -197,7 +293,11 @@ pub(crate) fn frames_over(
     let head = redb_head(&records, &|m| storage(m))?;
     let covered =
         |f: &FoundFrame| frame_covered(f, head.seq, &|h| blob_meta.get(h).ok().flatten().is_some());
-    let (frames, problem) = judge(scan, open, &covered);
+    let claims = Claims {
+        durable_head: head.seq,
+        copy: copy.map(|m| (m, super::presence_path(path))),
+    };
+    let (frames, problem) = judge(scan, open, &claims, &covered);
     if let Some(problem) = problem {
         let kept = seq_span(&frames).map_or(head.seq, |(_, last)| last.max(head.seq));
         return Err(refusal(&wal, &problem.what, kept));
@@ -247,6 +347,7 @@ pub(crate) fn recover(
     io: Box<dyn JournalIo>,
     existed: bool,
     wal: PathBuf,
+    copy: Option<(Mark, PathBuf)>,
     discard: bool,
 ) -> Result<(Journal, Option<WalDiscard>), OpenError> {
     let io_error = |source| OpenError::Io {
@@ -276,13 +377,7 @@ pub(crate) fn recover(
     let mut applied_any = false;
     // The latest snapshot the frames hold: it replaces redb's once they are applied.
     let mut snapshot = None;
-    let blank = Scan {
-        header: Header::Short,
-        frames: Vec::new(),
-        end: 0,
-        dirty_end: 0,
-        unreadable: None,
-    };
+    let blank = Scan::nothing();
     let resume_scan;
     {
         let mut records = txn
@@ -297,14 +392,15 @@ pub(crate) fn recover(
             .map_err(|e| storage(e.to_string()))?;
         let mut head = redb_head(&records, &|m| storage(m))?;
         let durable_head = head.seq;
-        let (header, end, dirty_end) = scan
-            .as_ref()
-            .map_or((Header::Short, 0, 0), |s| (s.header, s.end, s.dirty_end));
+        let position = scan.as_ref().map_or_else(Scan::nothing, Scan::position);
+        let header = position.header;
         let covered = |f: &FoundFrame| {
             frame_covered(f, durable_head, &|h| meta.get(h).ok().flatten().is_some())
         };
-        let (frames, problem) = judge(scan, open, &covered);
+        let claims = Claims { durable_head, copy };
+        let (frames, problem) = judge(scan, open, &claims, &covered);
         let mut problem = problem;
+        // Only a version 2 generation with a valid header goes on.
         if !matches!(header, Header::Valid(_)) {
             fresh = true;
         }
@@ -350,6 +446,7 @@ pub(crate) fn recover(
                     problem = Some(Problem {
                         what: format!("does not continue the log: {what}"),
                         dropped: Vec::new(),
+                        lost: None,
                     });
                     dropped.insert(0, frame);
                     break 'frames;
@@ -405,27 +502,25 @@ pub(crate) fn recover(
             if !discard {
                 return Err(refusal(&wal, &problem.what, head.seq));
             }
+            let dropped_seqs = match (seq_span(&dropped), problem.lost) {
+                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+                (span, lost) => span.or(lost),
+            };
             discarded = Some(WalDiscard {
                 wal: wal.clone(),
                 problem: problem.what,
                 kept_through: head.seq,
-                dropped_seqs: seq_span(&dropped),
+                dropped_seqs,
                 dropped_frames: dropped.len(),
             });
             fresh = true;
         }
-        resume_scan = Scan {
-            header,
-            frames: Vec::new(),
-            end,
-            dirty_end,
-            unreadable: None,
-        };
+        resume_scan = position;
     }
     if let Some((seq, bytes)) = snapshot {
         schema::replace_snapshot(&txn, seq, &bytes).map_err(|e| storage(e.to_string()))?;
     }
-    let any_frames = resume_scan.end > journal_header_end();
+    let any_frames = resume_scan.frame_bytes() > 0;
     if applied_any || discarded.is_some() || open {
         // redb's file now holds everything the write-ahead log acknowledged.
         txn.open_table(META)
@@ -448,8 +543,4 @@ pub(crate) fn recover(
         journal
     };
     Ok((journal, discarded))
-}
-
-fn journal_header_end() -> u64 {
-    journal::HEADER_BYTES
 }

@@ -7,6 +7,9 @@ use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path}
 
 use cmdlog_test_support::tamper::crash_copy;
 
+/// Where the write-ahead log's frames start (after its header and two mark blocks).
+const FRAMES_AT: u64 = 3 * 4096;
+
 fn rec(text: &str) -> NewRecord {
     NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
 }
@@ -123,25 +126,43 @@ fn a_cut_write_ahead_log_is_refused_and_a_cut_at_a_frame_boundary_cannot_be_seen
             "{len}: {message}"
         );
     }
-    // Cut right after the header: exactly what a log with no frames looks like.
-    // No local check can see it (docs/security.md); `verify --expect-head` can.
+    // Cut right after the header, or at a frame boundary: the marks say how far the
+    // frames were acknowledged.
     let (_dir, path, _) = crashed_with_frames(3);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(journal_path(&path))
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
-    assert_eq!(
-        Log::open(&path, LogConfig::default()).unwrap().head().seq,
-        1
-    );
+    let cut = |len: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(journal_path(&path))
+            .unwrap()
+            .set_len(len)
+            .unwrap()
+    };
+    let bytes = std::fs::read(journal_path(&path)).unwrap();
+    let second_end = FRAMES_AT + frame_len(&bytes, FRAMES_AT);
+    let second_end = second_end + frame_len(&bytes, second_end);
+    cut(second_end);
+    let message = refusal(&path);
+    assert!(message.contains("acknowledged"), "{message}");
+    assert!(message.contains("seq 4 cannot be applied"), "{message}");
+    cut(4096);
+    let message = refusal(&path);
+    assert!(message.contains("shorter than its header"), "{message}");
 }
 
 #[test]
-fn a_damaged_header_with_frames_behind_it_is_refused() {
-    let (_dir, path, _) = crashed_with_frames(4);
+fn a_damaged_header_is_read_through_its_marks_and_refused_without_them() {
+    let (_dir, path, texts) = crashed_with_frames(4);
     flip(&path, 20);
+    // The marks name the generation, and its frames read: nothing is lost.
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    assert_eq!(self::texts(&log), texts);
+    assert!(log.wal_discard().is_none());
+    drop(log);
+
+    let (_dir, path, _) = crashed_with_frames(4);
+    for at in [20, 4096, 8192] {
+        flip(&path, at);
+    }
     let message = refusal(&path);
     assert!(message.contains("damaged header"), "{message}");
     assert!(message.contains("seqs 2 to 5"), "{message}");
@@ -152,45 +173,85 @@ fn a_damaged_frame_followed_by_a_good_one_is_refused_and_discard_keeps_the_frame
     let (_dir, path, texts) = crashed_with_frames(4);
     // The second frame's payload: the first (seq 2) stays readable.
     let first = std::fs::read(journal_path(&path)).unwrap();
-    let second_at = 4096 + frame_len(&first, 4096);
+    let second_at = FRAMES_AT + frame_len(&first, FRAMES_AT);
     flip(&path, second_at + 40 + 3);
     let message = refusal(&path);
     assert!(
-        message.contains(&format!("unreadable frame at byte {second_at}")),
+        message.contains(&format!("frames end at byte {second_at}")),
         "{message}"
     );
-    assert!(message.contains("seqs 4 to 5"), "{message}");
+    assert!(
+        message.contains("seqs 3 to 5 cannot be applied"),
+        "{message}"
+    );
+    assert!(
+        message.contains("readable frame(s) after it hold events the log lacks (seqs 4 to 5)"),
+        "{message}"
+    );
     assert!(message.contains("seqs up to 2"), "{message}");
     let log = Log::open(&path, discarding()).unwrap();
     let discard = log.wal_discard().unwrap().clone();
     assert_eq!(discard.kept_through, 2);
-    assert_eq!(discard.dropped_seqs, Some((4, 5)));
+    assert_eq!(discard.dropped_seqs, Some((3, 5)));
     assert_eq!(discard.dropped_frames, 2);
     assert_eq!(self::texts(&log), texts[..2]);
     assert_eq!(log.verify_chain(|_| {}).unwrap().unwrap().seq, 2);
 }
 
 #[test]
-fn a_torn_last_frame_is_dropped_quietly() {
-    let (_dir, path, texts) = crashed_with_frames(3);
-    let bytes = std::fs::read(journal_path(&path)).unwrap();
-    let mut at = 4096;
+fn a_torn_last_frame_is_dropped_quietly_and_a_damaged_one_is_named() {
+    use std::os::unix::fs::FileExt;
+    let (_dir, path, _) = crashed_with_frames(3);
+    let acknowledged = std::fs::read(journal_path(&path)).unwrap();
+    let mut at = FRAMES_AT;
     let mut starts = Vec::new();
-    while bytes[at as usize..at as usize + 4] == *b"CLWF" {
+    while acknowledged[at as usize..at as usize + 4] == *b"CLWF" {
         starts.push(at);
-        at += frame_len(&bytes, at);
+        at += frame_len(&acknowledged, at);
     }
     assert_eq!(starts.len(), 3);
-    // The last frame's last bytes never reached the disk.
+    // Damage to the acknowledged last frame (its last bytes zeroed) is named.
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(journal_path(&path))
         .unwrap();
-    use std::os::unix::fs::FileExt;
     file.write_all_at(&[0u8; 5], at - 5).unwrap();
+    let message = refusal(&path);
+    assert!(message.contains("seq 4 cannot be applied"), "{message}");
+
+    // A crash in the fourth frame's sync: part of it reached the disk, and no mark
+    // says it was acknowledged. It is dropped quietly.
+    let (_dir, path, texts, wals) = crashed_in_steps(4);
+    let at = at as usize;
+    let fourth = frame_len(&wals[4], at as u64) as usize;
+    let mut torn = wals[3].clone();
+    torn[at..at + fourth / 2].copy_from_slice(&wals[4][at..at + fourth / 2]);
+    std::fs::write(journal_path(&path), &torn).unwrap();
     let log = Log::open(&path, LogConfig::default()).unwrap();
-    assert_eq!(self::texts(&log), texts[..3]);
+    assert_eq!(self::texts(&log), texts[..4]);
     assert!(log.wal_discard().is_none());
+}
+
+/// Like [`crashed_with_frames`], with the write-ahead log as it was after each
+/// append (index 0: before the first).
+fn crashed_in_steps(n: usize) -> (tempfile::TempDir, PathBuf, Vec<String>, Vec<Vec<u8>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    log.append(vec![rec("checkpointed")]).unwrap();
+    drop(log);
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed_path = copy_files(&path, crashed.path(), true);
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let mut wals = vec![std::fs::read(journal_path(&path)).unwrap()];
+    for i in 0..n {
+        log.append(vec![rec(&format!("acknowledged {i}"))]).unwrap();
+        wals.push(std::fs::read(journal_path(&path)).unwrap());
+    }
+    let texts = texts(&log);
+    std::fs::copy(&path, &crashed_path).unwrap();
+    drop(log);
+    (crashed, crashed_path, texts, wals)
 }
 
 /// The length of the frame at `at`: its 40-byte header, payload and bodies.
