@@ -90,3 +90,106 @@ fn zeros_over_an_acknowledged_frame_are_named_by_every_verb_never_read_as_the_en
     assert!(w.ok(&["verify"]).contains("ok: no violations"));
     assert!(w.ok(&["log"]).contains("log/wal_discarded"));
 }
+
+fn running_as_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Short-lived appends on an 8 MiB tmpfs (in a mount namespace of its own) filled
+/// by another file until they fail, then the file removed: the episode ends with
+/// every acknowledged run in the log, a clean `verify` (chain and Merkle tree), and
+/// a write-ahead log that did not take the freed space for itself.
+#[test]
+fn a_full_disk_ends_once_space_is_freed_with_nothing_lost_and_verify_clean() {
+    if !running_as_root() {
+        eprintln!("SKIPPED: needs root to mount a small tmpfs");
+        return;
+    }
+    let w = Workspace::new();
+    let disk = w.ws.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let script = r#"
+set -u
+mount -t tmpfs -o size=8m tmpfs "$DISK" || exit 90
+cd "$DISK"
+L="$DISK/.cmdlog/log.redb"
+"$BIN" --log "$L" run --session s /help >/dev/null 2>&1 || exit 91
+for i in $(seq 1 8); do "$BIN" --log "$L" run --session s "/review before$i" >/dev/null 2>&1 || exit 92; done
+avail=$(df -k "$DISK" | tail -1 | awk '{print $4}')
+fallocate -l $(( (avail - 48) * 1024 )) "$DISK/fill" || exit 93
+pad=$(head -c 3000 /dev/zero | tr '\0' y)
+for i in $(seq 1 40); do
+  if "$BIN" --log "$L" run --session s "/review full$i $pad" >/dev/null 2>>"$ERRS"; then echo "acknowledged full$i"; else echo "failed full$i $?"; fi
+done
+"$BIN" --log "$L" verify >/dev/null 2>>"$ERRS"; echo "verify while full $?"
+rm "$DISK/fill"
+"$BIN" --log "$L" verify > "$OUT/verify" 2>&1; echo "verify after $?"
+"$BIN" --log "$L" log > "$OUT/log" 2>&1; echo "log after $?"
+echo "wal kib $(du -k "$L-wal" | cut -f1)"
+"$BIN" --log "$L" run --session s "/review after" >/dev/null 2>&1; echo "run after $?"
+"$BIN" --log "$L" verify >/dev/null 2>&1; echo "verify at last $?"
+"#;
+    let out_dir = w.ws.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let errs = out_dir.join("errs");
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", script])
+        .current_dir(w.ws.path())
+        .env("HOME", w.home.path())
+        .env("BIN", env!("CARGO_BIN_EXE_cmdlog"))
+        .env("DISK", &disk)
+        .env("OUT", &out_dir)
+        .env("ERRS", &errs)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let errors = std::fs::read_to_string(&errs).unwrap_or_default();
+    assert!(out.status.success(), "{stdout}\n{errors}");
+    let acknowledged: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("acknowledged "))
+        .collect();
+    assert!(
+        stdout.lines().any(|l| l.starts_with("failed full")),
+        "the disk never filled: {stdout}"
+    );
+    assert!(stdout.contains("verify after 0"), "{stdout}\n{}", {
+        std::fs::read_to_string(out_dir.join("verify")).unwrap_or_default()
+    });
+    assert!(stdout.contains("log after 0"), "{stdout}");
+    let log = std::fs::read_to_string(out_dir.join("log")).unwrap();
+    for run in &acknowledged {
+        assert!(
+            log.contains(&format!("/review {run} ")),
+            "{run} lost:\n{log}"
+        );
+    }
+    let wal_kib: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("wal kib "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wal_kib < 1024, "the write-ahead log took {wal_kib} KiB");
+    assert!(stdout.contains("run after 0"), "{stdout}");
+    assert!(stdout.contains("verify at last 0"), "{stdout}");
+    // Every refusal while full said how much space to free.
+    for line in errors.lines().filter(|l| l.contains("No space left")) {
+        assert!(
+            line.contains("free") && line.contains("on the disk"),
+            "{line}"
+        );
+    }
+    println!(
+        "full disk: {} runs acknowledged while full, {} refused; verify clean after freeing",
+        acknowledged.len(),
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("failed full"))
+            .count()
+    );
+}

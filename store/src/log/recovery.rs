@@ -354,16 +354,18 @@ pub(crate) fn recover(
         path: wal.clone(),
         source,
     };
-    let storage = |message: String| OpenError::Storage {
-        path: wal.clone(),
-        message: format!(
-            "applying the write-ahead log failed: {message}; both files are unchanged and no acknowledged event is lost: free space on the disk (or fix it), then open the log again"
-        ),
-    };
     let scan = if existed {
         Some(journal::scan(io.as_ref()).map_err(io_error)?)
     } else {
         None
+    };
+    let frame_bytes = scan.as_ref().map_or(0, Scan::frame_bytes);
+    let storage = |message: String| OpenError::Storage {
+        path: wal.clone(),
+        message: format!(
+            "applying the write-ahead log failed: {message}; no acknowledged event is lost and what the log holds is unchanged: free {} on the disk (or fix it), then open the log again",
+            space_needed(frame_bytes)
+        ),
     };
     let txn = db.begin_write().map_err(|e| storage(e.to_string()))?;
     let open = {
@@ -543,4 +545,15 @@ pub(crate) fn recover(
         journal
     };
     Ok((journal, discarded))
+}
+
+/// The free space a checkpoint of `frame_bytes` of frames may need, in words: redb
+/// writes every page it changes anew before it frees the old one, so the log file
+/// may grow by up to about twice what the frames hold, plus its own bookkeeping.
+fn space_needed(frame_bytes: u64) -> String {
+    let bytes = frame_bytes * 2 + 1024 * 1024;
+    let mib = bytes.div_ceil(1024 * 1024);
+    format!(
+        "at least {mib} MiB (the write-ahead log's frames hold {frame_bytes} bytes, which log.redb takes in)"
+    )
 }
