@@ -1,34 +1,34 @@
 //! Which release of an agent the user runs, where its expansion rules changed
 //! between releases (Claude Code: `docs/dialects.md`). In order:
 //! `CMDLOG_AGENT_RELEASES` (`claude-code=2.1.197`, comma-separated) when set;
-//! else the agent's own `--version`, asked of the executable found on `PATH` and
-//! remembered per executable (its real path, size and modification time) in the
-//! user's private state folder, so it is asked once per installed binary. A hook
-//! reads it from the variable the agent sets for its hooks (`AI_AGENT`), and an
-//! import from the transcript's lines.
+//! else the installed package of the executable found on `PATH`, read, never run
+//! (design R11: cmdlog never executes a program a workspace may have planted). A
+//! hook reads it from the variable the agent sets for its hooks (`AI_AGENT`), and
+//! an import from the transcript's lines.
+//!
+//! Claude Code installs two ways, and both name their release in files: npm puts
+//! `bin/claude` as a link to `…/node_modules/@anthropic-ai/claude-code/bin/claude.exe`
+//! beside the package's `package.json`; the native installer links
+//! `~/.local/bin/claude` to `~/.local/share/claude/versions/<release>`.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use cmdlog_common::private_fs::{self, Expect};
 use cmdlog_engine::{KnownRelease, parse_version};
-use serde::{Deserialize, Serialize};
 
-/// How long an agent may take to print its version.
-const VERSION_WAIT: Duration = Duration::from_secs(5);
-/// Largest cache file read.
-const CACHE_BYTES_MAX: u64 = 64 * 1024;
+/// Largest `package.json` read.
+const PACKAGE_JSON_BYTES_MAX: u64 = 256 * 1024;
+/// Folders above the executable searched for its package.
+const PACKAGE_DEPTH_MAX: usize = 3;
 
 /// The agents whose rules cmdlog knows to differ between releases: the name
-/// cmdlog gives them and their executable.
-const VERSIONED: &[(&str, &str)] = &[("claude-code", "claude")];
+/// cmdlog gives them, their executable and their npm package.
+const VERSIONED: &[(&str, &str, &str)] = &[("claude-code", "claude", "@anthropic-ai/claude-code")];
 
-/// The releases of the agents installed here (see the module's comment).
-pub fn installed_releases() -> Vec<KnownRelease> {
+/// The releases of the agents installed here (see the module's comment), as seen
+/// from `workspace`: nothing inside it is read.
+pub fn installed_releases(workspace: &Path) -> Vec<KnownRelease> {
     if let Some(given) = std::env::var_os("CMDLOG_AGENT_RELEASES") {
         return given
             .to_string_lossy()
@@ -43,15 +43,16 @@ pub fn installed_releases() -> Vec<KnownRelease> {
             })
             .collect();
     }
+    let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     VERSIONED
         .iter()
-        .filter_map(|(agent, exe)| {
-            let path = on_path(exe)?;
-            let version = cached_version(&path)?;
+        .filter_map(|(agent, exe, package)| {
+            let path = on_path(exe, &workspace)?;
+            let (version, from) = installed_version(&path, package)?;
             Some(KnownRelease {
                 agent: agent.to_string(),
                 version,
-                from: format!("{exe} --version"),
+                from,
             })
         })
         .collect()
@@ -74,112 +75,68 @@ pub fn hook_release() -> Option<KnownRelease> {
     })
 }
 
-fn on_path(exe: &str) -> Option<PathBuf> {
+/// The real path of the first `exe` on `PATH` that lies in a trusted place: not a
+/// relative `PATH` entry (`.`, `bin`), not inside the workspace (direnv's
+/// `PATH_add bin`, `node_modules/.bin`), and in folders of this user or root that
+/// no one else can write. Untrusted entries are skipped, not read.
+fn on_path(exe: &str, workspace: &Path) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|dir| dir.join(exe))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+        .filter(|dir| dir.is_absolute())
+        .filter_map(|dir| {
+            let found = dir.join(exe);
+            let meta = std::fs::metadata(&found).ok()?;
+            (meta.is_file() && meta.mode() & 0o111 != 0).then_some(())?;
+            std::fs::canonicalize(&found).ok()
+        })
+        .find(|real| trusted_place(real, workspace))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Seen {
-    size: u64,
-    modified_ns: i128,
-    version: String,
-}
-
-fn cache_path() -> Option<PathBuf> {
-    Some(private_fs::state_dir().ok()?.join("agent-releases.json"))
-}
-
-fn read_cache(path: &Path) -> BTreeMap<String, Seen> {
-    private_fs::read_untrusted(
-        path,
-        Expect {
-            bytes_max: CACHE_BYTES_MAX,
-            private: true,
-        },
-    )
-    .ok()
-    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-    .unwrap_or_default()
-}
-
-/// `exe --version`'s release, from the cache while the executable is the same.
-fn cached_version(exe: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(exe).ok()?;
-    let meta = std::fs::metadata(&real).ok()?;
-    let modified_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-    let key = real.to_string_lossy().into_owned();
-    let cache = cache_path();
-    let mut seen = cache.as_deref().map(read_cache).unwrap_or_default();
-    if let Some(s) = seen.get(&key)
-        && s.size == meta.len()
-        && s.modified_ns == modified_ns
-    {
-        return Some(s.version.clone());
+/// Whether `file` (a real path) lies outside `workspace`, and it and every folder
+/// above it belong to this user or root, none writable by others unless sticky
+/// (in `/tmp` others may add names, but not replace this user's).
+fn trusted_place(file: &Path, workspace: &Path) -> bool {
+    if file.starts_with(workspace) {
+        return false;
     }
-    let version = ask_version(exe)?;
-    seen.insert(
-        key,
-        Seen {
-            size: meta.len(),
-            modified_ns,
-            version: version.clone(),
-        },
-    );
-    if let Some(path) = cache {
-        let _ = write_cache(&path, &seen);
-    }
-    Some(version)
+    let uid = private_fs::current_uid();
+    file.ancestors().all(|p| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| {
+            (m.uid() == uid || m.uid() == 0)
+                && (m.mode() & 0o022 == 0 || (m.is_dir() && m.mode() & 0o1000 != 0))
+        })
+    })
 }
 
-fn write_cache(path: &Path, seen: &BTreeMap<String, Seen>) -> std::io::Result<()> {
-    let (tmp, mut file) = private_fs::create_fresh_beside(path)?;
-    let written = serde_json::to_vec(seen)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| file.write_all(&bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Runs `exe --version` (at most [`VERSION_WAIT`]) and reads the first version
-/// it prints (`2.1.332 (Claude Code)`).
-fn ask_version(exe: &Path) -> Option<String> {
-    let mut child = Command::new(exe)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < VERSION_WAIT => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+/// The release the files of an installed `package` say, and which file said it.
+fn installed_version(exe: &Path, package: &str) -> Option<(String, String)> {
+    // npm: the package.json of the package the executable belongs to.
+    for dir in exe.ancestors().skip(1).take(PACKAGE_DEPTH_MAX) {
+        let manifest = dir.join("package.json");
+        let Ok(bytes) = private_fs::read_untrusted(
+            &manifest,
+            Expect {
+                bytes_max: PACKAGE_JSON_BYTES_MAX,
+                private: false,
+            },
+        ) else {
+            continue;
+        };
+        let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            continue;
+        };
+        if json["name"] != package {
+            continue;
         }
+        let version = json["version"].as_str()?;
+        parse_version(version)?;
+        return Some((version.to_string(), manifest.display().to_string()));
     }
-    let mut out = String::new();
-    child
-        .stdout
-        .take()?
-        .take(4096)
-        .read_to_string(&mut out)
-        .ok()?;
-    out.split_whitespace()
-        .find(|word| parse_version(word).is_some())
-        .map(str::to_string)
+    // The native installer: the executable is named by its release.
+    let name = exe.file_name()?.to_str()?;
+    let folder = exe.parent()?.file_name()?;
+    (folder == "versions" && parse_version(name).is_some())
+        .then(|| (name.to_string(), exe.display().to_string()))
 }
 
 #[cfg(test)]

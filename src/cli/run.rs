@@ -101,7 +101,7 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
         .collect();
     let mut request = ExecuteRequest::new(&session, &args.agent, mode, &args.line);
     request.attachments = attachments;
-    request.releases = cmdlog_agents::installed_releases();
+    request.releases = cmdlog_agents::installed_releases(&opened.config.workspace);
     let execution = engine.execute(request).await.map_err(|e| match e {
         ExecuteError::Session(_) => CliError::not_found(e.to_string()),
         other => store_failure(other),

@@ -1,9 +1,9 @@
 //! Claude Code changed how it expands a command between releases (2.1.210: a
 //! `$N` with no argument kept as written; before, empty text). cmdlog expands by
-//! the release the user runs — named in `CMDLOG_AGENT_RELEASES`, asked of the
-//! `claude` on PATH (once per binary), announced to a hook (`AI_AGENT`), or read
-//! from a transcript — records it on the run, and says which rules it assumed
-//! when the release is not known.
+//! the release the user runs — named in `CMDLOG_AGENT_RELEASES`, read from the
+//! installed package of the `claude` on PATH (never run: design R11), announced
+//! to a hook (`AI_AGENT`), or read from a transcript — records it on the run, and
+//! says which rules it assumed when the release is not known.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -69,46 +69,133 @@ fn each_claude_release_expands_by_its_own_rules_and_the_run_says_which() {
     assert!(drift.contains("0 engine regressions"), "{drift}");
 }
 
+/// A `claude` that leaves a mark if anything runs it.
+fn marking_claude(path: &std::path::Path, marker: &std::path::Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        path,
+        format!(
+            "#!/bin/sh\necho ran >> {}\necho '2.1.197 (Claude Code)'\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
-fn the_claude_on_path_is_asked_once_per_binary() {
+fn the_release_is_read_from_the_installed_package_and_nothing_is_run() {
     let w = workspace();
-    let bin = tempfile::tempdir().unwrap();
-    let asked = bin.path().join("asked");
-    let claude = bin.path().join("claude");
-    std::fs::write(
-        &claude,
-        format!(
-            "#!/bin/sh\necho x >> {}\necho '2.1.197 (Claude Code)'\n",
-            asked.display()
-        ),
+    let marker = w.home.path().join("ran");
+    // npm's layout: bin/claude links to the package's executable.
+    let prefix = tempfile::tempdir().unwrap();
+    let package = prefix
+        .path()
+        .join("lib/node_modules/@anthropic-ai/claude-code");
+    marking_claude(&package.join("bin/claude.exe"), &marker);
+    let manifest = |version: &str| {
+        std::fs::write(
+            package.join("package.json"),
+            json!({"name": "@anthropic-ai/claude-code", "version": version}).to_string(),
+        )
+        .unwrap()
+    };
+    manifest("2.1.197");
+    std::fs::create_dir_all(prefix.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(
+        package.join("bin/claude.exe"),
+        prefix.path().join("bin/claude"),
     )
     .unwrap();
-    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:/usr/bin:/bin", bin.path().display());
-    for _ in 0..3 {
-        let (out, _) = run_json(&w, &[("PATH", &path)]);
-        assert_eq!(out["outcome"]["prompt"], "R: one=[b] two=[] p150=[]\n");
-    }
-    assert_eq!(
-        std::fs::read_to_string(&asked).unwrap().lines().count(),
-        1,
-        "asked once, then remembered"
+    let path = format!("{}:/usr/bin:/bin", prefix.path().join("bin").display());
+    let (out, _) = run_json(&w, &[("PATH", &path)]);
+    assert_eq!(out["outcome"]["prompt"], "R: one=[b] two=[] p150=[]\n");
+    let from = last_run(&w)["data"]["release"]["from"].clone();
+    assert!(
+        from.as_str().unwrap().ends_with("claude-code/package.json"),
+        "{from}"
     );
-    assert_eq!(last_run(&w)["data"]["release"]["from"], "claude --version");
-    // A new binary (another size) is asked again.
-    std::fs::write(
-        &claude,
-        format!(
-            "#!/bin/sh\necho x >> {}\necho '2.1.332 (Claude Code)' # upgraded\n",
-            asked.display()
-        ),
-    )
-    .unwrap();
+    // An upgrade is read at the next run.
+    manifest("2.1.332");
     let (out, _) = run_json(&w, &[("PATH", &path)]);
     assert_eq!(
         out["outcome"]["prompt"],
         "R: one=[b] two=[$2] p150=[$150]\n"
     );
+    // The native installer's layout: the executable named by its release.
+    let native = tempfile::tempdir().unwrap();
+    marking_claude(
+        &native.path().join("share/claude/versions/2.1.197"),
+        &marker,
+    );
+    std::fs::create_dir_all(native.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(
+        native.path().join("share/claude/versions/2.1.197"),
+        native.path().join("bin/claude"),
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", native.path().join("bin").display());
+    let (out, _) = run_json(&w, &[("PATH", &path)]);
+    assert_eq!(out["outcome"]["prompt"], "R: one=[b] two=[] p150=[]\n");
+    assert!(!marker.exists(), "cmdlog ran the agent's executable");
+}
+
+#[test]
+fn a_claude_planted_in_the_workspace_or_a_strangers_folder_is_never_run_nor_read() {
+    let w = workspace();
+    let ws = w.ws.path().to_path_buf();
+    let marker = w.home.path().join("ran");
+    // Each with a package.json that claims an old release.
+    let plant = |dir: &std::path::Path| {
+        marking_claude(&dir.join("claude"), &marker);
+        std::fs::write(
+            dir.join("package.json"),
+            json!({"name": "@anthropic-ai/claude-code", "version": "2.1.197"}).to_string(),
+        )
+        .unwrap();
+    };
+    plant(&ws.join("bin"));
+    plant(&ws.join("node_modules/.bin"));
+    plant(&ws);
+    let mut shapes = vec![
+        (
+            "direnv's PATH_add bin",
+            ws.join("bin").display().to_string(),
+        ),
+        (
+            "node_modules/.bin",
+            ws.join("node_modules/.bin").display().to_string(),
+        ),
+        (
+            "relative node_modules/.bin",
+            "node_modules/.bin".to_string(),
+        ),
+        (".", ".".to_string()),
+        ("an empty entry", String::new()),
+    ];
+    // A folder of another user (root can make one).
+    let stranger = tempfile::tempdir().unwrap();
+    let theirs = stranger.path().join("bin");
+    plant(&theirs);
+    if std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok() {
+        shapes.push(("another user's folder", theirs.display().to_string()));
+    } else {
+        eprintln!("SKIPPED (shape): another user's folder needs root to make");
+    }
+    for (shape, dir) in shapes {
+        let path = format!("{dir}:/usr/bin:/bin");
+        let (out, _) = run_json(&w, &[("PATH", &path)]);
+        assert_eq!(
+            out["outcome"]["prompt"], "R: one=[b] two=[$2] p150=[$150]\n",
+            "{shape}: the current rules, assumed"
+        );
+        assert_eq!(
+            last_run(&w)["data"]["release"]["from"],
+            "assumed",
+            "{shape}"
+        );
+        assert!(!marker.exists(), "{shape}: cmdlog ran a planted claude");
+    }
 }
 
 #[test]
