@@ -38,21 +38,64 @@ pub struct HookTarget {
     pub workspace: PathBuf,
 }
 
+/// The folders project discovery never climbs into: the user's home and each
+/// absolute path in `CMDLOG_CEILING_DIRECTORIES` (colon-separated, as git's
+/// `GIT_CEILING_DIRECTORIES`).
+fn ceilings() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    if let Some(list) = std::env::var_os("CMDLOG_CEILING_DIRECTORIES") {
+        out.extend(std::env::split_paths(&list).filter(|p| p.is_absolute()));
+    }
+    out
+}
+
 /// The nearest of `dir` and its ancestors that holds a `.cmdlog` folder or is a
-/// repository root (`.git`).
+/// repository root (`.git`). The walk never climbs into a ceiling (see
+/// [`ceilings`]) or the filesystem's root, nor across a filesystem boundary: a
+/// `/.cmdlog` or `/tmp/.cmdlog` must not collect the sessions of every folder
+/// below it.
 fn project_root(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| d.join(".cmdlog").is_dir() || d.join(".git").exists())
-        .map(Path::to_path_buf)
+    use std::os::unix::fs::MetadataExt;
+    let ceilings = ceilings();
+    let device = std::fs::metadata(dir).ok()?.dev();
+    for (i, d) in dir.ancestors().enumerate() {
+        let top = d.parent().is_none();
+        if top
+            || (i > 0
+                && (ceilings.iter().any(|c| c == d) || std::fs::metadata(d).ok()?.dev() != device))
+        {
+            return None;
+        }
+        if d.join(".cmdlog").is_dir() || d.join(".git").exists() {
+            return Some(d.to_path_buf());
+        }
+    }
+    None
+}
+
+/// The log a hook records into when it can name no project of its own: in the
+/// user's private state folder.
+fn private_hooks_log() -> Option<HookTarget> {
+    let dir = cmdlog_common::private_fs::state_dir().ok()?.join("hooks");
+    let workspace = cmdlog_common::private_fs::ensure_private_dir(&dir).ok()?;
+    Some(HookTarget {
+        log: workspace.join(".cmdlog").join("log.redb"),
+        workspace,
+    })
 }
 
 /// Where a hook of `agent` records. In order: `--workspace` (and `--log`), the
 /// agent's project variable when it names an existing folder, the nearest
 /// project root (an existing `.cmdlog` or a repository) of the payload's `cwd`,
-/// then of the folder the agent ran the hook in, then that folder itself. A
-/// payload's `cwd` that does not exist is never created: folders are made only
-/// inside an existing workspace (its `.cmdlog`). With none of these (no current
-/// folder), the user's private state folder's `hooks` log.
+/// then of the folder the agent ran the hook in, then that folder itself unless
+/// it is the filesystem's root or not this user's. A payload's `cwd` that does not
+/// exist is never created: folders are made only inside an existing workspace
+/// (its `.cmdlog`). With none of these, or where the log's folder is a link, not
+/// this user's or writable by others (never written through), the user's private
+/// state folder's `hooks` log.
 pub fn hook_target(
     agent: AgentKind,
     workspace: Option<PathBuf>,
@@ -60,12 +103,18 @@ pub fn hook_target(
     payload: &[u8],
     current: Option<PathBuf>,
 ) -> Option<HookTarget> {
+    use std::os::unix::fs::MetadataExt;
     let existing = |p: PathBuf| p.is_dir().then_some(p);
     let payload_cwd = serde_json::from_slice::<Value>(payload)
         .ok()
         .and_then(|v| v["cwd"].as_str().map(PathBuf::from))
         .and_then(existing);
-    let workspace = workspace
+    let own_folder = |p: &PathBuf| {
+        p.parent().is_some()
+            && std::fs::metadata(p)
+                .is_ok_and(|m| m.uid() == cmdlog_common::private_fs::current_uid())
+    };
+    let Some(workspace) = workspace
         .or_else(|| {
             agent
                 .project_dir_env()
@@ -76,12 +125,15 @@ pub fn hook_target(
         })
         .or_else(|| payload_cwd.as_deref().and_then(project_root))
         .or_else(|| current.as_deref().and_then(project_root))
-        .or(current)
-        .or_else(|| {
-            let dir = cmdlog_common::private_fs::state_dir().ok()?.join("hooks");
-            cmdlog_common::private_fs::ensure_private_dir(&dir).ok()
-        })?;
+        .or(current.filter(own_folder))
+    else {
+        return private_hooks_log();
+    };
     let log = log.unwrap_or_else(|| workspace.join(".cmdlog").join("log.redb"));
+    let folder = log.parent().unwrap_or(Path::new("."));
+    if cmdlog_common::private_fs::foreign_folder(folder).is_some() {
+        return private_hooks_log();
+    }
     Some(HookTarget { log, workspace })
 }
 

@@ -50,6 +50,65 @@ fn check_private(path: &Path, meta: &std::fs::Metadata, want_dir: bool) -> io::R
     Ok(())
 }
 
+/// Why `dir` is not a folder to keep a log in — a link, not a folder, another
+/// user's, or one that others can write (where they could move the log away or
+/// plant files beside it) — or `None` when it is fine or does not exist. Like
+/// git's `safe.directory` check (CVE-2022-24765).
+pub fn foreign_folder(dir: &Path) -> Option<String> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(format!("cannot be read ({e})")),
+    };
+    if meta.file_type().is_symlink() {
+        Some("is a symbolic link cmdlog did not make".into())
+    } else if !meta.is_dir() {
+        Some("is not a folder".into())
+    } else if meta.uid() != current_uid() {
+        Some(format!("belongs to another user (uid {})", meta.uid()))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!(
+            "is mode 0{:o}: others can write in it (`chmod 700` it if it is yours)",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    }
+}
+
+/// Makes the folders from `root` down to `dir` (inside it), one at a time, never
+/// through a link: a link planted on the way (`DIR/tile -> /elsewhere`) is
+/// refused, so nothing is written outside `root`. `root` itself is the caller's
+/// choice and is taken as it is.
+pub fn create_dirs_within(root: &Path, dir: &Path) -> io::Result<()> {
+    let rest = dir
+        .strip_prefix(root)
+        .map_err(|_| refused(dir, "is not inside the output folder"))?;
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(refused(
+                    &at,
+                    "is a symbolic link, which cmdlog does not follow here",
+                ));
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(refused(&at, "is not a folder")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(&at)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `dir` is a real folder of this user that no one else can reach
+/// (no link, no group or other bits).
+pub fn check_private_dir(dir: &Path) -> io::Result<()> {
+    check_private(dir, &std::fs::symlink_metadata(dir)?, true)
+}
+
 /// Makes `dir` (and missing parents) owner-only where it creates them, and checks
 /// that `dir` itself is a real folder of this user, mode 0700 at most.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<PathBuf> {
@@ -220,8 +279,9 @@ pub fn state_dir() -> io::Result<PathBuf> {
 /// Where the user's folder for cmdlog's own state is, without making it:
 /// `$XDG_STATE_HOME/cmdlog`, else `$HOME/.local/state/cmdlog`.
 pub fn state_dir_path() -> io::Result<PathBuf> {
+    // A relative value is ignored, as the XDG Base Directory specification says.
     let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
+        .filter(|v| Path::new(v).is_absolute())
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")

@@ -117,24 +117,28 @@ pub fn write_tiles(
             }
             Err(e) => return Err(e),
         };
-        write_whole(&dir.join(tile.path()), &bytes)?;
+        write_whole(dir, &dir.join(tile.path()), &bytes)?;
         if tile.level.is_some() {
             written.tiles += 1;
         } else {
             written.bundles += 1;
         }
     }
-    write_whole(&dir.join("checkpoint"), checkpoint.note.as_bytes())?;
+    write_whole(dir, &dir.join("checkpoint"), checkpoint.note.as_bytes())?;
     Ok(written)
 }
 
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), TileError> {
+/// Writes `path` (inside `dir`) whole; no link inside `dir` is followed.
+fn write_whole(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), TileError> {
     let failed = |source| TileError::Write {
         path: path.to_path_buf(),
         source,
     };
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(failed)?;
+        cmdlog_common::private_fs::create_dirs_within(dir, parent).map_err(failed)?;
     }
     let (fresh, mut file) = cmdlog_common::private_fs::create_fresh_beside(path).map_err(failed)?;
     let done = file

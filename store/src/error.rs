@@ -55,12 +55,12 @@ pub enum OpenError {
         /// The last seq that would be kept.
         kept_through: Seq,
     },
-    /// The log file or its write-ahead log is not a regular file of this user
-    /// that only this user can write (a link, another user's file, a file others
-    /// can write): opening it could write elsewhere or read what a stranger
-    /// planted. Nothing was opened.
+    /// The log file, its write-ahead log or its folder is not a regular file (a
+    /// folder) of this user that only this user can write (a link, another user's,
+    /// one others can write): opening it could write elsewhere, lose the log or
+    /// read what a stranger planted. Nothing was opened.
     #[error(
-        "{path} {problem}; cmdlog opens only its own regular files here (a link or a file others can write could make it write elsewhere or record what a stranger planted): remove it if you did not make it, or use another --log"
+        "{path} {problem}; cmdlog keeps a log only in files and folders of this user that no one else can write (a link, or a file or folder others can write, could make it write elsewhere, lose the log or record what a stranger planted): remove it if you did not make it, or use another --log"
     )]
     Untrusted {
         /// The file.

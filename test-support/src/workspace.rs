@@ -73,6 +73,14 @@ impl Workspace {
         self
     }
 
+    /// `CMDLOG_CEILING_DIRECTORIES` for the test: the folders that hold its
+    /// workspace and its home.
+    pub fn ceilings(&self) -> std::ffi::OsString {
+        let parents =
+            [self.ws.path(), self.home.path()].map(|p| p.parent().unwrap_or(p).to_path_buf());
+        std::env::join_paths(parents).unwrap()
+    }
+
     /// The default log: `.cmdlog/log.redb` in the workspace.
     pub fn log_path(&self) -> PathBuf {
         self.ws.path().join(".cmdlog/log.redb")
@@ -85,6 +93,9 @@ impl Workspace {
         cmd.args(args)
             .current_dir(self.ws.path())
             .env("HOME", self.home.path())
+            // No folder above the test's own can change its result (a `.cmdlog`
+            // in /tmp or /): project discovery stops below these.
+            .env("CMDLOG_CEILING_DIRECTORIES", self.ceilings())
             .env_remove("CMDLOG_LOG")
             .env_remove("CMDLOG_SESSION")
             .env_remove("CMDLOG_DAEMON_URL")

@@ -57,6 +57,8 @@ export function world(name) {
   for (const [k, v] of Object.entries(process.env)) if (!FOREIGN.test(k)) env[k] = v;
   Object.assign(env, {
     HOME: home,
+    // Project discovery stops below the test's own folder (no /tmp/.cmdlog).
+    CMDLOG_CEILING_DIRECTORIES: root,
     PATH: `${NODE_BIN}:${process.env.PATH}`,
     // Off for every agent: update checks, telemetry, error reports.
     DISABLE_AUTOUPDATER: "1",

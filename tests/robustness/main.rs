@@ -5,4 +5,5 @@ mod faults;
 mod hostile;
 mod lifecycle_model;
 mod security;
+mod trust;
 mod wal_damage;

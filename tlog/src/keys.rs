@@ -39,10 +39,12 @@ pub enum KeyError {
 }
 
 /// Where a user's keys live: `$XDG_CONFIG_HOME/cmdlog/keys`, else
-/// `$HOME/.config/cmdlog/keys`.
+/// `$HOME/.config/cmdlog/keys`. A relative `XDG_CONFIG_HOME` is ignored, as the
+/// XDG Base Directory specification says (it would put the key in whatever
+/// folder cmdlog runs in: a workspace).
 pub fn key_dir_path() -> io::Result<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
+        .filter(|v| Path::new(v).is_absolute())
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
@@ -53,12 +55,16 @@ pub fn key_dir_path() -> io::Result<PathBuf> {
     Ok(base.join("cmdlog").join("keys"))
 }
 
-/// Reads the key in `path`: a regular file of this user, owner-only, not a link.
+/// Reads the key in `path`: a regular file of this user, owner-only, not a link,
+/// in a folder of this user's that no one else can reach.
 pub fn load_signer(path: &Path) -> Result<Signer, KeyError> {
     let io_err = |source| KeyError::Io {
         path: path.to_path_buf(),
         source,
     };
+    if let Some(dir) = path.parent().filter(|d| d.exists()) {
+        private_fs::check_private_dir(dir).map_err(io_err)?;
+    }
     let bytes = private_fs::read_untrusted(
         path,
         Expect {

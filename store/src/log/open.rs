@@ -53,6 +53,7 @@ impl Log {
             set_mode(parent, 0o700).map_err(io)?;
             sync_parent(parent).map_err(io)?;
         }
+        check_own_folder(path)?;
         check_own_file(path)?;
         check_own_file(&journal_path(path))?;
         if !path.exists() {
@@ -463,6 +464,21 @@ fn owner_only_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File
 /// one else can write: a log's folder may come from elsewhere (a cloned
 /// repository's `.cmdlog/`, a shared temporary folder), and a link planted as
 /// `log.redb-wal` would have the log truncate and overwrite whatever it names.
+/// Checks the folder that holds the log at `path` (see
+/// [`cmdlog_common::private_fs::foreign_folder`]).
+pub(crate) fn check_own_folder(path: &Path) -> Result<(), OpenError> {
+    let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    match cmdlog_common::private_fs::foreign_folder(folder) {
+        None => Ok(()),
+        Some(problem) => Err(OpenError::Untrusted {
+            path: folder.to_path_buf(),
+            problem,
+        }),
+    }
+}
+
 pub(crate) fn check_own_file(path: &Path) -> Result<(), OpenError> {
     use std::os::unix::fs::MetadataExt;
     let meta = match std::fs::symlink_metadata(path) {

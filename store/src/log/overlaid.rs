@@ -22,6 +22,7 @@ impl Log {
     /// writable once.
     pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
         let path = path.as_ref().to_path_buf();
+        super::open::check_own_folder(&path)?;
         super::open::check_own_file(&path)?;
         super::open::check_own_file(&journal_path(&path))?;
         let db = Db::ReadOnly(open_redb_read_only(&path, &config)?);
@@ -95,7 +96,8 @@ impl Log {
             return Ok(Err(Declined::Writable));
         }
         // The writable open refuses them by name.
-        if super::open::check_own_file(path).is_err()
+        if super::open::check_own_folder(path).is_err()
+            || super::open::check_own_file(path).is_err()
             || super::open::check_own_file(&journal_path(path)).is_err()
         {
             return Ok(Err(Declined::Writable));
