@@ -122,7 +122,11 @@ pub fn read_settings(file: &SettingsFile) -> Result<String, SettingsError> {
 /// file in the private state folder (returned), the new text goes to a fresh
 /// exclusive file beside the target (its mode the original's), synced, and is
 /// renamed over the target. A link in front of the target stays as it was.
-pub fn write_settings(file: &SettingsFile, edit: &Edit) -> Result<Option<PathBuf>, SettingsError> {
+pub fn write_settings(
+    file: &SettingsFile,
+    edit: &Edit,
+    secret: bool,
+) -> Result<Option<PathBuf>, SettingsError> {
     let target = &file.target;
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(io_error("create the folder of", target))?;
@@ -136,13 +140,13 @@ pub fn write_settings(file: &SettingsFile, edit: &Edit) -> Result<Option<PathBuf
         private_fs::create_fresh_beside(target).map_err(io_error("write beside", target))?;
     let written = (|| {
         out.write_all(edit.after.as_bytes())?;
-        if let Some(meta) = &original {
-            out.set_permissions(std::fs::Permissions::from_mode(
-                meta.permissions().mode() & 0o7777,
-            ))?;
-        } else {
-            out.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
+        let mode = match &original {
+            Some(meta) => meta.permissions().mode() & 0o7777,
+            None => 0o644,
+        };
+        // A secret is for its owner: no group or other bits.
+        let mode = if secret { mode & !0o077 } else { mode };
+        out.set_permissions(std::fs::Permissions::from_mode(mode))?;
         out.sync_all()?;
         std::fs::rename(&tmp, target)?;
         if let Some(dir) = target.parent() {
@@ -199,6 +203,9 @@ pub struct SettingsPlan {
     action: Action,
     /// What the edit is about (the original's record is kept under it).
     what: String,
+    /// Whether the new text holds a secret (the daemon's token): the file is
+    /// then written owner-only.
+    secret: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -215,6 +222,19 @@ enum Action {
 }
 
 impl SettingsPlan {
+    /// Marks the new text as holding a secret: the file is written owner-only.
+    pub fn holding_a_secret(mut self) -> SettingsPlan {
+        self.secret = self.edit.changed();
+        self
+    }
+
+    /// The mode the file has now, when writing this plan takes group or other
+    /// bits off it (it is to hold a secret).
+    pub fn tightens(&self, file: &SettingsFile) -> Option<u32> {
+        let mode = std::fs::metadata(&file.target).ok()?.permissions().mode() & 0o7777;
+        (self.secret && mode & 0o077 != 0).then_some(mode)
+    }
+
     /// Whether applying it removes the file (there was none before cmdlog's).
     pub fn removes_file(&self) -> bool {
         matches!(&self.action, Action::Restore(p) if p.before.is_none())
@@ -279,6 +299,7 @@ pub(crate) fn plan_adding(
         edit,
         action: Action::Install(record),
         what,
+        secret: false,
     }
 }
 
@@ -316,11 +337,13 @@ pub(crate) fn plan_removing(
             },
             action: Action::Restore(record),
             what,
+            secret: false,
         },
         _ => SettingsPlan {
             edit: removed,
             action: Action::Remove,
             what,
+            secret: false,
         },
     }
 }
@@ -336,16 +359,16 @@ pub fn apply_settings(
                 pristine::remember(record)
                     .map_err(io_error("remember the original of", &file.path))?;
             }
-            write_settings(file, &plan.edit)
+            write_settings(file, &plan.edit, plan.secret)
         }
         Action::Remove => {
-            let kept = write_settings(file, &plan.edit)?;
+            let kept = write_settings(file, &plan.edit, plan.secret)?;
             pristine::forget(&file.target, &plan.what);
             Ok(kept)
         }
         Action::Restore(record) => {
             let kept = if record.before.is_some() {
-                write_settings(file, &plan.edit)?
+                write_settings(file, &plan.edit, plan.secret)?
             } else {
                 let kept = keep_original(&file.target, &plan.edit.before)?;
                 std::fs::remove_file(&file.target).map_err(io_error("remove", &file.path))?;

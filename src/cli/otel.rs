@@ -111,7 +111,16 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
+    let tightened = plan.tightens(&file);
     let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
+    if let Some(mode) = tightened {
+        writeln!(
+            out,
+            "{} was mode 0{mode:o}; now 0{:o}: it holds the daemon's token, which no one else may read",
+            path.display(),
+            mode & !0o077
+        )?;
+    }
     writeln!(
         out,
         "{} {} in {}",

@@ -414,3 +414,50 @@ fn otel_setup_points_each_agent_at_the_daemon_and_remove_gives_the_file_back() {
         config
     );
 }
+
+#[test]
+fn otel_setup_keeps_the_daemons_token_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let w = Workspace::new();
+    // An existing settings file others can read: tightened, and said so.
+    w.put("~/.claude/settings.json", "{}\n");
+    let claude = w.path("~/.claude/settings.json");
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let setup = |agent: &str| {
+        let out = w
+            .cmd(&["otel", "setup", agent, "--url", "http://127.0.0.1:4999"])
+            .env("CMDLOG_TOKEN", "sekrit-token")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = setup("claude-code");
+    assert_eq!(mode(&claude), 0o600);
+    assert!(said.contains("was mode 0644; now 0600"), "{said}");
+    // A file made for the token (Codex's config) is owner-only from the start.
+    setup("codex");
+    let codex = w.path("~/.codex/config.toml");
+    assert!(
+        std::fs::read_to_string(&codex)
+            .unwrap()
+            .contains("sekrit-token")
+    );
+    assert_eq!(mode(&codex), 0o600);
+    // Without a token nothing secret is written: the mode stays the user's.
+    w.ok(&["otel", "remove", "claude-code"]);
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o644)).unwrap();
+    w.ok(&[
+        "otel",
+        "setup",
+        "claude-code",
+        "--url",
+        "http://127.0.0.1:4999",
+    ]);
+    assert_eq!(mode(&claude), 0o644);
+}

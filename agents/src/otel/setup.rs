@@ -351,12 +351,13 @@ pub fn plan_setup(
     exporter: &Exporter,
 ) -> Result<SettingsPlan, SettingsError> {
     let edit = setup(&file.path, text, agent, exporter)?;
-    Ok(plan_adding(
-        file,
-        text,
-        crate::pristine::what(agent, true),
-        edit,
-    ))
+    let secret = exporter.token.is_some() && edit.after.contains("Bearer ");
+    let plan = plan_adding(file, text, crate::pristine::what(agent, true), edit);
+    Ok(if secret {
+        plan.holding_a_secret()
+    } else {
+        plan
+    })
 }
 
 /// Plans `remove` on `file`: the file as it was before `setup` while it is as
