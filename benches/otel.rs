@@ -7,6 +7,11 @@
 //!
 //! `CMDLOG_OTEL_REQUESTS` (default 200) requests of `CMDLOG_OTEL_BATCH`
 //! (default 512) records, over 8 sessions.
+//!
+//! Then the daemon's memory (`cmdlog serve`, its peak resident size): 16
+//! exporters at once sending requests of the largest size cmdlog takes (16,384
+//! records, nearly 16 MiB), then 16 at once sending 16 MiB of empty records (8
+//! million each, refused before they are decoded). `CMDLOG_OTEL_MEMORY=0` skips it.
 
 use std::time::Instant;
 
@@ -195,7 +200,133 @@ fn map_only(bodies: &[Vec<u8>]) -> (usize, f64) {
     (records, started.elapsed().as_secs_f64())
 }
 
+/// The most memory `pid` has held (`VmHWM`), in MiB.
+fn peak_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024.0
+}
+
+/// A protobuf request of `n` empty log records, as bytes.
+fn empty_records(n: usize) -> Vec<u8> {
+    fn varint(mut v: usize, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let scope: Vec<u8> = [0x12u8, 0x00].repeat(n);
+    let mut resource = vec![0x12];
+    varint(scope.len(), &mut resource);
+    resource.extend_from_slice(&scope);
+    let mut request = vec![0x0a];
+    varint(resource.len(), &mut request);
+    request.extend_from_slice(&resource);
+    request
+}
+
+/// Sends `body` from `exporters` threads at once, `rounds` times each; the
+/// statuses seen.
+fn flood(url: &str, body: &[u8], exporters: usize, rounds: usize) -> Vec<u16> {
+    let url = format!("{url}/v1/logs");
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..exporters)
+            .map(|_| {
+                let url = url.clone();
+                scope.spawn(move || {
+                    let agent = cmdlog_test_support::daemon::http();
+                    (0..rounds)
+                        .map(|_| {
+                            match agent
+                                .post(&url)
+                                .header("content-type", "application/x-protobuf")
+                                .send(body)
+                            {
+                                Ok(res) => res.status().as_u16(),
+                                Err(ureq::Error::StatusCode(code)) => code,
+                                Err(_) => 0,
+                            }
+                        })
+                        .collect::<Vec<u16>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+fn memory() {
+    let w = cmdlog_test_support::Workspace::new();
+    let daemon = w.serve(&[]);
+    let pid = daemon.child.id();
+    let started = peak_mib(pid);
+    // The largest request taken: 16,384 records of about 1 KB each.
+    let mut big = ExportLogsServiceRequest::default();
+    let session = "7d1c0e2a-0000-4000-8000-00000000beef";
+    let mut records: Vec<LogRecord> = (0..cmdlog_agents::OTLP_RECORDS_MAX as i64)
+        .map(|n| record(session, n))
+        .collect();
+    for r in &mut records {
+        r.attributes.push(s("padding", "p".repeat(700)));
+    }
+    big.resource_logs.push(ResourceLogs {
+        resource: Some(Resource {
+            attributes: vec![s("service.name", "claude-code")],
+            ..Default::default()
+        }),
+        scope_logs: vec![ScopeLogs {
+            log_records: records,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let big = big.encode_to_vec();
+    assert!(
+        big.len() <= cmdlog_agents::OTLP_BODY_BYTES_MAX,
+        "{}",
+        big.len()
+    );
+    let exporters = 16;
+    let statuses = flood(&daemon.url, &big, exporters, 2);
+    let after_big = peak_mib(pid);
+    let taken = statuses.iter().filter(|&&s| s == 200).count();
+    let bomb = empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
+    let refused = flood(&daemon.url, &bomb, exporters, 2);
+    let after_bombs = peak_mib(pid);
+    println!();
+    println!(
+        "daemon memory (peak resident, VmHWM), {exporters} exporters at once, 2 requests each:"
+    );
+    println!("| phase | request | answers | peak MiB |");
+    println!("|---|---|---|---|");
+    println!("| started | - | - | {started:.0} |");
+    println!(
+        "| largest taken | {} records, {:.1} MiB | {taken} of {} took 200 (others 503, retried by exporters) | {after_big:.0} |",
+        cmdlog_agents::OTLP_RECORDS_MAX,
+        big.len() as f64 / (1 << 20) as f64,
+        statuses.len()
+    );
+    println!(
+        "| empty records | {:.1} MiB, 8 M records | {} of {} refused 413 | {after_bombs:.0} |",
+        bomb.len() as f64 / (1 << 20) as f64,
+        refused.iter().filter(|&&s| s == 413).count(),
+        refused.len()
+    );
+}
+
 fn main() {
+    if std::env::var("CMDLOG_OTEL_MEMORY").as_deref() == Ok("only") {
+        memory();
+        return;
+    }
     let count = env_usize("CMDLOG_OTEL_REQUESTS", 200);
     let batch = env_usize("CMDLOG_OTEL_BATCH", 512);
     let bodies = requests(count, batch);
@@ -230,4 +361,7 @@ fn main() {
         "median ingest ÷ decode: **{median:.3}x** (bar ≥ 0.5x: {})",
         if median >= 0.5 { "met" } else { "NOT met" }
     );
+    if std::env::var("CMDLOG_OTEL_MEMORY").as_deref() != Ok("0") {
+        memory();
+    }
 }

@@ -23,8 +23,9 @@ use crate::plan::{Planned, PlannedData};
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
     /// fact → the seq of the event that stated it first, and its data's
-    /// top-level field names.
-    known: HashMap<String, (Seq, Vec<String>)>,
+    /// top-level fields, each with a hash of its value (a later source that
+    /// states the fact's content differently is told apart: design R15).
+    known: HashMap<String, (Seq, Vec<(String, u64)>)>,
     /// source → the `observed.key`s it delivered, for the sources wanted.
     keys: HashMap<String, HashSet<String>>,
     wanted: Keys,
@@ -103,10 +104,8 @@ impl Facts {
             {
                 let fields = probe
                     .data
-                    .and_then(|d| {
-                        serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(d.get()).ok()
-                    })
-                    .map(|m| m.into_keys().collect())
+                    .and_then(|d| serde_json::from_str::<Map<String, Value>>(d.get()).ok())
+                    .map(|m| m.into_iter().map(|(k, v)| (k, value_hash(&v))).collect())
                     .unwrap_or_default();
                 self.known.insert(fact, (record.seq, fields));
             }
@@ -152,6 +151,7 @@ impl Facts {
                         of,
                         fact: format!("{fact}#done"),
                         adds: fields,
+                        differs: Map::new(),
                     }));
                     folded += 1;
                 }
@@ -167,10 +167,22 @@ impl Facts {
             let Some((of, first)) = self.known.get(&fact) else {
                 continue;
             };
-            let adds = data_fields(&p.data)
-                .into_iter()
-                .filter(|(k, v)| !first.contains(k) && !v.is_null())
-                .collect();
+            let mut adds = Map::new();
+            let mut differs = Map::new();
+            for (k, v) in data_fields(&p.data) {
+                if v.is_null() {
+                    continue;
+                }
+                match first.iter().find(|(name, _)| *name == k) {
+                    None => {
+                        adds.insert(k, v);
+                    }
+                    Some((_, hash)) if content_field(&fact, &k) && *hash != value_hash(&v) => {
+                        differs.insert(k, v);
+                    }
+                    Some(_) => {}
+                }
+            }
             let is_run = matches!(p.data, PlannedData::Ready(EventData::CommandRun(_)));
             let p = &mut events[i];
             p.observed = p.observed.take().map(|o| Observed { fact: None, ..o });
@@ -178,6 +190,7 @@ impl Facts {
                 of: *of,
                 fact,
                 adds,
+                differs,
             }));
             p.tie = None;
             if is_run {
@@ -247,6 +260,25 @@ impl FactCache {
         let facts = self.sessions.get_mut(session).expect("inserted above");
         facts.refresh(log, session)?;
         Ok(facts)
+    }
+}
+
+/// A hash of a field's value, to tell two sources' values apart without keeping
+/// them.
+fn value_hash(value: &Value) -> u64 {
+    let hash = blake3::hash(value.to_string().as_bytes());
+    u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// Whether `field` is part of what `fact` states (where two sources must agree),
+/// not of how a source describes it (titles, timings, its own bookkeeping).
+fn content_field(fact: &str, field: &str) -> bool {
+    let kind = fact.split(':').next().unwrap_or("");
+    match kind {
+        "prompt" => field == "text",
+        "tool_call" => field == "rawInput",
+        "tool_result" => matches!(field, "status" | "rawOutput"),
+        _ => false,
     }
 }
 

@@ -57,7 +57,10 @@ pub use install::{
     uninstall,
 };
 pub use kind::{AgentKind, UnknownAgent};
-pub use limits::{HOOK_WAIT, OTLP_BODY_BYTES_MAX, PAYLOAD_BYTES_MAX};
+pub use limits::{
+    HOOK_WAIT, OTLP_BODY_BYTES_MAX, OTLP_DEPTH_MAX, OTLP_MESSAGES_MAX, OTLP_RECORDS_MAX,
+    OTLP_REQUESTS_IN_FLIGHT, OTLP_REQUESTS_WAITING_MAX, PAYLOAD_BYTES_MAX,
+};
 pub use payload::read_payload;
 pub use record::{AppendBatchError, append_to, append_with, batch_for};
 pub use release::{hook_release, installed_releases};

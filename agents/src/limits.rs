@@ -40,6 +40,20 @@ pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;
 /// decompressed: an agent's exporter sends batches of 512 records at most by
 /// default, a few hundred kilobytes.
 pub const OTLP_BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Most log records one OTLP request may carry (32 of the SDKs' default batches).
+pub const OTLP_RECORDS_MAX: usize = 16_384;
+/// Most messages (records, attributes, values) one OTLP request may carry: a
+/// decoded message takes up to a few hundred bytes, so one request decodes to
+/// tens of MiB at most, whatever its wire size (`otel/bounds.rs`).
+pub const OTLP_MESSAGES_MAX: usize = 262_144;
+/// Deepest nesting of values (arrays and lists in values) read.
+pub const OTLP_DEPTH_MAX: usize = 16;
+/// OTLP requests a daemon reads and decodes at once; more wait their turn with
+/// their body unread.
+pub const OTLP_REQUESTS_IN_FLIGHT: usize = 4;
+/// OTLP requests that may wait for a turn; past them a request is answered 503
+/// with `Retry-After`, which the exporters honour.
+pub const OTLP_REQUESTS_WAITING_MAX: usize = 64;
 /// Sessions whose facts a daemon keeps between deliveries (the least recently
 /// used one is read again from the log when it comes back).
 pub(crate) const FACT_CACHE_SESSIONS: usize = 256;

@@ -229,6 +229,7 @@ fn telemetry_after_hooks_is_folded_into_their_events() {
             of: 1,
             fact: format!("prompt:{PROMPT}"),
             adds: Default::default(),
+            differs: Default::default(),
         }),
     };
     log.append(vec![wrong.to_record()]).unwrap();
@@ -328,5 +329,62 @@ fn secrets_in_telemetry_are_redacted_before_they_are_written() {
     assert!(
         all.iter()
             .any(|e| e["type"] == "log/redacted" && e["data"]["source"] == "claude-code telemetry")
+    );
+}
+
+#[test]
+fn a_later_source_that_states_a_fact_differently_is_kept_and_the_conflict_marked() {
+    let (_dir, log) = log();
+    // The telemetry names the prompt first, with other text than the hook's.
+    let body = claude_request(&[(
+        "user_prompt",
+        1,
+        vec![
+            ("prompt.id", json!(PROMPT)),
+            ("prompt", json!("telemetry's prompt A")),
+        ],
+    )]);
+    ingest(&log, &body, false);
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "REAL prompt B", "prompt_id": PROMPT}),
+    );
+    let all = events(&log);
+    let observed = all.iter().find(|e| e["type"] == "agent/observed").unwrap();
+    assert_eq!(
+        observed["data"]["differs"]["text"], "REAL prompt B",
+        "{all:#?}"
+    );
+    let prompt = all.iter().find(|e| e["type"] == "session/prompt").unwrap();
+    assert_eq!(prompt["data"]["text"], "telemetry's prompt A");
+    let report = cmdlog_replay::verify(&log, |_| {}).unwrap();
+    assert!(report.is_clean(), "{:?}", report.violations);
+    assert_eq!(report.conflicts.len(), 1, "{:?}", report.conflicts);
+    let conflict = &report.conflicts[0];
+    assert_eq!(conflict.fact, format!("prompt:{PROMPT}"));
+    assert_eq!(conflict.source, "claude-code hook");
+    assert_eq!(conflict.fields, ["text"]);
+    assert_eq!(conflict.of, prompt["seq"].as_u64().unwrap());
+
+    // The same text from both: no conflict.
+    let (_dir2, log) = self::log();
+    ingest(
+        &log,
+        &claude_request(&[(
+            "user_prompt",
+            1,
+            vec![("prompt.id", json!(PROMPT)), ("prompt", json!("same"))],
+        )]),
+        false,
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "same", "prompt_id": PROMPT}),
+    );
+    assert!(
+        cmdlog_replay::verify(&log, |_| {})
+            .unwrap()
+            .conflicts
+            .is_empty()
     );
 }

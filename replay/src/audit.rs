@@ -78,6 +78,9 @@ pub struct SessionSummary {
     /// `closed` or `died`, if it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
+    /// Facts two capture paths stated differently in it (`agent/observed`
+    /// with `differs`): both contents are in the log.
+    pub conflicts: u64,
 }
 
 /// Every session, by first appearance.
@@ -101,6 +104,7 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                     interrupted: 0,
                     agents: BTreeSet::new(),
                     ended: None,
+                    conflicts: 0,
                 }
             });
             s.events += 1;
@@ -130,6 +134,7 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 EventData::SessionClosed(_) => s.ended = Some("closed".into()),
                 EventData::SessionDied(_) => s.ended = Some("died".into()),
                 EventData::SessionEnded(_) => s.ended = Some("ended".into()),
+                EventData::AgentObserved(o) if !o.differs.is_empty() => s.conflicts += 1,
                 _ => {}
             }
         },
@@ -292,19 +297,79 @@ impl AuditFold {
     }
 }
 
+/// A fact a later source stated differently from the event that first stated it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    /// The `agent/observed` that holds the later source's content.
+    pub seq: Seq,
+    /// The event that first stated the fact.
+    pub of: Seq,
+    /// The session.
+    pub session: String,
+    /// The fact (`prompt:<id>`, `tool_call:<id>`, …).
+    pub fact: String,
+    /// The later source (`claude-code hook`, `claude-code telemetry`, …).
+    pub source: String,
+    /// The fields it states differently.
+    pub fields: Vec<String>,
+}
+
+impl Conflict {
+    /// The conflict `event` records, if it is an `agent/observed` with `differs`.
+    pub fn of(event: &Event) -> Option<Conflict> {
+        let EventData::AgentObserved(o) = &event.data else {
+            return None;
+        };
+        (!o.differs.is_empty()).then(|| Conflict {
+            seq: event.seq,
+            of: o.of,
+            session: event.session.clone().unwrap_or_default(),
+            fact: o.fact.clone(),
+            source: event
+                .observed
+                .as_ref()
+                .map(|s| s.source.clone())
+                .unwrap_or_default(),
+            fields: o.differs.keys().cloned().collect(),
+        })
+    }
+}
+
 /// The timeline of runs that pass `filter`, in seq order.
 pub fn audit(
     log: &Log,
     filter: &AuditFilter,
     progress: impl FnMut(Seq),
 ) -> Result<Vec<AuditRow>, AuditError> {
+    Ok(audit_with_conflicts(log, filter, progress)?.0)
+}
+
+/// [`audit`], and the facts stated differently by two capture paths in the
+/// same sessions and time (design R15).
+pub fn audit_with_conflicts(
+    log: &Log,
+    filter: &AuditFilter,
+    progress: impl FnMut(Seq),
+) -> Result<(Vec<AuditRow>, Vec<Conflict>), AuditError> {
     let mut fold = AuditFold::default();
+    let mut conflicts = Vec::new();
     each_event(
         log,
         filter.session.as_deref(),
         |e| {
+            if let Some(conflict) = Conflict::of(&e)
+                && !filter
+                    .since_ms
+                    .is_some_and(|since| e.time() < since && e.at < since)
+            {
+                conflicts.push(conflict);
+            }
             fold.add(&e, |e, run| {
-                !(filter.since_ms.is_some_and(|since| e.time() < since)
+                // Recorded since, by the agent's clock or by the log's: an agent
+                // time that is back-dated (telemetry saying 1970) hides nothing.
+                !(filter
+                    .since_ms
+                    .is_some_and(|since| e.time() < since && e.at < since)
                     || filter.command.as_deref().is_some_and(|c| c != run.name))
             })
         },
@@ -314,7 +379,7 @@ pub fn audit(
     if filter.errors_only {
         rows.retain(AuditRow::is_error);
     }
-    Ok(rows)
+    Ok((rows, conflicts))
 }
 
 /// An event with the events it is about.

@@ -72,6 +72,20 @@ pub enum Entry {
         /// How it settled, if it did.
         outcome: Option<Outcome>,
     },
+    /// A fact a later capture path stated differently (design R15): what it
+    /// said, beside the entry of the event that first stated it.
+    Conflict {
+        /// Seq of the `agent/observed` holding the later source's content.
+        seq: Seq,
+        /// Seq of the event that first stated the fact.
+        of: Seq,
+        /// The later source.
+        source: String,
+        /// The fact.
+        fact: String,
+        /// Each field it states differently, with its value as text.
+        fields: Vec<(String, String)>,
+    },
     /// A turn's end: its stop reason, or its error.
     TurnEnd {
         /// Seq of the end.
@@ -179,6 +193,26 @@ impl Conversation {
                 line: format!("/{}{}", run.name, run.raw_input.as_deref().unwrap_or("")),
                 outcome: None,
             }),
+            EventData::AgentObserved(o) if !o.differs.is_empty() => {
+                self.entries.push(Entry::Conflict {
+                    seq,
+                    of: o.of,
+                    source: event
+                        .observed
+                        .as_ref()
+                        .map(|s| s.source.clone())
+                        .unwrap_or_default(),
+                    fact: o.fact.clone(),
+                    fields: o
+                        .differs
+                        .iter()
+                        .map(|(k, v)| {
+                            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                            (k.clone(), text)
+                        })
+                        .collect(),
+                })
+            }
             EventData::CommandDone(done) => {
                 if let Some(Entry::Run { outcome, .. }) = self
                     .entries

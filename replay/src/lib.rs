@@ -33,8 +33,8 @@ pub use archive::{
     ExportError, ExportSummary, ImportError, ImportSummary, export, import, import_file,
 };
 pub use audit::{
-    AuditError, AuditFilter, AuditFold, AuditRow, Related, SessionSummary, Shown, audit, sessions,
-    show,
+    AuditError, AuditFilter, AuditFold, AuditRow, Conflict, Related, SessionSummary, Shown, audit,
+    audit_with_conflicts, sessions, show,
 };
 pub use checkpoint::{
     CheckpointError, ConsistencyProof, InclusionProof, SignedCheckpoint, check_saved,

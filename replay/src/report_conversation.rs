@@ -16,7 +16,8 @@ use crate::limits::REPORT_ENTRY_BYTES_MAX;
 pub(crate) const STYLE: &str = ".conv{border-left:3px solid #ddd;padding:4px 10px;margin:6px 0}\
 .conv pre{margin:2px 0;white-space:pre-wrap;word-break:break-word;font:13px/1.4 ui-monospace,monospace}\
 .conv .who{font-size:12px;color:#555}.user{border-color:#1a73e8}.agent{border-color:#34a853}\
-.tool{border-color:#9334e6}.perm{border-color:#fbbc04}.run{border-color:#666}.end{border-color:#ccc;color:#555}";
+.tool{border-color:#9334e6}.perm{border-color:#fbbc04}.run{border-color:#666}.end{border-color:#ccc;color:#555}\
+.conflict{border-color:#d93025;background:#fce8e6}";
 
 /// Text from outside, made safe to show: controls and bidirectional overrides
 /// visible, HTML escaped, cut at [`REPORT_ENTRY_BYTES_MAX`] bytes with a note.
@@ -144,6 +145,28 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
                     "run",
                     &format!("command run · seq {seq}"),
                     &format!("<pre>{}</pre><div>{settled}</div>", shown(line)),
+                );
+            }
+            Entry::Conflict {
+                seq,
+                of,
+                source,
+                fact,
+                fields,
+            } => {
+                let said: String = fields
+                    .iter()
+                    .map(|(k, v)| format!("<div>{}:</div><pre>{}</pre>", shown(k), shown(v)))
+                    .collect();
+                block(
+                    out,
+                    "conflict",
+                    &format!(
+                        "conflict · seq {seq} · {} states {} differently from seq {of}",
+                        shown(source),
+                        shown(fact)
+                    ),
+                    &said,
                 );
             }
             Entry::TurnEnd { seq, how, error } => block(

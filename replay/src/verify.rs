@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use cmdlog_engine::{Event, EventData, LogState, OpenRun, RegistryAnomaly, Seq};
+
+use crate::audit::Conflict;
 use cmdlog_store::{BlobError, BlobHash, Log, ReadError};
 
 /// One broken invariant.
@@ -32,6 +34,9 @@ pub struct VerifyReport {
     pub violations: Vec<Violation>,
     /// Runs without a done (in flight or the writer crashed; not a violation).
     pub open_runs: Vec<OpenRun>,
+    /// Facts two capture paths state differently (design R15): both contents are
+    /// in the log; not a violation of the log, a finding about the session.
+    pub conflicts: Vec<Conflict>,
 }
 
 impl VerifyReport {
@@ -55,6 +60,7 @@ fn hex(bytes: &[u8; 32]) -> String {
 /// `progress` is called with each seq checked.
 pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, ReadError> {
     let head = log.head();
+    let mut conflicts = Vec::new();
     let mut violations = Vec::new();
     let mut flag = |seq: Option<Seq>, message: String| violations.push(Violation { seq, message });
 
@@ -137,6 +143,9 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         }
         match &event.data {
             EventData::AgentObserved(o) => {
+                if let Some(conflict) = Conflict::of(&event) {
+                    conflicts.push(conflict);
+                }
                 let base = o.fact.strip_suffix("#done").unwrap_or(&o.fact).to_string();
                 let first = facts.get(&(session.clone(), base.clone())).copied();
                 if first != Some(o.of) {
@@ -346,6 +355,7 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         blobs: checked.len() as u64,
         violations,
         open_runs: state.open_runs.into_values().collect(),
+        conflicts,
     })
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -30,7 +30,7 @@ const UNAVAILABLE: i32 = 14;
 pub(super) async fn logs(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -48,9 +48,36 @@ pub(super) async fn logs(
     let content_encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok());
+    // A few requests are read and decoded at once; the others wait with their
+    // body unread, and past a queue's length are asked to come back.
+    let Some(_turn) = state.otlp_turns.wait().await else {
+        let mut response = answer(
+            encoding,
+            StatusCode::SERVICE_UNAVAILABLE,
+            otel::status(
+                encoding,
+                UNAVAILABLE,
+                "too many telemetry requests wait already; retry shortly",
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        return response;
+    };
+    let body: Bytes = match axum::body::to_bytes(body, cmdlog_agents::OTLP_BODY_BYTES_MAX).await {
+        Ok(body) => body,
+        Err(e) => {
+            return answer(
+                encoding,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                otel::status(encoding, RESOURCE_EXHAUSTED, &format!("not read: {e}")),
+            );
+        }
+    };
     let request = match otel::decode(encoding, content_encoding, &body) {
         Ok(request) => request,
-        Err(e @ OtlpError::TooLarge { .. }) => {
+        Err(e @ (OtlpError::TooLarge { .. } | OtlpError::Bounded(_))) => {
             return answer(
                 encoding,
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -115,6 +142,42 @@ pub(super) async fn logs(
             otel::status(encoding, INVALID_ARGUMENT, &format!("not recorded: {e}")),
         ),
         Err(e) => unavailable(format!("not recorded: {e}")),
+    }
+}
+
+/// Turns for reading and decoding OTLP requests: at most
+/// [`cmdlog_agents::OTLP_REQUESTS_IN_FLIGHT`] at once, at most
+/// [`cmdlog_agents::OTLP_REQUESTS_WAITING_MAX`] waiting. With the per-request
+/// bounds of `cmdlog_agents::otel` this bounds the daemon's memory for telemetry
+/// whatever the exporters send (`docs/performance.md`).
+pub(crate) struct Turns {
+    slots: tokio::sync::Semaphore,
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for Turns {
+    fn default() -> Self {
+        Turns {
+            slots: tokio::sync::Semaphore::new(cmdlog_agents::OTLP_REQUESTS_IN_FLIGHT),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Turns {
+    /// Waits for a turn; `None` when too many wait already.
+    pub(crate) async fn wait(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        use std::sync::atomic::Ordering;
+        if let Ok(permit) = self.slots.try_acquire() {
+            return Some(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= cmdlog_agents::OTLP_REQUESTS_WAITING_MAX {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        let permit = self.slots.acquire().await.ok();
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        permit
     }
 }
 

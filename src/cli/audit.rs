@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 use cmdlog_engine::Outcome;
-use cmdlog_replay::{AuditFilter, AuditRow, audit};
+use cmdlog_replay::{AuditFilter, AuditRow};
 use cmdlog_store::Log;
 
 use super::open::require_session;
@@ -49,7 +49,8 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
             .map(|c| c.trim_start_matches('/').to_lowercase()),
         errors_only: args.errors,
     };
-    let rows = audit(log, &filter, |_| {}).map_err(store_failure)?;
+    let (rows, conflicts) =
+        cmdlog_replay::audit_with_conflicts(log, &filter, |_| {}).map_err(store_failure)?;
     let mut out = render::Human::stdout(json);
     if json {
         print_json(&mut out, &rows)?;
@@ -72,6 +73,13 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
     }
     if rows.is_empty() {
         writeln!(out, "(no runs match)")?;
+    }
+    for c in &conflicts {
+        writeln!(
+            out,
+            "conflict: seq {}: {} states {} differently from seq {} in session {} (both kept; `cmdlog show {}`)",
+            c.seq, c.source, c.fact, c.of, c.session, c.seq
+        )?;
     }
     Ok(0)
 }

@@ -43,6 +43,13 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
                 .map(|e| format!("  ({e})"))
                 .unwrap_or_default()
         )?;
+        if s.conflicts > 0 {
+            writeln!(
+                out,
+                "{:<20} {} fact(s) stated differently by two capture paths (both kept: cmdlog verify lists them)",
+                "", s.conflicts
+            )?;
+        }
     }
     if let Some(identity) = cmdlog_engine::read_identity(log).map_err(store_failure)? {
         writeln!(out, "{}", crate::render::identity(&identity))?;

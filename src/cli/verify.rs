@@ -399,6 +399,18 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
                 run.session.as_deref().unwrap_or("-")
             )?;
         }
+        for c in &report.conflicts {
+            writeln!(
+                out,
+                "conflict: seq {}: {} states {} differently from seq {} ({}) in session {}; both are kept",
+                c.seq,
+                c.source,
+                c.fact,
+                c.of,
+                c.fields.join(", "),
+                c.session
+            )?;
+        }
         if !spilled.is_empty() {
             writeln!(
                 out,

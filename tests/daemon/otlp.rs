@@ -253,3 +253,205 @@ fn the_daemon_answers_otlp_as_the_spec_says() {
     let o = w.run(&["verify"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// A protobuf `ExportLogsServiceRequest` of `n` empty log records (two bytes
+/// each on the wire), built as bytes: decoded, each is a whole `LogRecord`.
+fn empty_records(n: usize) -> Vec<u8> {
+    fn varint(mut v: usize, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let scope: Vec<u8> = [0x12u8, 0x00].repeat(n);
+    let mut resource = vec![0x12];
+    varint(scope.len(), &mut resource);
+    resource.extend_from_slice(&scope);
+    let mut request = vec![0x0a];
+    varint(resource.len(), &mut request);
+    request.extend_from_slice(&resource);
+    request
+}
+
+/// The most memory the process has held (`VmHWM`), in MiB.
+fn peak_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib / 1024
+}
+
+#[test]
+fn maximum_size_requests_of_empty_records_are_refused_before_they_take_memory() {
+    let w = Workspace::new();
+    let d = w.serve(&["--token", TOKEN]);
+    let url = d.url.clone();
+    // Just under the body limit: eight million empty records.
+    let bomb = empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
+    assert!(bomb.len() <= cmdlog_agents::OTLP_BODY_BYTES_MAX);
+    let sent: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, bomb) = (url.clone(), bomb.clone());
+            std::thread::spawn(move || {
+                send(&url, Some(TOKEN), "application/x-protobuf", false, bomb)
+            })
+        })
+        .collect();
+    for handle in sent {
+        let (status, _, body) = handle.join().unwrap();
+        assert_eq!(status, 413);
+        let message = String::from_utf8_lossy(&body).into_owned();
+        assert!(message.contains("log records"), "{message}");
+    }
+    // Before the bounds one such request took the daemon to 1.5 GB, three to 3.1.
+    let peak = peak_mib(d.child.id());
+    assert!(peak < 300, "the daemon peaked at {peak} MiB");
+    // A request within the bounds is still taken.
+    let (status, _, _) = send(
+        &url,
+        Some(TOKEN),
+        "application/x-protobuf",
+        false,
+        prompt_request("after the bombs", "p-after", Some(SESSION)).encode_to_vec(),
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_hook_that_states_a_prompt_differently_from_the_telemetry_is_kept_and_flagged() {
+    let w = Workspace::new();
+    let d = w.serve(&["--token", TOKEN]);
+    let (status, _, _) = send(
+        &d.url,
+        Some(TOKEN),
+        "application/x-protobuf",
+        false,
+        prompt_request("telemetry's prompt A", "p-conflict", Some(SESSION)).encode_to_vec(),
+    );
+    assert_eq!(status, 200);
+    let mut hook = w
+        .cmd(&["hook", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(
+            serde_json::json!({
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": SESSION,
+                "prompt_id": "p-conflict",
+                "prompt": "REAL prompt B",
+                "cwd": w.ws.path(),
+            })
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    drop(d);
+    // The hook's text is in the log, beside the telemetry's.
+    w.ok(&["export", "-o", "all.jsonl"]);
+    let all = std::fs::read_to_string(w.ws.path().join("all.jsonl")).unwrap();
+    assert!(all.contains("REAL prompt B") && all.contains("telemetry's prompt A"));
+    let verify = w.ok(&["verify"]);
+    assert!(
+        verify.contains("ok: no violations")
+            && verify.contains("conflict: seq")
+            && verify.contains("claude-code hook states prompt:p-conflict differently"),
+        "{verify}"
+    );
+    let audit = w.ok(&["audit"]);
+    assert!(
+        audit.contains("state prompt:p-conflict differently"),
+        "{audit}"
+    );
+    let sessions = w.ok(&["sessions"]);
+    assert!(
+        sessions.contains("stated differently by two capture paths"),
+        "{sessions}"
+    );
+    let listed = w.json(&["sessions", "--json"]);
+    let session = listed[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(listed[0]["conflicts"], 1);
+    let html = w.ws.path().join("report.html");
+    w.ok(&[
+        "report",
+        "--session",
+        &session,
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("conflict") && page.contains("REAL prompt B"),
+        "the report shows it"
+    );
+}
+
+/// Gemini CLI's `slash_command` event, at agent time `nanos`.
+fn gemini_slash_command(command: &str, nanos: u64) -> ExportLogsServiceRequest {
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "gemini-cli")],
+                ..Default::default()
+            }),
+            scope_logs: vec![ScopeLogs {
+                log_records: vec![LogRecord {
+                    time_unix_nano: nanos,
+                    body: Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(
+                            "gemini_cli.slash_command".into(),
+                        )),
+                    }),
+                    attributes: vec![
+                        kv("event.name", "gemini_cli.slash_command"),
+                        kv("session.id", SESSION),
+                        kv("command", command),
+                        kv("status", "success"),
+                    ],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+#[test]
+fn back_dated_telemetry_is_still_audited_and_its_text_reaches_no_report_raw() {
+    let w = Workspace::new();
+    let d = w.serve(&["--token", TOKEN]);
+    // The agent's clock says 1970; the name carries ESC, BEL and U+202E.
+    let name = "x\u{1b}[2J\u{7}\u{202e}evil";
+    let (status, _, _) = send(
+        &d.url,
+        Some(TOKEN),
+        "application/x-protobuf",
+        false,
+        gemini_slash_command(name, 1_000_000_000).encode_to_vec(),
+    );
+    assert_eq!(status, 200);
+    drop(d);
+    let audit = w.ok(&["audit", "--since", "24h"]);
+    assert!(audit.contains("/x"), "a back-dated run is hidden: {audit}");
+    let html = w.ws.path().join("whole.html");
+    w.ok(&["report", "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("evil"), "the run is in the report");
+    assert!(
+        !page.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "raw controls in the whole-log report"
+    );
+}

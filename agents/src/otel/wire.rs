@@ -58,6 +58,10 @@ pub enum OtlpError {
     /// A `Content-Encoding` other than gzip or identity.
     #[error("Content-Encoding {0:?} is not supported: send gzip or none")]
     Encoding(String),
+    /// Over what one request may carry once decoded (records, messages,
+    /// nesting), counted before decoding: 413.
+    #[error("{0}")]
+    Bounded(super::bounds::Bound),
     /// Not gzip, not protobuf, not OTLP JSON: 400, never retried.
     #[error("not an OTLP ExportLogsServiceRequest ({what}): {message}")]
     Bad {
@@ -104,16 +108,36 @@ pub fn decode(
         }
         Some(other) => return Err(OtlpError::Encoding(other)),
     };
-    match encoding {
-        Encoding::Protobuf => ExportLogsServiceRequest::decode(bytes).map_err(|e| OtlpError::Bad {
-            what: "protobuf",
-            message: e.to_string(),
-        }),
+    let counted = match encoding {
+        Encoding::Protobuf => super::bounds::check_protobuf(bytes),
+        Encoding::Json => super::bounds::check_json(bytes),
+    };
+    match counted {
+        Ok(()) | Err(super::bounds::Bound::Malformed) => {}
+        Err(bound) => return Err(OtlpError::Bounded(bound)),
+    }
+    let request: ExportLogsServiceRequest = match encoding {
+        Encoding::Protobuf => {
+            ExportLogsServiceRequest::decode(bytes).map_err(|e| OtlpError::Bad {
+                what: "protobuf",
+                message: e.to_string(),
+            })?
+        }
         Encoding::Json => serde_json::from_slice(bytes).map_err(|e| OtlpError::Bad {
             what: "JSON",
             message: e.to_string(),
-        }),
+        })?,
+    };
+    let records: usize = request
+        .resource_logs
+        .iter()
+        .flat_map(|r| &r.scope_logs)
+        .map(|s| s.log_records.len())
+        .sum();
+    if records > crate::limits::OTLP_RECORDS_MAX {
+        return Err(OtlpError::Bounded(super::bounds::Bound::Records));
     }
+    Ok(request)
 }
 
 /// The answer to a request whose records were taken but `rejected` (with

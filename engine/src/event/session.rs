@@ -205,6 +205,12 @@ pub struct AgentObserved {
     /// telemetry's duration of a tool call a hook recorded), as it gave them.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub adds: serde_json::Map<String, serde_json::Value>,
+    /// The fields of the fact's content (a prompt's text, a call's input, a
+    /// result's status and output) this source states differently from the
+    /// first event, as this source gave them: a conflict between sources, kept,
+    /// never dropped (design R15). The first event keeps its own values.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub differs: serde_json::Map<String, serde_json::Value>,
 }
 
 impl AgentObserved {
@@ -216,8 +222,14 @@ impl AgentObserved {
         } else {
             format!(", adds {}", adds.join(", "))
         };
+        let differs: Vec<&str> = self.differs.keys().map(String::as_str).collect();
+        let differs = if differs.is_empty() {
+            String::new()
+        } else {
+            format!(", CONFLICT: states {} differently", differs.join(", "))
+        };
         format!(
-            "{} seen again (the event at seq {}){adds}",
+            "{} seen again (the event at seq {}){adds}{differs}",
             self.fact, self.of
         )
     }
