@@ -1597,3 +1597,126 @@ fn hub_audit_since_reads_each_log_from_what_the_hub_stored_since_then() {
     let rows = w.ok(&["hub", "audit", &url, "--json", "--since", "1m"]);
     assert_eq!(rows.lines().count(), 5, "{rows}");
 }
+
+#[test]
+fn a_stream_that_loses_records_is_fixed_or_refused_and_a_hub_that_lost_some_is_named() {
+    let Some(server) = NatsServer::start(
+        "a_stream_that_loses_records_is_fixed_or_refused_and_a_hub_that_lost_some_is_named",
+    ) else {
+        return;
+    };
+    let url = server.url();
+    let w = Workspace::new();
+    w.ok(&["hub", "init", &url]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let js =
+        rt.block_on(async { async_nats::jetstream::new(async_nats::connect(&url).await.unwrap()) });
+    // An operator's limit on cmdlog's stream: three messages per subject.
+    let limit = |n: i64| {
+        rt.block_on(async {
+            let mut config = js
+                .get_stream("CMDLOG")
+                .await
+                .unwrap()
+                .cached_info()
+                .config
+                .clone();
+            config.max_messages_per_subject = n;
+            js.update_stream(config).await.unwrap();
+        })
+    };
+    limit(3);
+    let made = w.ok(&["hub", "init", &url]);
+    assert!(
+        made.contains("set max messages per subject 3 → unlimited"),
+        "{made}"
+    );
+    let per_subject = rt.block_on(async {
+        js.get_stream("CMDLOG")
+            .await
+            .unwrap()
+            .cached_info()
+            .config
+            .max_messages_per_subject
+    });
+    assert_eq!(per_subject, -1);
+
+    // The limit put back behind init's back: a push that the hub does not keep
+    // whole fails and names the loss; verify --against names it too.
+    limit(3);
+    for _ in 0..4 {
+        w.ok(&["run", "/help"]);
+    }
+    let o = w.run(&["push", &url]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "a lossy hub was reported fine: {stderr}"
+    );
+    assert!(stderr.contains("the hub lost records"), "{stderr}");
+    let o = w.run(&["verify", "--against", &url]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("the hub lost records"), "{out}");
+
+    // Another application's stream of the name: refused, nothing changed in it.
+    rt.block_on(async {
+        js.create_stream(async_nats::jetstream::stream::Config {
+            name: "ORDERS".into(),
+            subjects: vec!["orders.>".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        js.create_stream(async_nats::jetstream::stream::Config {
+            name: "QUEUE".into(),
+            subjects: vec!["cmdlog.QUEUE.log.*".into()],
+            retention: async_nats::jetstream::stream::RetentionPolicy::WorkQueue,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    });
+    let o = w.run(&["hub", "init", &url, "--stream", "ORDERS"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("another application") && stderr.contains("orders.>"),
+        "{stderr}"
+    );
+    let deny_delete = rt.block_on(async {
+        js.get_stream("ORDERS")
+            .await
+            .unwrap()
+            .cached_info()
+            .config
+            .deny_delete
+    });
+    assert!(
+        !deny_delete,
+        "hub init turned on deny_delete in another application's stream"
+    );
+    let o = w.run(&["hub", "init", &url, "--stream", "QUEUE"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("WorkQueue retention"), "{stderr}");
+
+    // A server without JetStream: push says so at once, blaming no quorum.
+    let Some(plain) = NatsServer::start_with(
+        "a_stream_that_loses_records_is_fixed_or_refused_and_a_hub_that_lost_some_is_named",
+        &["--no-jetstream"],
+    ) else {
+        return;
+    };
+    let started = Instant::now();
+    let o = w.run(&["push", &plain.url()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("JetStream is not enabled"), "{stderr}");
+    assert!(!stderr.contains("quorum"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}

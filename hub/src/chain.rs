@@ -111,6 +111,11 @@ impl Survey {
         out
     }
 
+    /// Messages surveyed, in the chain or not.
+    pub fn messages(&self) -> usize {
+        self.candidates.len() + self.broken.len()
+    }
+
     /// The chain's last record: (seq, chain hash hex, stream sequence).
     pub fn head(&self) -> Option<(u64, String, u64)> {
         let chain = self.chain();

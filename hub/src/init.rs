@@ -25,6 +25,10 @@ pub struct Made {
     pub action: &'static str,
     /// Its replicas now.
     pub replicas: usize,
+    /// Settings that would lose records, set to keep them (`max messages per
+    /// subject 1 → unlimited`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<String>,
 }
 
 /// The server's version as (major, minor), when it says one.
@@ -59,13 +63,20 @@ pub async fn init(hub: &Hub, replicas: usize) -> Result<Vec<Made>, HubError> {
         what,
         action: "created",
         replicas,
+        fixed: Vec::new(),
     };
     let mut made = Vec::new();
     // The record stream: its settings and replicas brought to what push needs
     // (an operator's other settings kept), or made.
     let wanted = stream_config(&hub.name, replicas);
     let what = format!("stream {}", wanted.name);
+    let fixed = match hub.js.get_stream(&wanted.name).await {
+        Ok(stream) => check_records_kept(&what, &wanted, &stream.cached_info().config)
+            .map_err(|e| hub.error(e))?,
+        Err(_) => Vec::new(),
+    };
     let adjusted = bring(hub, &wanted.name, &what, |next| {
+        keep_records(next);
         for subject in &wanted.subjects {
             if !next.subjects.contains(subject) {
                 next.subjects.push(subject.clone());
@@ -79,7 +90,7 @@ pub async fn init(hub: &Hub, replicas: usize) -> Result<Vec<Made>, HubError> {
     })
     .await?;
     made.push(match adjusted {
-        Some(m) => m,
+        Some(m) => Made { fixed, ..m },
         None => {
             hub.js
                 .create_stream(wanted)
@@ -152,12 +163,109 @@ async fn bring(
         what: what.to_string(),
         action,
         replicas,
+        fixed: Vec::new(),
     }))
+}
+
+/// The record stream's settings that would lose records, said as they are: its
+/// limits (messages, bytes, age, messages per subject), which `init` sets to
+/// unlimited.
+fn losing_limits(config: &stream::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if config.max_messages_per_subject > 0 {
+        out.push(format!(
+            "max messages per subject {} → unlimited",
+            config.max_messages_per_subject
+        ));
+    }
+    if config.max_messages > 0 {
+        out.push(format!("max messages {} → unlimited", config.max_messages));
+    }
+    if config.max_bytes > 0 {
+        out.push(format!("max bytes {} → unlimited", config.max_bytes));
+    }
+    if !config.max_age.is_zero() {
+        out.push(format!("max age {:?} → unlimited", config.max_age));
+    }
+    out
+}
+
+/// Sets the limits that lose records to unlimited.
+fn keep_records(config: &mut stream::Config) {
+    config.max_messages_per_subject = -1;
+    config.max_messages = -1;
+    config.max_bytes = -1;
+    config.max_age = std::time::Duration::ZERO;
+}
+
+/// Checks an existing stream named as the record stream before `init` touches
+/// it: one that holds another application's subjects, or whose retention
+/// removes messages once read, is refused (nothing is changed in it); the limits
+/// that lose records are returned, to be set to unlimited and said.
+fn check_records_kept(
+    what: &str,
+    wanted: &stream::Config,
+    have: &stream::Config,
+) -> Result<Vec<String>, String> {
+    let others: Vec<&String> = have
+        .subjects
+        .iter()
+        .filter(|s| !wanted.subjects.contains(s))
+        .collect();
+    if !others.is_empty() {
+        return Err(format!(
+            "{what} exists and holds subjects that are not cmdlog's ({}): it belongs to another application, and hub init changes nothing in it; name cmdlog's stream otherwise with --stream NAME",
+            others
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if have.retention != stream::RetentionPolicy::Limits {
+        return Err(format!(
+            "{what} has {:?} retention: the server removes messages once they are read, so the hub would lose records, and JetStream cannot change a stream's retention; make a new stream with --stream NAME and push to it",
+            have.retention
+        ));
+    }
+    Ok(losing_limits(have))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_that_lose_records_are_fixed_or_refused_by_name() {
+        let wanted = stream_config("CMDLOG", 1);
+        let mut have = wanted.clone();
+        assert_eq!(
+            check_records_kept("stream CMDLOG", &wanted, &have),
+            Ok(vec![])
+        );
+        have.max_messages_per_subject = 1;
+        have.max_age = std::time::Duration::from_secs(3600);
+        let fixed = check_records_kept("stream CMDLOG", &wanted, &have).unwrap();
+        assert_eq!(
+            fixed,
+            [
+                "max messages per subject 1 → unlimited",
+                "max age 3600s → unlimited"
+            ]
+        );
+        keep_records(&mut have);
+        assert!(losing_limits(&have).is_empty());
+        have.retention = stream::RetentionPolicy::WorkQueue;
+        let e = check_records_kept("stream CMDLOG", &wanted, &have).unwrap_err();
+        assert!(e.contains("WorkQueue retention"), "{e}");
+        let mut theirs = wanted.clone();
+        theirs.subjects.push("orders.>".into());
+        let e = check_records_kept("stream CMDLOG", &wanted, &theirs).unwrap_err();
+        assert!(
+            e.contains("orders.>") && e.contains("another application"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn versions_are_read_as_the_server_says_them() {

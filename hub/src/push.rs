@@ -69,6 +69,22 @@ pub enum PushError {
         /// This log's head hash.
         local_hash: String,
     },
+    /// The hub holds fewer of the log's records than it acknowledged: its
+    /// stream's limits or retention removed some.
+    #[error(
+        "the hub holds {held} message(s) of log {log}, but {pushed} record(s) of it were pushed: the hub lost records (its stream's limits or retention removed them). `cmdlog hub init` names the setting and fixes what it can; push to a stream that keeps every record"
+    )]
+    Lost {
+        /// The log's id.
+        log: String,
+        /// Messages on the log's subject.
+        held: u64,
+        /// The hub's head seq for the log (what was pushed).
+        pushed: u64,
+    },
+    /// The server has no JetStream: nothing can be pushed to it.
+    #[error("{0}: JetStream is not enabled on this server (start nats-server with -js)")]
+    NoJetStream(String),
     /// A record too large for the hub's `max_payload`.
     #[error(
         "record seq {seq} is {bytes} bytes, over the hub's max_payload of {max} bytes; raise max_payload in nats-server's configuration (up to 64MB)"
@@ -219,6 +235,9 @@ impl Pusher {
         mut progress: impl FnMut(u64),
     ) -> Result<Pushed, PushError> {
         let local = log.head();
+        if !self.hub.client.server_info().jetstream {
+            return Err(PushError::NoJetStream(self.hub.shown.clone()));
+        }
         if self.stream.is_none() {
             self.stream = Some(self.hub.stream().await?);
         }
@@ -250,6 +269,7 @@ impl Pusher {
             ..Pushed::default()
         };
         if next > local.seq {
+            self.check_held(&pushed).await?;
             self.checkpoint(log, next - 1, &mut pushed).await?;
             return Ok(pushed);
         }
@@ -321,8 +341,29 @@ impl Pusher {
                 pushed_at: String::new(),
             });
         }
+        self.check_held(&pushed).await?;
         self.checkpoint(log, next - 1, &mut pushed).await?;
         Ok(pushed)
+    }
+
+    /// Fails with [`PushError::Lost`] when the log's subject holds fewer
+    /// messages than the hub's head seq: every seq up to it was pushed, so the
+    /// stream removed some (a limit, or work-queue retention).
+    async fn check_held(&self, pushed: &Pushed) -> Result<(), PushError> {
+        let Some(head) = &pushed.head else {
+            return Ok(());
+        };
+        let held =
+            crate::read::messages_on(&self.hub, self.stream(), &self.hub.subject(&self.log_id))
+                .await?;
+        if held < head.seq {
+            return Err(PushError::Lost {
+                log: self.log_id.clone(),
+                held,
+                pushed: head.seq,
+            });
+        }
+        Ok(())
     }
 
     /// Where pushing resumes when the hub's last message is not this log's: after

@@ -95,7 +95,11 @@ pub async fn survey(
 }
 
 /// How many messages the stream's leader says `filter` holds now.
-async fn messages_on(hub: &Hub, stream: &stream::Stream, filter: &str) -> Result<u64, HubError> {
+pub(crate) async fn messages_on(
+    hub: &Hub,
+    stream: &stream::Stream,
+    filter: &str,
+) -> Result<u64, HubError> {
     let failed = |e: &dyn std::fmt::Display| hub.error(format!("stream info: {e}"));
     if filter == hub.all_logs() {
         let mut info = stream.clone();
@@ -475,6 +479,10 @@ pub struct LogOnHub {
     /// Messages on the subject that are not the log's (past what this machine
     /// pushed, or out of the chain).
     pub foreign: Vec<crate::chain::Foreign>,
+    /// Why the hub holds less of the log than was pushed to it, when it does:
+    /// records removed by its stream's limits or retention (or the subject
+    /// purged). `seq` and `hash` then say what was pushed.
+    pub lost: Option<String>,
 }
 
 /// [`LogOnHub`] of `log_id`, if the hub holds anything of it.
@@ -485,7 +493,7 @@ pub async fn log_on_hub(
 ) -> Result<Option<LogOnHub>, HubError> {
     let surveyed = survey(hub, stream, log_id).await?;
     let mark = crate::mark::PushMark::read(&hub.name, log_id);
-    if let Some(m) = mark
+    if let Some(m) = mark.clone()
         && let Some(stream_seq) = surveyed.holds(m.seq, &m.hash)
     {
         let mut foreign: Vec<crate::chain::Foreign> = surveyed
@@ -508,6 +516,37 @@ pub async fn log_on_hub(
             hash: m.hash,
             pushed_from_here: true,
             foreign,
+            lost: None,
+        }));
+    }
+    let reach = surveyed.head().map_or(0, |(seq, _, _)| seq);
+    let messages = surveyed.messages();
+    // This machine pushed further than the hub's chain from seq 1 reaches, or
+    // the hub holds messages of the log of which none chains from seq 1: the
+    // hub lost records.
+    let lost = match &mark {
+        Some(m) if m.seq > reach => Some(format!(
+            "this machine pushed it through seq {}, but the hub holds {messages} message(s) of it and its chain from seq 1 reaches {}",
+            m.seq,
+            if reach == 0 {
+                "no record".to_string()
+            } else {
+                format!("seq {reach}")
+            }
+        )),
+        _ if reach == 0 && messages > 0 => Some(format!(
+            "the hub holds {messages} message(s) of it, none of them chained from seq 1: its first records are gone"
+        )),
+        _ => None,
+    };
+    if let Some(lost) = lost {
+        let (seq, hash) = mark.map_or((0, String::new()), |m| (m.seq, m.hash));
+        return Ok(Some(LogOnHub {
+            seq,
+            hash,
+            pushed_from_here: seq > 0,
+            foreign: Vec::new(),
+            lost: Some(lost),
         }));
     }
     Ok(surveyed.head().map(|(seq, hash, _)| LogOnHub {
@@ -515,5 +554,6 @@ pub async fn log_on_hub(
         hash,
         pushed_from_here: false,
         foreign: surveyed.foreign(),
+        lost: None,
     }))
 }

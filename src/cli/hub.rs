@@ -179,6 +179,9 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
             }
             for m in made.iter().filter(|_| !json) {
                 writeln!(out, "{} {}, {} replica(s)", m.action, m.what, m.replicas)?;
+                for fixed in &m.fixed {
+                    writeln!(out, "  set {fixed}: a limit would have removed records")?;
+                }
             }
             Ok(0)
         }

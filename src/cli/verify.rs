@@ -213,6 +213,7 @@ type HubView = (
     Option<(u64, String)>,
     Option<cmdlog_hub::HubCheckpoint>,
     Vec<(cmdlog_tlog::NoteVerifier, Option<String>)>,
+    Option<String>,
 );
 
 fn hub_head(
@@ -225,7 +226,7 @@ fn hub_head(
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
         );
-        return Ok((None, None, vec![]));
+        return Ok((None, None, vec![], None));
     };
     super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, stream);
@@ -260,14 +261,18 @@ fn hub_head(
                     identity.id, f.stream_seq, f.seq, f.why
                 );
             }
-            Ok((Some((h.seq, h.hash)), checkpoint, cosigned))
+            let lost = h
+                .lost
+                .map(|why| format!("against the hub: the hub lost records of log {}: {why}; its stream's limits or retention removed them (`cmdlog hub init` names the setting)", identity.id));
+            let head = (h.seq > 0).then_some((h.seq, h.hash));
+            Ok((head, checkpoint, cosigned, lost))
         }
         None => {
             eprintln!(
                 "cmdlog: verify: the hub holds nothing of log {} yet",
                 identity.id
             );
-            Ok((None, checkpoint, cosigned))
+            Ok((None, checkpoint, cosigned, None))
         }
     }
 }
@@ -310,8 +315,11 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
             .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| CliError::usage(format!("--witness: {e}")))?;
-        let (head, checkpoint, cosigned) =
+        let (head, checkpoint, cosigned, lost) =
             hub_head(identity.as_ref(), url, &args.stream, &witnesses)?;
+        if let Some(message) = lost {
+            report.violations.push(Violation { seq: None, message });
+        }
         if let Some((seq, hash)) = &head
             && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
         {

@@ -14,6 +14,7 @@ pub struct NatsServer {
     store: tempfile::TempDir,
     extra: Vec<String>,
     child: Option<Child>,
+    jetstream: bool,
 }
 
 /// The server binary, if there is one.
@@ -49,7 +50,8 @@ impl NatsServer {
         Self::start_with(test, &[])
     }
 
-    /// [`NatsServer::start`] with more server flags (`--user`, `--pass`, …).
+    /// [`NatsServer::start`] with more server flags (`--user`, `--pass`, …;
+    /// `--no-jetstream`, ours, starts it without JetStream).
     pub fn start_with(test: &str, extra: &[&str]) -> Option<NatsServer> {
         let Some(binary) = binary() else {
             if std::env::var_os("CMDLOG_REQUIRE_NATS").is_some() {
@@ -68,7 +70,9 @@ impl NatsServer {
             store: tempfile::tempdir().unwrap(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
+            jetstream: !extra.contains(&"--no-jetstream"),
         };
+        server.extra.retain(|a| a != "--no-jetstream");
         server.up();
         Some(server)
     }
@@ -80,14 +84,8 @@ impl NatsServer {
     /// Starts the server (again) on its port and store.
     pub fn up(&mut self) {
         let child = Command::new(&self.binary)
-            .args([
-                "-js",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-sd",
-            ])
+            .args(self.jetstream.then_some("-js"))
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
             .arg(self.store.path())
             .args(&self.extra)
             .stdout(Stdio::null())
