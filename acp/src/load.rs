@@ -152,28 +152,43 @@ pub(crate) fn restore_request(
     }
 }
 
-/// A session's history as the `session/update`s that replay it: its prompts
-/// and the ACP updates the agent sent, in order (cmdlog's own `turn_complete`,
-/// `turn_error` and command lists left out: they are not conversation).
-pub(crate) fn history(engine: &Engine, session: &str) -> Vec<Value> {
-    let Ok(records) = engine.log().stream(session, 0) else {
-        return Vec::new();
+/// Records of a session read at once while its history is replayed.
+const HISTORY_PAGE_RECORDS: usize = 256;
+
+/// A session's history as the `session/update`s that replay it, each handed to
+/// `send` in order: its prompts and the ACP updates the agent sent (cmdlog's own
+/// `turn_complete`, `turn_error` and command lists left out: they are not
+/// conversation). Read a page of records at a time, so a session of any length
+/// is replayed in bounded memory.
+pub(crate) fn each_history_update(engine: &Engine, session: &str, mut send: impl FnMut(Value)) {
+    let log = engine.log();
+    let Ok(seqs) = log.stream_seqs(session, 0) else {
+        return;
     };
-    records
-        .iter()
-        .filter_map(|r| Event::decode(r.seq, &r.bytes).ok())
-        .filter_map(|e| match e.data {
-            EventData::SessionPrompt(p) => Some(json!({
-                "sessionUpdate": "user_message_chunk",
-                "content": {"type": "text", "text": p.text},
-            })),
-            EventData::SessionUpdate(u) => {
-                let kind = u["sessionUpdate"].as_str()?;
-                (is_session_update_kind(kind) && kind != "available_commands_update").then_some(u)
+    for page in seqs.chunks(HISTORY_PAGE_RECORDS) {
+        let Ok(records) = log.records_at(page) else {
+            return;
+        };
+        for e in records
+            .iter()
+            .filter_map(|r| Event::decode(r.seq, &r.bytes).ok())
+        {
+            let update = match e.data {
+                EventData::SessionPrompt(p) => Some(json!({
+                    "sessionUpdate": "user_message_chunk",
+                    "content": {"type": "text", "text": p.text},
+                })),
+                EventData::SessionUpdate(u) => u["sessionUpdate"]
+                    .as_str()
+                    .is_some_and(|k| is_session_update_kind(k) && k != "available_commands_update")
+                    .then_some(u),
+                _ => None,
+            };
+            if let Some(update) = update {
+                send(update);
             }
-            _ => None,
-        })
-        .collect()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_EXIT_DRAIN, AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::load::{
-    AgentCaps, Restore, advertised, history, restore_request, resume_request, session_key,
+    AgentCaps, Restore, advertised, each_history_update, restore_request, resume_request, session_key,
     translate,
 };
 use crate::record::Recorder;
@@ -735,17 +735,16 @@ impl Proxy {
                 r.remove("sessionId");
             }
         }
-        for update in history(&self.engine, &session)
-            .into_iter()
-            .filter(|_| replay)
-        {
-            let _ = self.to_client.send(
-                rpc::notification(
-                    "session/update",
-                    json!({"sessionId": editor_sid, "update": update}),
-                )
-                .to_string(),
-            );
+        if replay {
+            each_history_update(&self.engine, &session, |update| {
+                let _ = self.to_client.send(
+                    rpc::notification(
+                        "session/update",
+                        json!({"sessionId": editor_sid, "update": update}),
+                    )
+                    .to_string(),
+                );
+            });
         }
         let _ = self
             .to_client

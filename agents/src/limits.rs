@@ -40,12 +40,13 @@ pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;
 /// decompressed: an agent's exporter sends batches of 512 records at most by
 /// default, a few hundred kilobytes.
 pub const OTLP_BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
-/// Most log records one OTLP request may carry (32 of the SDKs' default batches).
-pub const OTLP_RECORDS_MAX: usize = 16_384;
-/// Most messages (records, attributes, values) one OTLP request may carry: a
-/// decoded message takes up to a few hundred bytes, so one request decodes to
-/// tens of MiB at most, whatever its wire size (`otel/bounds.rs`).
-pub const OTLP_MESSAGES_MAX: usize = 262_144;
+/// Most log records one OTLP request may carry (16 of the SDKs' default batches).
+pub const OTLP_RECORDS_MAX: usize = 8192;
+/// Most messages (records, attributes, values) one OTLP request may carry (64 a
+/// record at the most records; an agent's record has about 30): a decoded
+/// message takes up to about a hundred bytes besides its text, so one request
+/// decodes to tens of MiB at most, whatever its wire size (`otel/bounds.rs`).
+pub const OTLP_MESSAGES_MAX: usize = 524_288;
 /// Deepest nesting of values (arrays and lists in values) read.
 pub const OTLP_DEPTH_MAX: usize = 16;
 /// OTLP requests a daemon reads and decodes at once; more wait their turn with

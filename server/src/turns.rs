@@ -92,6 +92,17 @@ impl AppState {
         let active = self
             .live_if(session)
             .and_then(|l| l.active.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // When the client asked, noted before anything can end the turn: the
+        // agent may stop `cancelled` as soon as it hears, while the answers to
+        // its questions are still being recorded.
+        if let Some(a) = &active {
+            let _ = a.cancelled_at.compare_exchange(
+                0,
+                cmdlog_common::time::now_ms(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
         // The agent hears the cancel before the answers to its questions.
         if let Some(a) = &active {
             a.tell_agent();
@@ -109,12 +120,6 @@ impl AppState {
         }
         match active {
             Some(a) => {
-                let _ = a.cancelled_at.compare_exchange(
-                    0,
-                    cmdlog_common::time::now_ms(),
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                );
                 a.cancel.cancel();
                 true
             }

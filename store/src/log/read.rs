@@ -137,11 +137,17 @@ impl Log {
     /// The records under stream key `key` after seq `after`, in order.
     pub fn stream(&self, key: &str, after: Seq) -> Result<Vec<Record>, ReadError> {
         let seqs = self.stream_seqs(key, after)?;
+        self.records_at(&seqs)
+    }
+
+    /// The records at `seqs` (of a stream, from [`Log::stream_seqs`]), in that
+    /// order: a caller that pages through a long stream holds one page at a time.
+    pub fn records_at(&self, seqs: &[Seq]) -> Result<Vec<Record>, ReadError> {
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut out = Vec::with_capacity(seqs.len());
         let overlay = self.overlay();
-        for seq in seqs {
+        for &seq in seqs {
             if let Some(value) = overlay.records.get(&seq) {
                 out.push(decode(seq, value)?);
                 continue;
