@@ -627,7 +627,7 @@ fn a_full_disk_spills_elsewhere_and_nothing_is_lost() {
     // One mount namespace: a 24 MiB tmpfs holds the log; fill it; hook twice; free
     // it; hook once more; print the log.
     let script = format!(
-        "set -e; mount -t tmpfs -o size=24m tmpfs {d}; \
+        "set -e; mount -t tmpfs -o size=24m,mode=0700 tmpfs {d}; \
          {bin} --log {d}/log.redb hook claude-code < {out}/p1.json; \
          dd if=/dev/zero of={d}/fill bs=1M count=64 2>/dev/null || true; \
          {bin} --log {d}/log.redb hook claude-code < {out}/p2.json; \

@@ -664,7 +664,7 @@ fn the_daemon_reopens_the_log_once_a_full_disk_has_room_again() {
     let bin = env!("CARGO_BIN_EXE_cmdlog");
     let json_path = disk.join("daemon.json");
     let script = format!(
-        "mount -t tmpfs -o size=24m tmpfs {d} && exec {bin} --log {d}/log.redb serve --addr 127.0.0.1:0",
+        "mount -t tmpfs -o size=24m,mode=0700 tmpfs {d} && exec {bin} --log {d}/log.redb serve --addr 127.0.0.1:0",
         d = disk.display()
     );
     let child = std::process::Command::new("unshare")

@@ -113,7 +113,7 @@ fn a_full_disk_ends_once_space_is_freed_with_nothing_lost_and_verify_clean() {
     std::fs::create_dir_all(&disk).unwrap();
     let script = r#"
 set -u
-mount -t tmpfs -o size=8m tmpfs "$DISK" || exit 90
+mount -t tmpfs -o size=8m,mode=0700 tmpfs "$DISK" || exit 90
 cd "$DISK"
 L="$DISK/.cmdlog/log.redb"
 "$BIN" --log "$L" run --session s /help >/dev/null 2>&1 || exit 91
