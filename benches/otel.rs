@@ -200,36 +200,6 @@ fn map_only(bodies: &[Vec<u8>]) -> (usize, f64) {
     (records, started.elapsed().as_secs_f64())
 }
 
-/// The most memory `pid` has held (`VmHWM`), in MiB.
-fn peak_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024.0
-}
-
-/// A protobuf request of `n` empty log records, as bytes.
-fn empty_records(n: usize) -> Vec<u8> {
-    fn varint(mut v: usize, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    let scope: Vec<u8> = [0x12u8, 0x00].repeat(n);
-    let mut resource = vec![0x12];
-    varint(scope.len(), &mut resource);
-    resource.extend_from_slice(&scope);
-    let mut request = vec![0x0a];
-    varint(resource.len(), &mut request);
-    request.extend_from_slice(&resource);
-    request
-}
-
 /// Sends `body` from `exporters` threads at once, `rounds` times each; the
 /// statuses seen.
 fn flood(url: &str, body: &[u8], exporters: usize, rounds: usize) -> Vec<u16> {
@@ -267,7 +237,7 @@ fn memory() {
     let w = cmdlog_test_support::Workspace::new();
     let daemon = w.serve(&[]);
     let pid = daemon.child.id();
-    let started = peak_mib(pid);
+    let started = cmdlog_test_support::otlp::peak_mib(pid);
     // The largest request taken: 8,192 records of about 2 KiB each.
     let mut big = ExportLogsServiceRequest::default();
     let session = "7d1c0e2a-0000-4000-8000-00000000beef";
@@ -296,11 +266,12 @@ fn memory() {
     );
     let exporters = 16;
     let statuses = flood(&daemon.url, &big, exporters, 2);
-    let after_big = peak_mib(pid);
+    let after_big = cmdlog_test_support::otlp::peak_mib(pid);
     let taken = statuses.iter().filter(|&&s| s == 200).count();
-    let bomb = empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
+    let bomb =
+        cmdlog_test_support::otlp::empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
     let refused = flood(&daemon.url, &bomb, exporters, 2);
-    let after_bombs = peak_mib(pid);
+    let after_bombs = cmdlog_test_support::otlp::peak_mib(pid);
     println!();
     println!(
         "daemon memory (peak resident, VmHWM), {exporters} exporters at once, 2 requests each:"

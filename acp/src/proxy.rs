@@ -22,8 +22,8 @@ use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_EXIT_DRAIN, AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::load::{
-    AgentCaps, Restore, advertised, each_history_update, restore_request, resume_request, session_key,
-    translate,
+    AgentCaps, Restore, advertised, each_history_update, restore_request, resume_request,
+    session_key, translate,
 };
 use crate::record::Recorder;
 use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};

@@ -12,8 +12,9 @@
 //!   not installed;
 //! - [`tree`]: command-file fixtures and an engine over a temp log;
 //! - [`tamper`]: a crash's leftovers and damage done below the store's API;
+//! - [`otlp`]: OTLP request bodies built as bytes, and a process's peak memory;
 //! - [`env_usize`], [`seed`]: the knobs a long or randomized test reads from
-//!   the environment.
+//!   the environment; [`running_as_root`] for the tests that mount a tmpfs.
 
 #![allow(missing_docs)] // test helpers: their names say what they do
 
@@ -21,6 +22,7 @@ pub mod browser;
 pub mod daemon;
 pub mod nats;
 pub mod node;
+pub mod otlp;
 pub mod tamper;
 pub mod tree;
 mod workspace;
@@ -49,4 +51,12 @@ pub fn seed() -> u64 {
                 .as_nanos() as u64
                 | 1
         })
+}
+
+/// Whether the tests run as root (mounting a small tmpfs, making another user's
+/// folder); the tests that need it say SKIPPED otherwise.
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // `/proc/self` belongs to the process's effective user.
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }

@@ -597,17 +597,9 @@ fn hooks_that_find_spilled_payloads_at_once_append_each_once() {
     assert_eq!(texts[..4], ["q0", "q1", "q2", "q3"], "spilled ones first");
 }
 
-fn running_as_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
 #[test]
 fn a_full_disk_spills_elsewhere_and_nothing_is_lost() {
-    if !running_as_root() {
+    if !cmdlog_test_support::running_as_root() {
         eprintln!("SKIPPED: needs root to mount a small tmpfs");
         return;
     }

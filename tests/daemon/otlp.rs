@@ -254,48 +254,14 @@ fn the_daemon_answers_otlp_as_the_spec_says() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
-/// A protobuf `ExportLogsServiceRequest` of `n` empty log records (two bytes
-/// each on the wire), built as bytes: decoded, each is a whole `LogRecord`.
-fn empty_records(n: usize) -> Vec<u8> {
-    fn varint(mut v: usize, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    let scope: Vec<u8> = [0x12u8, 0x00].repeat(n);
-    let mut resource = vec![0x12];
-    varint(scope.len(), &mut resource);
-    resource.extend_from_slice(&scope);
-    let mut request = vec![0x0a];
-    varint(resource.len(), &mut request);
-    request.extend_from_slice(&resource);
-    request
-}
-
-/// The most memory the process has held (`VmHWM`), in MiB.
-fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches(" kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kib / 1024
-}
-
 #[test]
 fn maximum_size_requests_of_empty_records_are_refused_before_they_take_memory() {
     let w = Workspace::new();
     let d = w.serve(&["--token", TOKEN]);
     let url = d.url.clone();
     // Just under the body limit: eight million empty records.
-    let bomb = empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
+    let bomb =
+        cmdlog_test_support::otlp::empty_records((cmdlog_agents::OTLP_BODY_BYTES_MAX - 64) / 2);
     assert!(bomb.len() <= cmdlog_agents::OTLP_BODY_BYTES_MAX);
     let sent: Vec<_> = (0..3)
         .map(|_| {
@@ -312,8 +278,8 @@ fn maximum_size_requests_of_empty_records_are_refused_before_they_take_memory() 
         assert!(message.contains("log records"), "{message}");
     }
     // Before the bounds one such request took the daemon to 1.5 GB, three to 3.1.
-    let peak = peak_mib(d.child.id());
-    assert!(peak < 300, "the daemon peaked at {peak} MiB");
+    let peak = cmdlog_test_support::otlp::peak_mib(d.child.id());
+    assert!(peak < 300.0, "the daemon peaked at {peak:.0} MiB");
     // A request within the bounds is still taken.
     let (status, _, _) = send(
         &url,

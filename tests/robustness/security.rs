@@ -279,7 +279,7 @@ fn a_crashed_log_is_read_on_read_only_media() {
     );
     // As root: a read-only bind mount in a mount namespace of our own; otherwise a
     // folder without write permission.
-    let root = running_as_root();
+    let root = cmdlog_test_support::running_as_root();
     let out = if root {
         let mut cmd = std::process::Command::new("unshare");
         cmd.args(["-m", "sh", "-c", &script])
@@ -311,13 +311,6 @@ fn a_crashed_log_is_read_on_read_only_media() {
 }
 
 /// Whether this process runs as root (`id -u`).
-fn running_as_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
 
 #[test]
 fn a_failed_creation_leaves_no_log_behind() {
@@ -652,7 +645,7 @@ fn verify_catches_a_rollback_against_a_recorded_head() {
 /// (root only): the test fills the disk and frees it from inside that namespace.
 #[test]
 fn the_daemon_reopens_the_log_once_a_full_disk_has_room_again() {
-    if !running_as_root() {
+    if !cmdlog_test_support::running_as_root() {
         eprintln!(
             "SKIPPED: needs root to mount a small tmpfs; the store's fault sweeps cover ENOSPC"
         );

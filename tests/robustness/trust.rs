@@ -10,13 +10,6 @@ use std::process::{Output, Stdio};
 
 use cmdlog_test_support::Workspace;
 
-fn running_as_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 fn hook_in(w: &Workspace, dir: &Path, ceilings: Option<&Path>, payload: &str) -> Output {
     let mut cmd = w.cmd(&["hook", "claude-code"]);
     cmd.current_dir(dir)
@@ -65,7 +58,7 @@ fn a_log_folder_that_is_a_link_or_a_strangers_or_open_to_others_is_refused() {
     // Another user's world-writable folder, linked in as .cmdlog.
     let shared = tempfile::tempdir().unwrap();
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
-    if running_as_root() {
+    if cmdlog_test_support::running_as_root() {
         std::os::unix::fs::chown(shared.path(), Some(65534), Some(65534)).unwrap();
     }
     let moved = w.ws.path().join("moved");
@@ -141,7 +134,7 @@ fn a_hook_never_makes_a_log_at_the_root_nor_uses_a_folder_above_its_project() {
     assert!(log_text(&w, &outer.path().join(".cmdlog/log.redb")).contains("no ceiling"));
 
     // Another user's .cmdlog above the project is never written.
-    if !running_as_root() {
+    if !cmdlog_test_support::running_as_root() {
         eprintln!("SKIPPED (part): another user's .cmdlog needs root to make");
         return;
     }

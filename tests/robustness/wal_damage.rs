@@ -91,20 +91,13 @@ fn zeros_over_an_acknowledged_frame_are_named_by_every_verb_never_read_as_the_en
     assert!(w.ok(&["log"]).contains("log/wal_discarded"));
 }
 
-fn running_as_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// Short-lived appends on an 8 MiB tmpfs (in a mount namespace of its own) filled
 /// by another file until they fail, then the file removed: the episode ends with
 /// every acknowledged run in the log, a clean `verify` (chain and Merkle tree), and
 /// a write-ahead log that did not take the freed space for itself.
 #[test]
 fn a_full_disk_ends_once_space_is_freed_with_nothing_lost_and_verify_clean() {
-    if !running_as_root() {
+    if !cmdlog_test_support::running_as_root() {
         eprintln!("SKIPPED: needs root to mount a small tmpfs");
         return;
     }

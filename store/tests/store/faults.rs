@@ -8,23 +8,12 @@
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use cmdlog_store::{Log, LogConfig, NewRecord, OpenError, journal_path, presence_path};
+use super::common::{rec, texts};
+use cmdlog_store::{Log, LogConfig, OpenError, journal_path, presence_path};
 
 /// Where the write-ahead log's frames start (after its header and two mark blocks).
 const FRAMES_AT: u64 = 3 * 4096;
 const BLOCK: u64 = 4096;
-
-fn rec(text: &str) -> NewRecord {
-    NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
-}
-
-fn texts(log: &Log) -> Vec<String> {
-    log.range(1, u64::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|r| String::from_utf8(r.bytes).unwrap())
-        .collect()
-}
 
 /// A file's bytes up to its last non-zero one, and its length (the write-ahead log
 /// is 64 MiB, nearly all of it a hole).

@@ -4,19 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::common::{rec, texts};
 use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path};
-
-fn rec(text: &str) -> NewRecord {
-    NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
-}
-
-fn texts(log: &Log) -> Vec<String> {
-    log.range(1, u64::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|r| String::from_utf8(r.bytes).unwrap())
-        .collect()
-}
 
 /// A log closed cleanly with one record and one blob in redb's file.
 fn checkpointed(dir: &tempfile::TempDir) -> (std::path::PathBuf, BlobHash) {

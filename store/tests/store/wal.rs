@@ -3,16 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, OpenError, journal_path};
+use super::common::{rec, texts};
+use cmdlog_store::{BlobHash, Log, LogConfig, OpenError, journal_path};
 
 use cmdlog_test_support::tamper::crash_copy;
 
 /// Where the write-ahead log's frames start (after its header and two mark blocks).
 const FRAMES_AT: u64 = 3 * 4096;
-
-fn rec(text: &str) -> NewRecord {
-    NewRecord::new(text.as_bytes().to_vec()).stream(format!("s{}", text.len() % 3))
-}
 
 /// Copies a log's two files as they are now: what a crash at this moment leaves.
 fn copy_files(from: &Path, to_dir: &Path, log: bool) -> PathBuf {
@@ -35,23 +32,9 @@ fn discarding() -> LogConfig {
 /// copied as a crash leaves it: redb's file as of the checkpoint, every frame in
 /// the write-ahead log. Returns the copy and the texts the crashed process had.
 fn crashed_with_frames(n: usize) -> (tempfile::TempDir, PathBuf, Vec<String>) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log.redb");
-    let log = Log::open(&path, LogConfig::default()).unwrap();
-    log.append(vec![rec("checkpointed")]).unwrap();
-    drop(log);
-    let crashed = tempfile::tempdir().unwrap();
-    let crashed_path = copy_files(&path, crashed.path(), true);
-    let log = Log::open(&path, LogConfig::default()).unwrap();
-    for i in 0..n {
-        log.append(vec![rec(&format!("acknowledged {i}"))]).unwrap();
-    }
-    let texts = texts(&log);
-    // redb as of the checkpoint, but `META["wal"]` as the running writer left it.
-    std::fs::copy(&path, &crashed_path).unwrap();
-    copy_files(&path, crashed.path(), false);
-    drop(log);
-    (crashed, crashed_path, texts)
+    let (crashed, path, texts, wals) = crashed_in_steps(n);
+    std::fs::write(journal_path(&path), &wals[n]).unwrap();
+    (crashed, path, texts)
 }
 
 fn refusal(path: &Path) -> String {
@@ -260,14 +243,6 @@ fn frame_len(bytes: &[u8], at: u64) -> u64 {
     let payload = u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) as u64;
     let bodies = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap());
     40 + payload + bodies
-}
-
-fn texts(log: &Log) -> Vec<String> {
-    log.range(1, u64::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|r| String::from_utf8(r.bytes).unwrap())
-        .collect()
 }
 
 #[test]
