@@ -57,9 +57,8 @@ fn ceilings() -> Vec<PathBuf> {
 /// [`ceilings`]) or the filesystem's root, nor across a filesystem boundary: a
 /// `/.cmdlog` or `/tmp/.cmdlog` must not collect the sessions of every folder
 /// below it.
-fn project_root(dir: &Path) -> Option<PathBuf> {
+fn project_root(dir: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let ceilings = ceilings();
     let device = std::fs::metadata(dir).ok()?.dev();
     for (i, d) in dir.ancestors().enumerate() {
         let top = d.parent().is_none();
@@ -69,7 +68,11 @@ fn project_root(dir: &Path) -> Option<PathBuf> {
         {
             return None;
         }
-        if d.join(".cmdlog").is_dir() || d.join(".git").exists() {
+        // A `.cmdlog` that is a link, another user's or open to others (one
+        // planted in /tmp) marks no project: the walk goes on past it.
+        let dot = d.join(".cmdlog");
+        let ours = dot.is_dir() && cmdlog_common::private_fs::foreign_folder(&dot).is_none();
+        if ours || d.join(".git").exists() {
             return Some(d.to_path_buf());
         }
     }
@@ -103,6 +106,18 @@ pub fn hook_target(
     payload: &[u8],
     current: Option<PathBuf>,
 ) -> Option<HookTarget> {
+    hook_target_below(agent, workspace, log, payload, current, &ceilings())
+}
+
+/// [`hook_target`], with the folders the project search never climbs into.
+fn hook_target_below(
+    agent: AgentKind,
+    workspace: Option<PathBuf>,
+    log: Option<PathBuf>,
+    payload: &[u8],
+    current: Option<PathBuf>,
+    ceilings: &[PathBuf],
+) -> Option<HookTarget> {
     use std::os::unix::fs::MetadataExt;
     let existing = |p: PathBuf| p.is_dir().then_some(p);
     let payload_cwd = serde_json::from_slice::<Value>(payload)
@@ -123,8 +138,12 @@ pub fn hook_target(
                 .map(PathBuf::from)
                 .and_then(existing)
         })
-        .or_else(|| payload_cwd.as_deref().and_then(project_root))
-        .or_else(|| current.as_deref().and_then(project_root))
+        .or_else(|| {
+            payload_cwd
+                .as_deref()
+                .and_then(|d| project_root(d, ceilings))
+        })
+        .or_else(|| current.as_deref().and_then(|d| project_root(d, ceilings)))
         .or(current.filter(own_folder))
     else {
         return private_hooks_log();
@@ -380,23 +399,27 @@ mod tests {
         std::fs::create_dir_all(repo.join("src/deep")).unwrap();
         let payload = |cwd: &Path| format!(r#"{{"cwd": {:?}}}"#, cwd.to_str().unwrap());
         // A cwd inside a repository records at the repository's root.
-        let t = hook_target(
+        // No folder above the test's own may change its result (a /tmp/.cmdlog).
+        let ceilings = [dir.path().parent().unwrap().to_path_buf()];
+        let t = hook_target_below(
             AgentKind::Codex,
             None,
             None,
             payload(&repo.join("src/deep")).as_bytes(),
             None,
+            &ceilings,
         )
         .unwrap();
         assert_eq!(t.log, repo.join(".cmdlog/log.redb"));
         // A cwd that does not exist is ignored: the folder the hook ran in counts.
         let ghost = dir.path().join("nowhere/at/all");
-        let t = hook_target(
+        let t = hook_target_below(
             AgentKind::Codex,
             None,
             None,
             payload(&ghost).as_bytes(),
             Some(dir.path().to_path_buf()),
+            &ceilings,
         )
         .unwrap();
         assert_eq!(t.workspace, dir.path());

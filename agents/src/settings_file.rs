@@ -228,11 +228,17 @@ impl SettingsPlan {
         self
     }
 
-    /// The mode the file has now, when writing this plan takes group or other
-    /// bits off it (it is to hold a secret).
-    pub fn tightens(&self, file: &SettingsFile) -> Option<u32> {
+    /// What to tell the user when writing this plan takes group or other bits
+    /// off the file (it is to hold a secret), said before it is written.
+    pub fn tightening(&self, file: &SettingsFile) -> Option<String> {
         let mode = std::fs::metadata(&file.target).ok()?.permissions().mode() & 0o7777;
-        (self.secret && mode & 0o077 != 0).then_some(mode)
+        (self.secret && mode & 0o077 != 0).then(|| {
+            format!(
+                "{} was mode 0{mode:o}; now 0{:o}: it holds the daemon's token, which no one else may read",
+                file.path.display(),
+                mode & !0o077
+            )
+        })
     }
 
     /// Whether applying it removes the file (there was none before cmdlog's).

@@ -31,6 +31,21 @@ pub struct Made {
     pub fixed: Vec<String>,
 }
 
+impl std::fmt::Display for Made {
+    /// `created stream CMDLOG, 3 replica(s)`, then a line per setting fixed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}, {} replica(s)",
+            self.action, self.what, self.replicas
+        )?;
+        for fixed in &self.fixed {
+            write!(f, "\n  set {fixed}: a limit would have removed records")?;
+        }
+        Ok(())
+    }
+}
+
 /// The server's version as (major, minor), when it says one.
 fn version(text: &str) -> Option<(u64, u64)> {
     let mut parts = text.trim_start_matches('v').split('.');

@@ -539,6 +539,11 @@ pub async fn log_on_hub(
         )),
         _ => None,
     };
+    let lost = lost.map(|why| {
+        format!(
+            "the hub lost records of log {log_id}: {why}; its stream's limits or retention removed them (`cmdlog hub init` names the setting)"
+        )
+    });
     if let Some(lost) = lost {
         let (seq, hash) = mark.map_or((0, String::new()), |m| (m.seq, m.hash));
         return Ok(Some(LogOnHub {

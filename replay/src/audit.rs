@@ -314,6 +314,23 @@ pub struct Conflict {
     pub fields: Vec<String>,
 }
 
+impl std::fmt::Display for Conflict {
+    /// `seq N: <source> states <fact> differently from seq M (<fields>) in session S`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seq {}: {} states {} differently from seq {} ({}) in session {}; both are kept (`cmdlog show {}`)",
+            self.seq,
+            self.source,
+            self.fact,
+            self.of,
+            self.fields.join(", "),
+            self.session,
+            self.seq
+        )
+    }
+}
+
 impl Conflict {
     /// The conflict `event` records, if it is an `agent/observed` with `differs`.
     pub fn of(event: &Event) -> Option<Conflict> {
@@ -332,6 +349,18 @@ impl Conflict {
                 .unwrap_or_default(),
             fields: o.differs.keys().cloned().collect(),
         })
+    }
+}
+
+impl SessionSummary {
+    /// What `sessions` says after the row of a session with conflicts, else "".
+    pub fn conflicts_note(&self) -> String {
+        match self.conflicts {
+            0 => String::new(),
+            n => format!(
+                "  [{n} fact(s) stated differently by two capture paths: both kept, `cmdlog verify` lists them]"
+            ),
+        }
     }
 }
 

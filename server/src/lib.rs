@@ -39,6 +39,7 @@ mod hooks;
 mod limits;
 mod live;
 mod otlp;
+mod otlp_turns;
 mod permissions;
 mod prompts;
 mod serve;

@@ -81,7 +81,7 @@ pub(crate) struct AppState {
     /// Serializes hook deliveries (`POST /hook/{agent}`).
     pub hooks: tokio::sync::Mutex<Option<cmdlog_agents::RecentDeliveries>>,
     /// Turns for reading and decoding OTLP requests (`POST /v1/logs`).
-    pub otlp_turns: crate::otlp::Turns,
+    pub otlp_turns: crate::otlp_turns::Turns,
     /// What `daemon.json` says: the key hooks are checked with.
     pub daemon: cmdlog_agents::DaemonFile,
     /// Cancelled when the daemon stops: event streams end.
@@ -155,7 +155,7 @@ impl AppState {
             commands_changed,
             shutdown: CancellationToken::new(),
             hooks: tokio::sync::Mutex::new(None),
-            otlp_turns: crate::otlp::Turns::default(),
+            otlp_turns: crate::otlp_turns::Turns::default(),
             daemon,
             transparency,
             redact,

@@ -74,12 +74,8 @@ pub(crate) fn exec(log: &Log, args: AuditArgs, json: bool) -> VerbResult {
     if rows.is_empty() {
         writeln!(out, "(no runs match)")?;
     }
-    for c in &conflicts {
-        writeln!(
-            out,
-            "conflict: seq {}: {} states {} differently from seq {} in session {} (both kept; `cmdlog show {}`)",
-            c.seq, c.source, c.fact, c.of, c.session, c.seq
-        )?;
+    for conflict in &conflicts {
+        writeln!(out, "conflict: {conflict}")?;
     }
     Ok(0)
 }

@@ -178,10 +178,7 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
                 super::output::print_json(&mut out, &made)?;
             }
             for m in made.iter().filter(|_| !json) {
-                writeln!(out, "{} {}, {} replica(s)", m.action, m.what, m.replicas)?;
-                for fixed in &m.fixed {
-                    writeln!(out, "  set {fixed}: a limit would have removed records")?;
-                }
+                writeln!(out, "{m}")?;
             }
             Ok(0)
         }

@@ -14,16 +14,8 @@ use cmdlog_common::ids::new_session_id;
 
 /// Refuses a missing log: read verbs never create one.
 pub(crate) fn require_log(paths: &Paths) -> Result<(), CliError> {
-    // A folder that is a link or open to others is named before "no log": the log
-    // may have been moved away through it.
-    if let Some(folder) = paths.log.parent().filter(|p| !p.as_os_str().is_empty())
-        && let Some(problem) = cmdlog_common::private_fs::foreign_folder(folder)
-    {
-        return Err(open_failure(OpenError::Untrusted {
-            path: folder.to_path_buf(),
-            problem,
-        }));
-    }
+    // Named before "no log": the log may have been moved away through a link.
+    cmdlog_store::check_own_folder(&paths.log).map_err(open_failure)?;
     if paths.log.exists() {
         return Ok(());
     }

@@ -111,16 +111,9 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
         writeln!(out, "(dry run: nothing written)")?;
         return Ok(0);
     }
-    let tightened = plan.tightens(&file);
+    let tightened = plan.tightening(&file).map(|said| format!("{said}\n"));
     let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
-    if let Some(mode) = tightened {
-        writeln!(
-            out,
-            "{} was mode 0{mode:o}; now 0{:o}: it holds the daemon's token, which no one else may read",
-            path.display(),
-            mode & !0o077
-        )?;
-    }
+    write!(out, "{}", tightened.unwrap_or_default())?;
     writeln!(
         out,
         "{} {} in {}",

@@ -35,21 +35,15 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
         let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
         writeln!(
             out,
-            " {:>11}  {}{}",
+            " {:>11}  {}{}{}",
             s.interrupted,
             agents.join(","),
             s.ended
                 .as_deref()
                 .map(|e| format!("  ({e})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            s.conflicts_note()
         )?;
-        if s.conflicts > 0 {
-            writeln!(
-                out,
-                "{:<20} {} fact(s) stated differently by two capture paths (both kept: cmdlog verify lists them)",
-                "", s.conflicts
-            )?;
-        }
     }
     if let Some(identity) = cmdlog_engine::read_identity(log).map_err(store_failure)? {
         writeln!(out, "{}", crate::render::identity(&identity))?;

@@ -261,11 +261,8 @@ fn hub_head(
                     identity.id, f.stream_seq, f.seq, f.why
                 );
             }
-            let lost = h
-                .lost
-                .map(|why| format!("against the hub: the hub lost records of log {}: {why}; its stream's limits or retention removed them (`cmdlog hub init` names the setting)", identity.id));
             let head = (h.seq > 0).then_some((h.seq, h.hash));
-            Ok((head, checkpoint, cosigned, lost))
+            Ok((head, checkpoint, cosigned, h.lost))
         }
         None => {
             eprintln!(
@@ -317,9 +314,10 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
             .map_err(|e| CliError::usage(format!("--witness: {e}")))?;
         let (head, checkpoint, cosigned, lost) =
             hub_head(identity.as_ref(), url, &args.stream, &witnesses)?;
-        if let Some(message) = lost {
-            report.violations.push(Violation { seq: None, message });
-        }
+        let lost = lost.map(|why| format!("against the hub: {why}"));
+        report
+            .violations
+            .extend(lost.map(|message| Violation { seq: None, message }));
         if let Some((seq, hash)) = &head
             && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
         {
@@ -407,17 +405,8 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
                 run.session.as_deref().unwrap_or("-")
             )?;
         }
-        for c in &report.conflicts {
-            writeln!(
-                out,
-                "conflict: seq {}: {} states {} differently from seq {} ({}) in session {}; both are kept",
-                c.seq,
-                c.source,
-                c.fact,
-                c.of,
-                c.fields.join(", "),
-                c.session
-            )?;
+        for conflict in &report.conflicts {
+            writeln!(out, "conflict: {conflict}")?;
         }
         if !spilled.is_empty() {
             writeln!(

@@ -42,7 +42,8 @@ pub use fault::{
 pub use journal::{JournalIo, journal_path};
 pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY_BYTES_MAX};
 pub use log::{
-    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, TreeView, WalDiscard, presence_path,
+    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, TreeView, WalDiscard,
+    check_own_folder, presence_path,
 };
 pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
 pub use redb::StorageBackend;

@@ -338,7 +338,7 @@ fn a_hook_that_states_a_prompt_differently_from_the_telemetry_is_kept_and_flagge
     );
     let audit = w.ok(&["audit"]);
     assert!(
-        audit.contains("state prompt:p-conflict differently"),
+        audit.contains("states prompt:p-conflict differently"),
         "{audit}"
     );
     let sessions = w.ok(&["sessions"]);

@@ -31,7 +31,7 @@
 
 use std::io;
 
-use super::JournalIo;
+use super::file::JournalIo;
 
 const MAGIC: &[u8; 4] = b"CLWM";
 /// The bytes of one encoded mark.

@@ -4,11 +4,13 @@ mod blobs;
 mod create;
 mod open;
 mod overlaid;
+mod presence;
 mod read;
 mod recovery;
 mod tree;
 
-pub use overlaid::presence_path;
+pub use open::check_own_folder;
+pub use presence::presence_path;
 pub use recovery::WalDiscard;
 pub use tree::TreeView;
 

@@ -90,13 +90,13 @@ impl Log {
         }
         // A copy of the marks beside a log that holds nothing yet is a deleted log's.
         let copy = if new_log {
-            super::overlaid::clear_mark_copy(path).map_err(|source| OpenError::Io {
+            super::presence::clear_mark_copy(path).map_err(|source| OpenError::Io {
                 path: super::presence_path(path),
                 source,
             })?;
             None
         } else {
-            super::overlaid::mark_copy(path)
+            super::presence::mark_copy(path)
         };
         let log = Self::from_db(
             db,
@@ -109,7 +109,7 @@ impl Log {
         )?;
         if log.wal_discard.is_some() {
             // The dropped seqs are reused from here on.
-            super::overlaid::clear_mark_copy(path).map_err(|source| OpenError::Io {
+            super::presence::clear_mark_copy(path).map_err(|source| OpenError::Io {
                 path: super::presence_path(path),
                 source,
             })?;
@@ -153,7 +153,7 @@ impl Log {
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
         let journal = crate::journal::MemoryJournal::new(wal_bytes);
-        let copy = super::overlaid::mark_copy(&path);
+        let copy = super::presence::mark_copy(&path);
         Self::from_db(db, path, Box::new(journal), wal_existed, wal, copy, config)
     }
 
@@ -464,9 +464,11 @@ fn owner_only_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File
 /// one else can write: a log's folder may come from elsewhere (a cloned
 /// repository's `.cmdlog/`, a shared temporary folder), and a link planted as
 /// `log.redb-wal` would have the log truncate and overwrite whatever it names.
-/// Checks the folder that holds the log at `path` (see
-/// [`cmdlog_common::private_fs::foreign_folder`]).
-pub(crate) fn check_own_folder(path: &Path) -> Result<(), OpenError> {
+/// Checks the folder that holds the log at `path`: a link, another user's, or
+/// one others can write is refused ([`OpenError::Untrusted`]; see
+/// [`cmdlog_common::private_fs::foreign_folder`]). Every open does; a caller
+/// about to say "no log here" does it first.
+pub fn check_own_folder(path: &Path) -> Result<(), OpenError> {
     let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
         return Ok(());
     };

@@ -12,6 +12,7 @@ use crate::record::Durability;
 use crate::schema::{self, META};
 
 use super::open::waiting_for_lock;
+use super::presence::presence_path;
 use super::{Db, Log, LogConfig, recovery, storage_error};
 
 impl Log {
@@ -190,39 +191,6 @@ fn frames_max(config: &LogConfig) -> u64 {
     (config.checkpoint_bytes / 4).min(SHORT_LIVED_FRAME_BYTES)
 }
 
-/// The file short-lived appenders hold locked shared while they have the log open
-/// (`log.redb` → `log.redb-lock`). It also holds a copy of the write-ahead log's
-/// latest acknowledgement mark, written by each short-lived append (see
-/// `journal/mark.rs`).
-pub fn presence_path(log: &Path) -> PathBuf {
-    let mut name = log.file_name().unwrap_or_default().to_os_string();
-    name.push("-lock");
-    log.with_file_name(name)
-}
-
-/// The copy of the latest acknowledgement mark in the presence file of the log at
-/// `log`, with the file's name. The file is read only when it is this user's own
-/// regular file (no link).
-pub(super) fn mark_copy(log: &Path) -> Option<(journal::Mark, PathBuf)> {
-    let presence = presence_path(log);
-    let file = cmdlog_common::private_fs::open_existing_read(&presence).ok()?;
-    Some((journal::read_copy(&file)?, presence))
-}
-
-/// Forgets the copy of the acknowledgement mark: the log it spoke of was deleted,
-/// or what it named was dropped with the user's consent (its seqs are reused).
-pub(super) fn clear_mark_copy(log: &Path) -> std::io::Result<()> {
-    let presence = presence_path(log);
-    match cmdlog_common::private_fs::open_existing_rw(&presence) {
-        Ok(file) => {
-            JournalIo::write_at(&file, 0, &[0u8; journal::MARK_BYTES])?;
-            file.sync_data()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 fn open_redb_read_only(
     path: &Path,
     config: &LogConfig,
@@ -254,7 +222,7 @@ fn lay_frames(
     scan: Option<Scan>,
 ) -> Result<Option<(Overlay, usize)>, OpenError> {
     let read = db.begin_read().map_err(|e| storage_error(path)(e.into()))?;
-    let copy = mark_copy(path).map(|(mark, _)| mark);
+    let copy = super::presence::mark_copy(path).map(|(mark, _)| mark);
     let over = recovery::frames_over(&read, path, scan, copy)?;
     let mut head = over.redb_head;
     let mut overlay = Overlay::default();
