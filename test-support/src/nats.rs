@@ -93,11 +93,24 @@ impl NatsServer {
             .spawn()
             .expect("nats-server starts");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Wait for the server to listen (a node of a cluster recovers its streams
+        // first, which on a loaded machine takes a while); a server that exited
+        // fails at once. The deadline is only a net for a hung one.
+        let deadline = Instant::now() + Duration::from_secs(180);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "nats-server on {} exited before listening: {status}",
+                    self.port
+                );
+            }
             assert!(
                 Instant::now() < deadline,
-                "nats-server did not listen on {}",
+                "nats-server did not listen on {} in 180 s",
                 self.port
             );
             std::thread::sleep(Duration::from_millis(20));

@@ -231,21 +231,26 @@ impl Journal {
         ));
         head.extend_from_slice(&frame.payload);
         let mut at = self.end;
+        self.dirty_end = self.dirty_end.max(at + head.len() as u64);
         self.io.write_at(at, &head)?;
         at += head.len() as u64;
         for body in &frame.bodies {
+            self.dirty_end = self.dirty_end.max(at + body.len() as u64);
             self.io.write_at(at, body)?;
             at += body.len() as u64;
         }
+        // A frame of snapshots alone is a cache: the next frame's sync makes it
+        // durable, and a crash before that leaves it torn at the end, dropped.
+        let synced = !(frame.cache_only && self.cache_frames_unsynced);
+        if synced {
+            self.io.sync_data()?;
+        }
+        // Past the frame only once it is where it must be (synced, or a cache).
         self.end = at;
-        self.dirty_end = self.dirty_end.max(at);
         if let Some(last) = frame.last {
             self.last = last;
         }
-        // A frame of snapshots alone is a cache: the next frame's sync makes it
-        // durable, and a crash before that leaves it torn at the end, dropped.
-        if !(frame.cache_only && self.cache_frames_unsynced) {
-            self.io.sync_data()?;
+        if synced {
             self.write_mark();
         }
         Ok(())
