@@ -105,7 +105,13 @@ impl Facts {
                 let fields = probe
                     .data
                     .and_then(|d| serde_json::from_str::<Map<String, Value>>(d.get()).ok())
-                    .map(|m| m.into_iter().map(|(k, v)| (k, value_hash(&v))).collect())
+                    // A field the first event left empty is one a later source adds.
+                    .map(|m| {
+                        m.into_iter()
+                            .filter(|(_, v)| !says_nothing(v))
+                            .map(|(k, v)| (k, value_hash(&v)))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 self.known.insert(fact, (record.seq, fields));
             }
@@ -170,7 +176,7 @@ impl Facts {
             let mut adds = Map::new();
             let mut differs = Map::new();
             for (k, v) in data_fields(&p.data) {
-                if v.is_null() {
+                if says_nothing(&v) {
                     continue;
                 }
                 match first.iter().find(|(name, _)| *name == k) {
@@ -264,10 +270,27 @@ impl FactCache {
 }
 
 /// A hash of a field's value, to tell two sources' values apart without keeping
-/// them.
+/// them. A string that holds JSON (telemetry gives a call's input as text) is
+/// hashed as the JSON it holds, so one input given two ways is one value.
 fn value_hash(value: &Value) -> u64 {
-    let hash = blake3::hash(value.to_string().as_bytes());
+    let parsed = match value {
+        Value::String(s) if s.starts_with(['{', '[']) => serde_json::from_str::<Value>(s).ok(),
+        _ => None,
+    };
+    let hash = blake3::hash(parsed.as_ref().unwrap_or(value).to_string().as_bytes());
     u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// Whether a source's value says nothing (telemetry without the prompt's text
+/// gives an empty one): no conflict with a value that says something.
+fn says_nothing(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
 }
 
 /// Whether `field` is part of what `fact` states (where two sources must agree),

@@ -388,3 +388,29 @@ fn a_later_source_that_states_a_fact_differently_is_kept_and_the_conflict_marked
             .is_empty()
     );
 }
+
+#[test]
+fn a_source_that_says_nothing_of_a_content_or_says_it_as_text_is_no_conflict() {
+    // Telemetry without the prompt's text (the agent not told to log prompts),
+    // then the hook with it: the hook's text is added, not a conflict.
+    let (_dir, log) = log();
+    ingest(
+        &log,
+        &claude_request(&[("user_prompt", 1, vec![("prompt.id", json!(PROMPT))])]),
+        false,
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "the text", "prompt_id": PROMPT}),
+    );
+    let all = events(&log);
+    let observed = all.iter().find(|e| e["type"] == "agent/observed").unwrap();
+    assert_eq!(observed["data"]["adds"]["text"], "the text", "{observed}");
+    assert!(observed["data"].get("differs").is_none(), "{observed}");
+    assert!(
+        cmdlog_replay::verify(&log, |_| {})
+            .unwrap()
+            .conflicts
+            .is_empty()
+    );
+}
