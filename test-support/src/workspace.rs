@@ -81,6 +81,20 @@ impl Workspace {
         std::env::join_paths(parents).unwrap()
     }
 
+    /// `cmdlog hook AGENT` in the workspace with `payload` on its stdin, waited for.
+    pub fn hook(&self, agent: &str, payload: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd(&["hook", agent])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
     /// The default log: `.cmdlog/log.redb` in the workspace.
     pub fn log_path(&self) -> PathBuf {
         self.ws.path().join(".cmdlog/log.redb")

@@ -799,17 +799,8 @@ fn links_planted_in_a_cloned_log_folder_are_refused_by_name_and_written_through_
     assert!(!w.run(&["log"]).status.success(), "no log to read");
     // A hook never fails its agent: it keeps the payload aside, and writes nothing
     // through the link either.
-    let mut hook = w
-        .cmd(&["hook", "claude-code"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"hi"}"#)
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
+    let payload = br#"{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"hi"}"#;
+    assert!(w.hook("claude-code", payload).status.success());
     assert_eq!(std::fs::read(&victim).unwrap(), precious);
 
     // The log file itself as a link; then a real log that others can write.

@@ -2,9 +2,7 @@
 //! never read as the end of the log, named by every verb, dropped only with
 //! `cmdlog recover --discard-damaged-wal` (design R14).
 
-use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::process::Stdio;
 
 use cmdlog_store::journal_path;
 use cmdlog_test_support::Workspace;
@@ -13,17 +11,7 @@ use cmdlog_test_support::Workspace;
 const FRAMES_AT: usize = 3 * 4096;
 
 fn hook(w: &Workspace, payload: &str) {
-    let mut hook = w
-        .cmd(&["hook", "claude-code"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
+    assert!(w.hook("claude-code", payload.as_bytes()).status.success());
 }
 
 /// The start of each frame in the write-ahead log.
