@@ -34,6 +34,7 @@ mod commands;
 mod limits;
 mod lines;
 mod load;
+mod outbox;
 mod proxy;
 mod record;
 mod rpc;
@@ -50,10 +51,11 @@ pub use checks::{
 };
 pub use commands::{AGENT_PROVIDER_PRIORITY, AgentCommands, merge};
 pub use lines::{Line, LineReader};
+pub use outbox::{Closed, Inbox, Outbox, outbox, write_lines};
 pub use proxy::{ProxyError, run_proxy};
 pub use record::{EngineSource, Recorder};
 pub use rpc::{
     CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, Incoming, Kind, LINE_BYTES_MAX,
-    METHOD_NOT_FOUND, Peer, RpcError, kind, notification, response, write_lines,
+    METHOD_NOT_FOUND, Peer, RpcError, kind, notification, response,
 };
 pub use turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry, with_text};

@@ -15,6 +15,8 @@ use cmdlog_engine::{Engine, Event, EventData, valid_id};
 use serde_json::{Value, json};
 
 use crate::checks::is_session_update_kind;
+use crate::outbox::Outbox;
+use crate::rpc::notification;
 
 /// The log key of an agent's session id: itself when it is a valid cmdlog id,
 /// else `acp-` and a hash of it.
@@ -154,18 +156,25 @@ pub(crate) fn restore_request(
 
 /// Records of a session read at once while its history is replayed.
 const HISTORY_PAGE_RECORDS: usize = 256;
+/// Bytes of replayed history let wait for the editor before the next page is
+/// read: a slow editor holds the replay back, not the proxy's memory.
+const HISTORY_BYTES_WAITING: usize = 1 << 20;
 
-/// A session's history as the `session/update`s that replay it, each handed to
-/// `send` in order: its prompts and the ACP updates the agent sent (cmdlog's own
-/// `turn_complete`, `turn_error` and command lists left out: they are not
-/// conversation). Read a page of records at a time, so a session of any length
-/// is replayed in bounded memory.
-pub(crate) fn each_history_update(engine: &Engine, session: &str, mut send: impl FnMut(Value)) {
+/// Sends `session`'s history to the editor as the `session/update`s that
+/// replay it, under the editor's id `editor_sid`, in order: its prompts and the
+/// ACP updates the agent sent (cmdlog's own `turn_complete`, `turn_error` and
+/// command lists left out: they are not conversation). A page of records is
+/// read at a time and the next waits until the editor has taken most of it, so
+/// a session of any length is replayed in bounded memory.
+pub(crate) async fn replay_history(engine: &Engine, session: &str, editor_sid: &str, to: &Outbox) {
     let log = engine.log();
     let Ok(seqs) = log.stream_seqs(session, 0) else {
         return;
     };
     for page in seqs.chunks(HISTORY_PAGE_RECORDS) {
+        if !to.room(HISTORY_BYTES_WAITING).await {
+            return;
+        }
         let Ok(records) = log.records_at(page) else {
             return;
         };
@@ -185,7 +194,13 @@ pub(crate) fn each_history_update(engine: &Engine, session: &str, mut send: impl
                 _ => None,
             };
             if let Some(update) = update {
-                send(update);
+                let line = notification(
+                    "session/update",
+                    json!({"sessionId": editor_sid, "update": update}),
+                );
+                if to.send(line.to_string()).is_err() {
+                    return;
+                }
             }
         }
     }

@@ -15,18 +15,18 @@ use cmdlog_engine::{
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
 use crate::agent::{AgentCommand, StartError};
 use crate::commands::{AgentCommands, merge};
 use crate::limits::{AGENT_EXIT_DRAIN, AGENT_LIST_WAIT, EDITOR_GONE_GRACE};
 use crate::lines::{Line, LineReader};
 use crate::load::{
-    AgentCaps, Restore, advertised, each_history_update, restore_request, resume_request,
-    session_key, translate,
+    AgentCaps, Restore, advertised, replay_history, restore_request, resume_request, session_key,
+    translate,
 };
+use crate::outbox::{Outbox, outbox, write_lines};
 use crate::record::Recorder;
-use crate::rpc::{self, Kind, LINE_BYTES_MAX, write_lines};
+use crate::rpc::{self, Kind, LINE_BYTES_MAX};
 use crate::turn::{RegistryTurn, TurnPrompt, message_chunk, prompt_text, through_registry};
 
 /// What the editor asked the agent, remembered until the answer.
@@ -76,7 +76,7 @@ struct Proxy {
     /// Each session's latest command list from the agent: the whole update,
     /// its `_meta` too.
     agent_lists: Mutex<HashMap<String, Value>>,
-    to_client: mpsc::UnboundedSender<String>,
+    to_client: Outbox,
     /// What the agent can do to get a session back.
     caps: Mutex<AgentCaps>,
     /// Sessions the editor reopened whose agent session has another id: the
@@ -85,7 +85,7 @@ struct Proxy {
     /// cmdlog's own request ids to the agent.
     own_ids: std::sync::atomic::AtomicU64,
     /// Taken when the editor closes its side: the agent's stdin closes with it.
-    to_agent: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    to_agent: Mutex<Option<Outbox>>,
 }
 
 fn id_key(id: &Value) -> String {
@@ -123,8 +123,8 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (mut child, agent_in, agent_out) = crate::agent::start(command, cwd)?;
-    let (to_client, client_lines) = mpsc::unbounded_channel();
-    let (to_agent, agent_lines) = mpsc::unbounded_channel();
+    let (to_client, client_lines) = outbox();
+    let (to_agent, agent_lines) = outbox();
     let client_writer = tokio::spawn(write_lines(editor_out, client_lines));
     let agent_writer = tokio::spawn(write_lines(agent_in, agent_lines));
     let recorder = Recorder::start({
@@ -548,7 +548,8 @@ impl Proxy {
                         replay,
                     }) => {
                         self.message(Some(&session), AcpDirection::FromAgent, message.clone());
-                        self.restored(editor_id, editor_sid, session, (how, replay), &message);
+                        self.restored(editor_id, editor_sid, session, (how, replay), &message)
+                            .await;
                     }
                     Some(ClientAsked::NewSession) | Some(ClientAsked::LoadSession(_))
                         if message.get("error").is_none() =>
@@ -712,7 +713,7 @@ impl Proxy {
 
     /// The agent has the session back (or could not): the editor gets the
     /// history from the log, then its answer — an error as the agent gave it.
-    fn restored(
+    async fn restored(
         self: &Arc<Self>,
         editor_id: Value,
         editor_sid: String,
@@ -736,15 +737,7 @@ impl Proxy {
             }
         }
         if replay {
-            each_history_update(&self.engine, &session, |update| {
-                let _ = self.to_client.send(
-                    rpc::notification(
-                        "session/update",
-                        json!({"sessionId": editor_sid, "update": update}),
-                    )
-                    .to_string(),
-                );
-            });
+            replay_history(&self.engine, &session, &editor_sid, &self.to_client).await;
         }
         let _ = self
             .to_client

@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{oneshot, watch};
 
 use crate::lines::{Line, LineReader};
+use crate::outbox::{Outbox, outbox, write_lines};
 
 pub use crate::limits::LINE_BYTES_MAX;
 
@@ -140,7 +141,7 @@ type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>;
 
 /// One side of a JSON-RPC connection.
 pub struct Peer {
-    out: mpsc::UnboundedSender<String>,
+    out: Outbox,
     pending: Arc<Pending>,
     next_id: AtomicU64,
     closed: watch::Receiver<bool>,
@@ -157,7 +158,7 @@ impl Peer {
         W: AsyncWrite + Unpin + Send + 'static,
         H: FnMut(&Arc<Peer>, Incoming) + Send + 'static,
     {
-        let (out, lines) = mpsc::unbounded_channel::<String>();
+        let (out, lines) = outbox();
         let (closed_tx, closed) = watch::channel(false);
         let pending: Arc<Pending> = Arc::default();
         let peer = Arc::new(Peer {
@@ -295,29 +296,6 @@ impl Peer {
     }
 }
 
-/// Writes lines as they come, each with its newline; the lines already waiting go
-/// out in one write. Ends when the senders are gone or the writer fails.
-pub async fn write_lines(
-    mut out: impl AsyncWrite + Unpin,
-    mut lines: mpsc::UnboundedReceiver<String>,
-) {
-    let mut buffer = String::new();
-    while let Some(line) = lines.recv().await {
-        buffer.clear();
-        buffer.push_str(&line);
-        buffer.push('\n');
-        while buffer.len() < 1 << 20
-            && let Ok(more) = lines.try_recv()
-        {
-            buffer.push_str(&more);
-            buffer.push('\n');
-        }
-        if out.write_all(buffer.as_bytes()).await.is_err() || out.flush().await.is_err() {
-            break;
-        }
-    }
-}
-
 /// A notification message.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
@@ -342,6 +320,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::sync::mpsc;
 
     #[test]
     fn messages_are_classified_by_json_rpc_rules() {

@@ -18,7 +18,7 @@ fn agent_script() -> String {
     )
 }
 
-fn workspace() -> Workspace {
+pub(crate) fn workspace() -> Workspace {
     let w = Workspace::new();
     w.put("ws/.cmdlog/commands/greet.md", "Say hello to $1.\n");
     w
@@ -416,21 +416,21 @@ fn the_log_holds_both_directions(ctx: &Bridged<'_>) {
 }
 
 /// One side of a line-based JSON-RPC conversation with `cmdlog acp`.
-struct Stdio2 {
-    child: std::process::Child,
-    input: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-    seen: Vec<Value>,
+pub(crate) struct Stdio2 {
+    pub(crate) child: std::process::Child,
+    pub(crate) input: std::process::ChildStdin,
+    pub(crate) lines: std::sync::mpsc::Receiver<Value>,
+    pub(crate) seen: Vec<Value>,
 }
 
 impl Stdio2 {
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         writeln!(self.input, "{message}").unwrap();
         self.input.flush().unwrap();
     }
 
     /// Reads messages until one matches; keeps them all.
-    fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -567,7 +567,7 @@ fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
 
 /// Starts `cmdlog acp` in front of the scripted agent, the agent's reads logged
 /// to `agent_log`.
-fn acp_proxy(w: &Workspace, agent_log: &std::path::Path) -> Stdio2 {
+pub(crate) fn acp_proxy(w: &Workspace, agent_log: &std::path::Path) -> Stdio2 {
     acp_proxy_env(w, agent_log, &[])
 }
 

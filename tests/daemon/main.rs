@@ -1,5 +1,6 @@
 //! `cmdlog serve` end to end: the `qwen serve` wire, the ACP bridge with a scripted agent, and the published clients (`tests/node`).
 
+mod acp_history;
 mod bridge;
 mod node_clients;
 mod otlp;
