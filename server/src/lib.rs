@@ -31,6 +31,7 @@
 //! ```
 
 mod agent;
+pub mod attach;
 mod auth;
 mod bridge;
 mod commands;
