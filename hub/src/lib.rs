@@ -27,6 +27,7 @@
 //! assert_eq!(subject("CMDLOG", "71a5"), "cmdlog.log.71a5");
 //! ```
 
+mod against;
 mod audit;
 mod chain;
 mod checkpoints;
@@ -42,6 +43,7 @@ mod push;
 mod read;
 mod witness;
 
+pub use against::{Against, AgainstError};
 pub use audit::{Audited, HubAuditFilter, HubAuditRead, HubRow, hub_audit};
 pub use chain::{Foreign, Survey};
 pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_checkpoint};

@@ -1,0 +1,207 @@
+//! `cmdlog verify`: the chain, seqs, lifecycle invariants and blobs; with
+//! `--expect-head`, also that the log still holds a head recorded elsewhere.
+
+mod report;
+
+use clap::Args;
+use cmdlog_engine::LogIdentity;
+use cmdlog_replay::{Violation, check_expected_head, verify};
+use cmdlog_store::Log;
+
+use super::progress::Progress;
+use super::{CliError, SETTLED_ERROR, VerbResult, hub_failure, store_failure};
+use crate::render;
+
+#[derive(Args, Debug)]
+pub(crate) struct VerifyArgs {
+    /// A head recorded earlier (`cmdlog verify` prints it), as SEQ:HASH: a log that
+    /// no longer reaches it was rolled back, one with another hash there forked
+    #[arg(long, value_name = "SEQ:HASH")]
+    expect_head: Option<String>,
+    /// Also compare the log with its copy on this hub (`cmdlog push`): a log
+    /// the hub holds more of was rolled back, one with another hash forked
+    #[arg(long, value_name = "URL")]
+    against: Option<String>,
+    /// The hub's stream (with --against)
+    #[arg(
+        long,
+        env = "CMDLOG_HUB_STREAM",
+        default_value = "CMDLOG",
+        requires = "against"
+    )]
+    stream: String,
+    /// A checkpoint saved earlier (`cmdlog checkpoint -o FILE`): check its
+    /// signature and that the log still holds the tree it commits to — not cut
+    /// short, not replaced by an older copy, nothing before it changed
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<std::path::PathBuf>,
+    /// The verifier key to check the checkpoint's signature with (`cmdlog key`
+    /// prints it) [default: the log's own key file]; repeat for several
+    #[arg(long, value_name = "KEY")]
+    vkey: Vec<String>,
+    /// With --against: require a cosignature by this witness (its key, as
+    /// `cmdlog witness` prints it) on a checkpoint this log is consistent with;
+    /// repeatable
+    #[arg(long, value_name = "KEY", requires = "against")]
+    witness: Vec<String>,
+    #[command(flatten)]
+    key: super::checkpoint::KeyArgs,
+}
+
+/// The keys a checkpoint of this log is checked with: each `--vkey`, else the
+/// log's own key file.
+fn verifiers(
+    identity: &LogIdentity,
+    args: &VerifyArgs,
+) -> Result<Vec<cmdlog_tlog::NoteVerifier>, CliError> {
+    if !args.vkey.is_empty() {
+        return args
+            .vkey
+            .iter()
+            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::usage(format!("--vkey: {e}")));
+    }
+    match cmdlog_replay::log_verifier(&identity.id, args.key.key.as_deref())
+        .map_err(super::checkpoint::key_failure)?
+    {
+        Some(v) => Ok(vec![v]),
+        None => Err(CliError::not_found(format!(
+            "no key of log {} here to check a checkpoint's signature with",
+            identity.id
+        ))
+        .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)")),
+    }
+}
+
+/// Checks the log against a saved checkpoint: `Ok(Some(violation))` when it does
+/// not hold what the checkpoint commits to, or the checkpoint does not verify.
+fn check_checkpoint(
+    log: &Log,
+    identity: Option<&LogIdentity>,
+    args: &VerifyArgs,
+    file: &std::path::Path,
+) -> Result<(Option<Violation>, Option<serde_json::Value>), CliError> {
+    let Some(identity) = identity else {
+        return Ok((
+            Some(Violation {
+                seq: None,
+                message: "this log has no id, so no checkpoint was ever made of it".into(),
+            }),
+            None,
+        ));
+    };
+    let saved = super::prove::read_checkpoint(file)?;
+    let verifiers = verifiers(identity, args)?;
+    let origin = cmdlog_replay::origin(&identity.id);
+    match cmdlog_replay::check_saved(log, &saved, &origin, &verifiers) {
+        Ok((checkpoint, view)) => Ok((
+            None,
+            Some(serde_json::json!({
+                "file": file.display().to_string(),
+                "size": checkpoint.size,
+                "log_size": view.size(),
+                "consistent": true,
+            })),
+        )),
+        Err(e) if !e.is_finding() => Err(super::checkpoint::checkpoint_failure(e)),
+        Err(e) => Ok((
+            Some(Violation {
+                seq: None,
+                message: format!("checkpoint {}: {e}", file.display()),
+            }),
+            Some(serde_json::json!({
+                "file": file.display().to_string(),
+                "consistent": false,
+                "problem": e.to_string(),
+            })),
+        )),
+    }
+}
+
+/// Checks the log against what the hub at `url` holds of it (`--against`):
+/// the violations; what is no fault of the log is said on stderr.
+fn check_against(
+    log: &Log,
+    identity: Option<&LogIdentity>,
+    args: &VerifyArgs,
+    url: &str,
+) -> Result<Vec<Violation>, CliError> {
+    let witnesses = args
+        .witness
+        .iter()
+        .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::usage(format!("--witness: {e}")))?;
+    let Some(identity) = identity else {
+        eprintln!(
+            "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
+        );
+        return Ok(vec![]);
+    };
+    super::hub::refuse_url_secrets(url)?;
+    let options = cmdlog_hub::HubOptions::from_env(url, &args.stream);
+    let mut against = super::hub::runtime()?
+        .block_on(cmdlog_hub::Against::read(&options, identity, &witnesses))
+        .map_err(hub_failure)?;
+    let verifiers = if against.needs_keys() {
+        verifiers(identity, args)?
+    } else {
+        vec![]
+    };
+    let found = against.check(log, identity, &verifiers);
+    for note in &against.notes {
+        eprintln!("cmdlog: verify: {}", render::clean(note));
+    }
+    found.map_err(|e| match e {
+        cmdlog_hub::AgainstError::Read(e) => store_failure(e),
+        cmdlog_hub::AgainstError::Checkpoint(e) => super::checkpoint::checkpoint_failure(e),
+    })
+}
+
+/// `SEQ:HASH` with a 64-hex-character hash.
+fn parse_head(text: &str) -> Result<(u64, String), CliError> {
+    let usage = || {
+        CliError::usage(format!(
+            "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
+            "0".repeat(64)
+        ))
+    };
+    let (seq, hash) = text.split_once(':').ok_or_else(usage)?;
+    let seq = seq.parse::<u64>().map_err(|_| usage())?;
+    if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(usage());
+    }
+    Ok((seq, hash.to_ascii_lowercase()))
+}
+
+pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbResult {
+    let log = &super::open::open_existing(paths)?;
+    let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
+    let identity = cmdlog_engine::read_identity(log).map_err(store_failure)?;
+    let bar = Progress::new(log.head().seq, "verify");
+    let mut report = verify(log, bar.tick()).map_err(store_failure)?;
+    bar.finish();
+    if let Some((seq, hash)) = &expected
+        && let Some(message) = check_expected_head(log, *seq, hash).map_err(store_failure)?
+    {
+        report.violations.push(Violation {
+            seq: Some(*seq),
+            message,
+        });
+    }
+    if let Some(url) = &args.against {
+        let found = check_against(log, identity.as_ref(), &args, url)?;
+        report.violations.extend(found);
+    }
+    let mut checkpoint_json = None;
+    if let Some(file) = &args.checkpoint {
+        let (violation, value) = check_checkpoint(log, identity.as_ref(), &args, file)?;
+        report.violations.extend(violation);
+        checkpoint_json = value;
+    }
+    // Hook payloads that wait in the spill folder are not in the log yet.
+    let spill = cmdlog_agents::Spill::for_log(log.path()).report();
+    report::print(&report, identity.as_ref(), &spill, checkpoint_json, json)?;
+    Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })
+}
