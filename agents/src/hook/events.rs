@@ -1,0 +1,289 @@
+//! One planner per hook event, and the table that names them: Claude Code's and
+//! Qwen Code's names (`UserPromptSubmit`, `PreToolUse`, …), Codex's (the same
+//! names, its own fields, and `Interrupt`), Gemini CLI's (`BeforeAgent`,
+//! `BeforeTool`, `AfterTool`, `AfterAgent`). An event the table does not name
+//! is kept whole as `agent/event` ([`kept`]). A new hook event is a function
+//! here and a row in [`PLANNERS`].
+
+use cmdlog_engine::{
+    AgentEvent, Delivery, EventData, Outcome, PermissionResolved, SessionEnded, SessionPrompt,
+};
+use serde_json::{Value, json};
+
+use super::{
+    Expansion, Planning, agent_run, permission_request, rest_of, split_line, tool_call_id,
+    with_input,
+};
+use crate::kind::{text, tool_kind};
+use crate::plan::{PlannedData, Tie};
+
+/// What plans one hook event's payload.
+pub(crate) type Planner = fn(&mut Planning);
+
+/// Each hook event cmdlog maps, by the names the agents send it under.
+pub(crate) const PLANNERS: &[(&[&str], Planner)] = &[
+    (&["UserPromptSubmit", "BeforeAgent"], prompt_submitted),
+    (&["UserPromptExpansion"], prompt_expanded),
+    (&["PreToolUse", "BeforeTool"], tool_started),
+    (&["PostToolUse", "AfterTool"], tool_finished),
+    (&["PostToolUseFailure"], tool_failed),
+    (&["PostToolBatch"], tool_batch),
+    (&["PermissionRequest"], permission_asked),
+    (&["PermissionDenied"], permission_denied),
+    (&["Stop", "AfterAgent"], turn_ended),
+    (&["Interrupt"], turn_interrupted),
+    (&["SessionEnd"], session_ended),
+    (&["StopFailure"], turn_failed),
+];
+
+fn ready(d: EventData) -> PlannedData {
+    PlannedData::Ready(d)
+}
+
+fn update(u: Value) -> PlannedData {
+    PlannedData::Ready(EventData::SessionUpdate(u))
+}
+
+/// A prompt, as the agent sends it to the model.
+fn prompt_submitted(p: &mut Planning) {
+    let payload = p.payload;
+    let prompt = text(payload, "prompt").unwrap_or("").to_string();
+    let submitted = text(payload, "submitted_prompt").filter(|s| !s.is_empty());
+    if prompt.is_empty() && submitted.is_none() {
+        // Qwen Code sends one after each tool result: nothing was prompted.
+        p.items.push(ready(EventData::AgentEvent(AgentEvent {
+            agent: p.agent.name().into(),
+            event: p.event.into(),
+            data: Value::Object(rest_of(payload, &[])),
+            bookkeeping: true,
+        })));
+        return;
+    }
+    // Qwen Code names the line typed beside its expansion: a slash command is a
+    // run, unless its UserPromptExpansion hook recorded it already.
+    if let Some(line) = submitted.filter(|s| s.trim_start().starts_with('/') && *s != prompt) {
+        let (name, raw_input) = split_line(line);
+        let run_index = p.items.len();
+        p.items.push(ready(agent_run(&name, &raw_input, None)));
+        p.items.push(PlannedData::DoneOf {
+            run_index,
+            outcome: Outcome::Success {
+                text: None,
+                prompt: Some(prompt.clone()),
+                source_event_seq: None,
+            },
+            agent_check: None,
+        });
+        p.ties.push((run_index, Tie::FallbackRun));
+        p.expansion = Some(Expansion {
+            name,
+            raw_input,
+            prompt: Some(prompt.clone()),
+            done_index: run_index + 1,
+        });
+    }
+    if submitted.is_some_and(|s| s.trim_start().starts_with('/')) {
+        p.ties.push((p.items.len(), Tie::FromLatestRun));
+    }
+    p.items.push(ready(EventData::SessionPrompt(SessionPrompt {
+        text: prompt,
+        delivery: Delivery::Idle,
+        from_run: None,
+        injections: Vec::new(),
+        prompt_id: text(payload, "prompt_id")
+            .or_else(|| text(payload, "turn_id"))
+            .map(str::to_string),
+        blocks: Vec::new(),
+    })));
+}
+
+/// A slash command the agent expanded: a run and its settling, the agent's
+/// expansion as the outcome when the payload carries it.
+fn prompt_expanded(p: &mut Planning) {
+    let payload = p.payload;
+    let name = text(payload, "command_name")
+        .unwrap_or("")
+        .trim_start_matches('/')
+        .to_string();
+    let args = text(payload, "command_args").unwrap_or("");
+    let raw_input = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" {args}")
+    };
+    let prompt = text(payload, "prompt").map(str::to_string);
+    // Claude Code sends the line as typed; Qwen Code the expansion.
+    let typed = prompt.as_deref().is_some_and(|p| {
+        let p = p.trim_start();
+        p.strip_prefix('/')
+            .and_then(|rest| rest.strip_prefix(name.as_str()))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+    });
+    let expanded = prompt.filter(|_| !typed);
+    let run_index = p.items.len();
+    if let Some(id) = text(payload, "prompt_id").filter(|id| !id.is_empty()) {
+        p.named.push((run_index, format!("command:{id}")));
+    }
+    p.items
+        .push(ready(agent_run(&name, &raw_input, p.run_release.clone())));
+    p.items.push(PlannedData::DoneOf {
+        run_index,
+        outcome: Outcome::Success {
+            // Where it came from in the agent (`plugin`, `skill`, …).
+            text: text(payload, "command_source").map(|s| format!("source: {s}")),
+            prompt: expanded.clone(),
+            source_event_seq: None,
+        },
+        agent_check: None,
+    });
+    p.expansion = Some(Expansion {
+        name,
+        raw_input,
+        prompt: expanded,
+        done_index: run_index + 1,
+    });
+}
+
+fn tool_started(p: &mut Planning) {
+    let tool = text(p.payload, "tool_name").unwrap_or("tool");
+    p.items.push(update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": tool_call_id(p.payload),
+        "title": tool,
+        "kind": tool_kind(tool),
+        "status": "pending",
+        "rawInput": p.payload.get("tool_input").cloned().unwrap_or(Value::Null),
+    })));
+}
+
+fn tool_finished(p: &mut Planning) {
+    let failed = p
+        .payload
+        .pointer("/tool_response/error")
+        .is_some_and(|e| !e.is_null());
+    let mut call = json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": tool_call_id(p.payload),
+        "status": if failed { "failed" } else { "completed" },
+        "rawOutput": p.payload.get("tool_response").cloned().unwrap_or(Value::Null),
+    });
+    with_input(&mut call, p.payload);
+    p.items.push(update(call));
+}
+
+fn tool_failed(p: &mut Planning) {
+    let mut call = json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": tool_call_id(p.payload),
+        "status": "failed",
+        "rawOutput": {"error": p.payload.get("error").cloned().unwrap_or(Value::Null)},
+    });
+    with_input(&mut call, p.payload);
+    p.items.push(update(call));
+}
+
+/// Every call of the batch, settled where nothing settled it yet: a call that
+/// was denied or blocked gets no PostToolUse. Without a status (Claude Code
+/// gives none) such a call did not run.
+fn tool_batch(p: &mut Planning) {
+    for call in p.payload["tool_calls"].as_array().into_iter().flatten() {
+        let failed = !matches!(
+            call["status"]
+                .as_str()
+                .or(call["execution_status"].as_str()),
+            Some("success" | "completed")
+        );
+        let mut settled = json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": tool_call_id(call),
+            "status": if failed { "failed" } else { "completed" },
+            "rawOutput": call.get("tool_response").cloned().unwrap_or(Value::Null),
+        });
+        with_input(&mut settled, call);
+        p.ties.push((p.items.len(), Tie::SettleIfOpen));
+        p.items.push(update(settled));
+    }
+}
+
+fn permission_asked(p: &mut Planning) {
+    // Claude Code 2.1.332 and Codex name no call: tied to the pending one.
+    if text(p.payload, "tool_use_id")
+        .or_else(|| text(p.payload, "tool_call_id"))
+        .is_none()
+    {
+        p.ties.push((p.items.len(), Tie::FindCall));
+    }
+    p.items
+        .push(ready(EventData::PermissionRequested(permission_request(
+            p.payload, "ask",
+        ))));
+}
+
+/// Denied without asking anyone: the request and its answer.
+fn permission_denied(p: &mut Planning) {
+    let request = permission_request(p.payload, "denied");
+    let request_id = request.request_id.clone();
+    p.items.push(ready(EventData::PermissionRequested(request)));
+    p.items.push(ready(EventData::PermissionResolved(PermissionResolved {
+        request_id,
+        decision: json!({"outcome": "selected", "optionId": "reject", "reason": p.payload.get("reason")}),
+        ..Default::default()
+    })));
+}
+
+/// The turn ended: the agent's last message, then the end.
+fn turn_ended(p: &mut Planning) {
+    let last = text(p.payload, "last_assistant_message")
+        .or_else(|| text(p.payload, "prompt_response"))
+        .filter(|m| !m.is_empty());
+    if let Some(message) = last {
+        p.items.push(update(json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": message},
+        })));
+    }
+    p.items.push(update(json!({
+        "sessionUpdate": "turn_complete",
+        "stopReason": "end_turn",
+    })));
+}
+
+/// Codex: the user interrupted the turn (no Stop follows).
+fn turn_interrupted(p: &mut Planning) {
+    p.items.push(update(json!({
+        "sessionUpdate": "turn_complete",
+        "stopReason": "cancelled",
+    })));
+}
+
+/// The agent ended its session (and may resume it): why, and the rest of what
+/// it said.
+fn session_ended(p: &mut Planning) {
+    let details = rest_of(p.payload, &["reason"]);
+    p.items.push(ready(EventData::SessionEnded(SessionEnded {
+        reason: text(p.payload, "reason").map(str::to_string),
+        details: (!details.is_empty()).then_some(Value::Object(details)),
+    })));
+}
+
+fn turn_failed(p: &mut Planning) {
+    p.items.push(update(json!({
+        "sessionUpdate": "turn_error",
+        "message": p.payload.get("error").map(|e| match e {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }).unwrap_or_else(|| "the turn failed".into()),
+        "code": p.payload.get("error_details").cloned().unwrap_or(Value::Null),
+    })));
+}
+
+/// Everything else — SessionStart, notifications, compaction, model calls —
+/// kept as the agent gave it.
+pub(crate) fn kept(p: &mut Planning) {
+    p.items.push(ready(EventData::AgentEvent(AgentEvent {
+        agent: p.agent.name().into(),
+        event: p.event.into(),
+        data: Value::Object(rest_of(p.payload, &[])),
+        bookkeeping: false,
+    })));
+}
