@@ -13,6 +13,7 @@
 //!   hash: a request sent again (an exporter's retry) adds nothing.
 
 mod bounds;
+mod events;
 mod map;
 mod setup;
 mod wire;
@@ -166,7 +167,7 @@ fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
                     record.observed_time_unix_nano
                 };
                 let source = format!("{} telemetry", agent.name());
-                let planned = map::events(agent, &name, &attrs)
+                let planned = events::events(agent, &name, &attrs)
                     .into_iter()
                     .map(|(data, fact)| Planned {
                         session: Some(session.clone()),
