@@ -60,213 +60,38 @@ fn hex(bytes: &[u8; 32]) -> String {
 /// `progress` is called with each seq checked.
 pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, ReadError> {
     let head = log.head();
-    let mut conflicts = Vec::new();
-    let mut violations = Vec::new();
-    let mut flag = |seq: Option<Seq>, message: String| violations.push(Violation { seq, message });
-
+    let mut c = Checker::default();
     match log.verify_chain(|_| {})? {
         Ok(found) if found == head => {}
-        Ok(found) => flag(
+        Ok(found) => c.flag(
             Some(found.seq),
             format!(
                 "the chain ends at seq {} but the head is seq {}",
                 found.seq, head.seq
             ),
         ),
-        Err(brk) => flag(Some(brk_seq(&brk)), brk.to_string()),
+        Err(brk) => c.flag(Some(brk_seq(&brk)), brk.to_string()),
     }
     // The Merkle tree is derived from the records: stored hashes that differ mean
     // the tree or a record was changed outside cmdlog.
     if let Some(seq) = log.verify_tree(|_| {})? {
-        flag(
+        c.flag(
             Some(seq),
             format!(
                 "the Merkle tree's stored hashes at seq {seq} do not match the records: the tree or a record was changed outside cmdlog"
             ),
         );
     }
-
-    let mut state = LogState::default();
-    let mut runs: HashMap<Seq, bool> = HashMap::new(); // run seq -> has a done
-    let mut permissions: HashMap<(String, String), bool> = HashMap::new(); // -> resolved
-    let mut blobs: BTreeMap<String, Seq> = BTreeMap::new();
-    let mut ended_sessions: BTreeMap<String, Seq> = BTreeMap::new();
-    let mut events = 0u64;
-    let mut by_stream: BTreeMap<String, Vec<Seq>> = BTreeMap::new();
-    // (session, fact) -> the seq of the event that states it first.
-    let mut facts: HashMap<(String, String), Seq> = HashMap::new();
     // A record whose stored layout is broken is named, and the scan goes on after it.
     let mut from = 1;
     let mut layout_breaks = Vec::new();
     loop {
         let scanned = log.scan(from, head.seq, |record| {
-        let seq = record.seq;
-        let event = match Event::decode(seq, &record.bytes) {
-            Ok(e) => e,
-            Err(e) => {
-                flag(Some(seq), e.to_string());
-                return true;
+            if c.record(&record) {
+                progress(record.seq);
             }
-        };
-        events += 1;
-        if let Some(key) = &record.stream {
-            by_stream.entry(key.clone()).or_default().push(seq);
-        }
-        // The stream key is outside the hash chain: it must agree with the event.
-        let expected_stream =
-            cmdlog_engine::stream_key(event.data.type_name(), event.session.as_deref());
-        if record.stream != expected_stream {
-            flag(
-                Some(seq),
-                format!(
-                    "indexed under stream {:?} but the event belongs under {:?}: the stored record was altered",
-                    record.stream, expected_stream
-                ),
-            );
-        }
-        if let Some(session) = &event.session
-            && let Some(ended) = ended_sessions.get(session)
-        {
-            flag(
-                Some(seq),
-                format!(
-                    "{} in session {session} after it ended at seq {ended}",
-                    event.data.type_name()
-                ),
-            );
-        }
-        let session = event.session.clone().unwrap_or_default();
-        if let Some(fact) = event.observed.as_ref().and_then(|o| o.fact.clone())
-            && !matches!(event.data, EventData::AgentObserved(_))
-        {
-            facts.entry((session.clone(), fact)).or_insert(seq);
-        }
-        match &event.data {
-            EventData::AgentObserved(o) => {
-                if let Some(conflict) = Conflict::of(&event) {
-                    conflicts.push(conflict);
-                }
-                let base = o.fact.strip_suffix("#done").unwrap_or(&o.fact).to_string();
-                let first = facts.get(&(session.clone(), base.clone())).copied();
-                if first != Some(o.of) {
-                    flag(
-                        Some(seq),
-                        format!(
-                            "agent/observed names seq {} for {base} in session {session}, but {}",
-                            o.of,
-                            match first {
-                                Some(f) => format!("the event that states it is seq {f}"),
-                                None => "no earlier event of the session states it".into(),
-                            }
-                        ),
-                    );
-                }
-            }
-            EventData::CommandRun(run) => {
-                runs.insert(seq, false);
-                let agent = event.agent.as_deref().unwrap_or("");
-                // A run an agent did itself was resolved by the agent, not by
-                // cmdlog's registry: there is nothing of cmdlog's to hold it to.
-                let observed = run.source == cmdlog_engine::InvocationSource::Agent;
-                match state.registry.get(run.registration) {
-                    _ if observed => {}
-                    None => flag(
-                        Some(seq),
-                        format!("run of /{} names registration {}, which does not exist", run.name, run.registration),
-                    ),
-                    Some(r) if !r.is_active() => flag(
-                        Some(seq),
-                        format!("run of /{} names registration {}, which had ended", run.name, run.registration),
-                    ),
-                    Some(r) => {
-                        let wins = std::iter::once(&r.command.name)
-                            .chain(&r.command.alt_names)
-                            .any(|n| {
-                                state
-                                    .registry
-                                    .resolve(agent, run.mode, n.as_str())
-                                    .is_some_and(|w| w.seq == r.seq)
-                            });
-                        if !wins {
-                            flag(
-                                Some(seq),
-                                format!(
-                                    "run of /{} names registration {}, which was not the winner for agent {agent} in {} mode",
-                                    run.name, run.registration, run.mode
-                                ),
-                            );
-                        }
-                    }
-                }
-            }
-            EventData::CommandDone(done) => match runs.get_mut(&done.run) {
-                None => flag(
-                    Some(seq),
-                    format!("done names run {}, which is not an earlier command/run", done.run),
-                ),
-                Some(true) => flag(Some(seq), format!("second done for run {}", done.run)),
-                Some(settled) => *settled = true,
-            },
-            EventData::Unregistered(u) => {
-                let mut probe = state.registry.clone();
-                if let Err(anomaly) = probe.apply_unregistered(seq, u.registration, u.reason) {
-                    flag(
-                        Some(seq),
-                        match anomaly {
-                            RegistryAnomaly::UnknownRegistration(r) => {
-                                format!("unregister names seq {r}, which is not a registration")
-                            }
-                            other => other.to_string(),
-                        },
-                    );
-                }
-            }
-            EventData::Registered(r) => {
-                if let Some(t) = &r.template {
-                    blobs.entry(t.clone()).or_insert(seq);
-                }
-            }
-            EventData::AttachmentAdmitted(a) => {
-                blobs.entry(a.blob.clone()).or_insert(seq);
-            }
-            EventData::PermissionRequested(p) => {
-                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
-                permissions.insert(key, false);
-            }
-            EventData::PermissionResolved(p) => {
-                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
-                match permissions.get_mut(&key) {
-                    None => flag(
-                        Some(seq),
-                        format!("permission {} resolved without an earlier request", p.request_id),
-                    ),
-                    Some(true) => flag(
-                        Some(seq),
-                        format!("permission {} resolved twice", p.request_id),
-                    ),
-                    Some(resolved) => *resolved = true,
-                }
-            }
-            EventData::PermissionAlreadyResolved(p) => {
-                let key = (event.session.clone().unwrap_or_default(), p.request_id.clone());
-                if permissions.get(&key) != Some(&true) {
-                    flag(
-                        Some(seq),
-                        format!("a late vote on permission {} before it was answered", p.request_id),
-                    );
-                }
-            }
-            EventData::SessionClosed(_) | EventData::SessionDied(_) => {
-                if let Some(session) = &event.session {
-                    ended_sessions.entry(session.clone()).or_insert(seq);
-                }
-            }
-            _ => {}
-        }
-        state.apply(&event);
-        progress(seq);
-        true
-    });
+            true
+        });
         match scanned {
             Ok(()) => break,
             Err(ReadError::Corrupt { seq, message }) => {
@@ -277,86 +102,331 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
         }
     }
     for (seq, message) in layout_breaks {
-        flag(Some(seq), format!("seq {seq}: {message}"));
+        c.flag(Some(seq), format!("seq {seq}: {message}"));
     }
-
-    // The stream index (what reads by session use) lists exactly each stream's records.
-    let indexed: BTreeSet<String> = log.streams()?.into_iter().collect();
-    for key in indexed
-        .iter()
-        .chain(by_stream.keys().filter(|k| !indexed.contains(*k)))
-    {
-        let found = log.stream_seqs(key, 0)?;
-        let expected = by_stream.get(key).map(Vec::as_slice).unwrap_or_default();
-        if found != expected {
-            let first = found
-                .iter()
-                .zip(expected)
-                .find(|(f, e)| f != e)
-                .map(|(f, e)| *f.min(e))
-                .or_else(|| found.get(expected.len()).copied())
-                .or_else(|| expected.get(found.len()).copied());
-            flag(
-                first,
-                format!(
-                    "the stream index of {key:?} lists {} records where the log has {}: reads by session are wrong; export and import the log to rebuild it",
-                    found.len(),
-                    expected.len()
-                ),
-            );
-        }
-    }
-
-    let mut checked = BTreeSet::new();
-    for (hash, seq) in &blobs {
-        checked.insert(hash.clone());
-        let Some(parsed) = BlobHash::from_hex(hash) else {
-            flag(Some(*seq), format!("blob hash {hash:?} is malformed"));
-            continue;
-        };
-        match log.get_blob(&parsed) {
-            Ok(Some(_)) => {}
-            Ok(None) => flag(Some(*seq), format!("blob {hash} is missing")),
-            Err(BlobError::Mismatch { actual, .. }) => flag(
-                Some(*seq),
-                format!("blob {hash} is corrupt: its bytes hash to {actual}"),
-            ),
-            Err(e) => flag(Some(*seq), format!("blob {hash}: {e}")),
-        }
-    }
-
-    // Every stored blob re-hashes, referenced or not.
-    for (hash, _, _) in log.list_blobs()? {
-        let hex = hash.to_hex();
-        if checked.contains(&hex) {
-            continue;
-        }
-        match log.get_blob(&hash) {
-            Ok(_) => {}
-            Err(BlobError::Mismatch { actual, .. }) => flag(
-                None,
-                format!("blob {hex} is corrupt: its bytes hash to {actual}"),
-            ),
-            Err(e) => flag(None, format!("blob {hex}: {e}")),
-        }
-        checked.insert(hex);
-    }
-
+    c.streams(log)?;
+    let blobs = c.blobs(log)?;
     let mut again = LogState::default();
-    if cmdlog_engine::fold_log(log, &mut again, 1, head.seq).is_ok() && again != state {
-        flag(None, "replaying twice gave different projections".into());
+    if cmdlog_engine::fold_log(log, &mut again, 1, head.seq).is_ok() && again != c.state {
+        c.flag(None, "replaying twice gave different projections".into());
     }
-
-    violations.sort_by_key(|v| v.seq);
+    c.violations.sort_by_key(|v| v.seq);
     Ok(VerifyReport {
         head_seq: head.seq,
         head_hash: hex(&head.hash),
-        events,
-        blobs: checked.len() as u64,
-        violations,
-        open_runs: state.open_runs.into_values().collect(),
-        conflicts,
+        events: c.events,
+        blobs,
+        violations: c.violations,
+        open_runs: c.state.open_runs.into_values().collect(),
+        conflicts: c.conflicts,
     })
+}
+
+/// What the scan of a log has seen so far, and what it found wrong.
+#[derive(Default)]
+struct Checker {
+    state: LogState,
+    /// Each run's seq, and whether a done settled it.
+    runs: HashMap<Seq, bool>,
+    /// Each (session, request id), and whether it was answered.
+    permissions: HashMap<(String, String), bool>,
+    /// Each blob referenced, and the seq that first did.
+    blobs: BTreeMap<String, Seq>,
+    /// Each session closed or died, and the seq it ended at.
+    ended_sessions: BTreeMap<String, Seq>,
+    events: u64,
+    /// Each stream's records, as the events say.
+    by_stream: BTreeMap<String, Vec<Seq>>,
+    /// (session, fact) -> the seq of the event that states it first.
+    facts: HashMap<(String, String), Seq>,
+    conflicts: Vec<Conflict>,
+    violations: Vec<Violation>,
+}
+
+impl Checker {
+    fn flag(&mut self, seq: Option<Seq>, message: String) {
+        self.violations.push(Violation { seq, message });
+    }
+
+    /// Checks one record; whether it decoded.
+    fn record(&mut self, record: &cmdlog_store::Record) -> bool {
+        let seq = record.seq;
+        let event = match Event::decode(seq, &record.bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                self.flag(Some(seq), e.to_string());
+                return false;
+            }
+        };
+        self.events += 1;
+        if let Some(key) = &record.stream {
+            self.by_stream.entry(key.clone()).or_default().push(seq);
+        }
+        // The stream key is outside the hash chain: it must agree with the event.
+        let expected_stream =
+            cmdlog_engine::stream_key(event.data.type_name(), event.session.as_deref());
+        if record.stream != expected_stream {
+            self.flag(
+                Some(seq),
+                format!(
+                    "indexed under stream {:?} but the event belongs under {:?}: the stored record was altered",
+                    record.stream, expected_stream
+                ),
+            );
+        }
+        if let Some(session) = &event.session
+            && let Some(ended) = self.ended_sessions.get(session)
+        {
+            let message = format!(
+                "{} in session {session} after it ended at seq {ended}",
+                event.data.type_name()
+            );
+            self.flag(Some(seq), message);
+        }
+        let session = event.session.clone().unwrap_or_default();
+        if let Some(fact) = event.observed.as_ref().and_then(|o| o.fact.clone())
+            && !matches!(event.data, EventData::AgentObserved(_))
+        {
+            self.facts.entry((session.clone(), fact)).or_insert(seq);
+        }
+        self.event(&event, &session);
+        self.state.apply(&event);
+        true
+    }
+
+    /// The invariants of each event type. Every type is named: a new one does
+    /// not compile until it says what verify holds it to.
+    fn event(&mut self, event: &Event, session: &str) {
+        let seq = event.seq;
+        match &event.data {
+            EventData::AgentObserved(o) => self.observed(event, o, session),
+            EventData::CommandRun(run) => self.run(event, run),
+            EventData::CommandDone(done) => match self.runs.get_mut(&done.run) {
+                None => self.flag(
+                    Some(seq),
+                    format!(
+                        "done names run {}, which is not an earlier command/run",
+                        done.run
+                    ),
+                ),
+                Some(true) => self.flag(Some(seq), format!("second done for run {}", done.run)),
+                Some(settled) => *settled = true,
+            },
+            EventData::Unregistered(u) => {
+                let mut probe = self.state.registry.clone();
+                if let Err(anomaly) = probe.apply_unregistered(seq, u.registration, u.reason) {
+                    let message = match anomaly {
+                        RegistryAnomaly::UnknownRegistration(r) => {
+                            format!("unregister names seq {r}, which is not a registration")
+                        }
+                        other => other.to_string(),
+                    };
+                    self.flag(Some(seq), message);
+                }
+            }
+            EventData::Registered(r) => {
+                if let Some(t) = &r.template {
+                    self.blobs.entry(t.clone()).or_insert(seq);
+                }
+            }
+            EventData::AttachmentAdmitted(a) => {
+                self.blobs.entry(a.blob.clone()).or_insert(seq);
+            }
+            EventData::PermissionRequested(p) => {
+                self.permissions
+                    .insert((session.to_string(), p.request_id.clone()), false);
+            }
+            EventData::PermissionResolved(p) => {
+                let key = (session.to_string(), p.request_id.clone());
+                match self.permissions.get_mut(&key) {
+                    None => self.flag(
+                        Some(seq),
+                        format!(
+                            "permission {} resolved without an earlier request",
+                            p.request_id
+                        ),
+                    ),
+                    Some(true) => self.flag(
+                        Some(seq),
+                        format!("permission {} resolved twice", p.request_id),
+                    ),
+                    Some(resolved) => *resolved = true,
+                }
+            }
+            EventData::PermissionAlreadyResolved(p) => {
+                let key = (session.to_string(), p.request_id.clone());
+                if self.permissions.get(&key) != Some(&true) {
+                    self.flag(
+                        Some(seq),
+                        format!(
+                            "a late vote on permission {} before it was answered",
+                            p.request_id
+                        ),
+                    );
+                }
+            }
+            EventData::SessionClosed(_) | EventData::SessionDied(_) => {
+                if let Some(session) = &event.session {
+                    self.ended_sessions.entry(session.clone()).or_insert(seq);
+                }
+            }
+            // Held to nothing of their own: the chain, the stream index and the
+            // session's end above hold them.
+            EventData::DiscoveryWarning(_)
+            | EventData::SessionCreated(_)
+            | EventData::SessionEnded(_)
+            | EventData::SessionPrompt(_)
+            | EventData::SessionUpdate(_)
+            | EventData::ModelSwitched(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::SessionCancelled(_)
+            | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::ModelRequest(_)
+            | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
+            | EventData::Unknown(_) => {}
+        }
+    }
+
+    /// An `agent/observed` names the event that first states its fact.
+    fn observed(&mut self, event: &Event, o: &cmdlog_engine::AgentObserved, session: &str) {
+        if let Some(conflict) = Conflict::of(event) {
+            self.conflicts.push(conflict);
+        }
+        let base = o.fact.strip_suffix("#done").unwrap_or(&o.fact).to_string();
+        let first = self
+            .facts
+            .get(&(session.to_string(), base.clone()))
+            .copied();
+        if first != Some(o.of) {
+            let message = format!(
+                "agent/observed names seq {} for {base} in session {session}, but {}",
+                o.of,
+                match first {
+                    Some(f) => format!("the event that states it is seq {f}"),
+                    None => "no earlier event of the session states it".into(),
+                }
+            );
+            self.flag(Some(event.seq), message);
+        }
+    }
+
+    /// A run names a registration active and winning for its agent, mode and
+    /// name at its seq.
+    fn run(&mut self, event: &Event, run: &cmdlog_engine::CommandRun) {
+        let seq = event.seq;
+        self.runs.insert(seq, false);
+        let agent = event.agent.as_deref().unwrap_or("");
+        // A run an agent did itself was resolved by the agent, not by cmdlog's
+        // registry: there is nothing of cmdlog's to hold it to.
+        if run.source == cmdlog_engine::InvocationSource::Agent {
+            return;
+        }
+        let message = match self.state.registry.get(run.registration) {
+            None => format!(
+                "run of /{} names registration {}, which does not exist",
+                run.name, run.registration
+            ),
+            Some(r) if !r.is_active() => format!(
+                "run of /{} names registration {}, which had ended",
+                run.name, run.registration
+            ),
+            Some(r) => {
+                let wins = std::iter::once(&r.command.name)
+                    .chain(&r.command.alt_names)
+                    .any(|n| {
+                        self.state
+                            .registry
+                            .resolve(agent, run.mode, n.as_str())
+                            .is_some_and(|w| w.seq == r.seq)
+                    });
+                if wins {
+                    return;
+                }
+                format!(
+                    "run of /{} names registration {}, which was not the winner for agent {agent} in {} mode",
+                    run.name, run.registration, run.mode
+                )
+            }
+        };
+        self.flag(Some(seq), message);
+    }
+
+    /// The stream index (what reads by session use) lists exactly each
+    /// stream's records.
+    fn streams(&mut self, log: &Log) -> Result<(), ReadError> {
+        let indexed: BTreeSet<String> = log.streams()?.into_iter().collect();
+        let keys: Vec<String> = indexed
+            .iter()
+            .chain(self.by_stream.keys().filter(|k| !indexed.contains(*k)))
+            .cloned()
+            .collect();
+        for key in keys {
+            let found = log.stream_seqs(&key, 0)?;
+            let expected = self
+                .by_stream
+                .get(&key)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            if found != expected {
+                let first = found
+                    .iter()
+                    .zip(expected)
+                    .find(|(f, e)| f != e)
+                    .map(|(f, e)| *f.min(e))
+                    .or_else(|| found.get(expected.len()).copied())
+                    .or_else(|| expected.get(found.len()).copied());
+                let message = format!(
+                    "the stream index of {key:?} lists {} records where the log has {}: reads by session are wrong; export and import the log to rebuild it",
+                    found.len(),
+                    expected.len()
+                );
+                self.flag(first, message);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every referenced blob exists and re-hashes, and so does every stored
+    /// one, referenced or not; how many were checked.
+    fn blobs(&mut self, log: &Log) -> Result<u64, ReadError> {
+        let mut checked = BTreeSet::new();
+        for (hash, seq) in std::mem::take(&mut self.blobs) {
+            checked.insert(hash.clone());
+            let Some(parsed) = BlobHash::from_hex(&hash) else {
+                self.flag(Some(seq), format!("blob hash {hash:?} is malformed"));
+                continue;
+            };
+            match log.get_blob(&parsed) {
+                Ok(Some(_)) => {}
+                Ok(None) => self.flag(Some(seq), format!("blob {hash} is missing")),
+                Err(BlobError::Mismatch { actual, .. }) => self.flag(
+                    Some(seq),
+                    format!("blob {hash} is corrupt: its bytes hash to {actual}"),
+                ),
+                Err(e) => self.flag(Some(seq), format!("blob {hash}: {e}")),
+            }
+        }
+        for (hash, _, _) in log.list_blobs()? {
+            let hex = hash.to_hex();
+            if checked.contains(&hex) {
+                continue;
+            }
+            match log.get_blob(&hash) {
+                Ok(_) => {}
+                Err(BlobError::Mismatch { actual, .. }) => self.flag(
+                    None,
+                    format!("blob {hex} is corrupt: its bytes hash to {actual}"),
+                ),
+                Err(e) => self.flag(None, format!("blob {hex}: {e}")),
+            }
+            checked.insert(hex);
+        }
+        Ok(checked.len() as u64)
+    }
 }
 
 fn brk_seq(brk: &cmdlog_store::ChainBreak) -> Seq {
