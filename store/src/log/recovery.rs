@@ -414,90 +414,18 @@ pub(crate) fn recover(
         let mut frames = frames.into_iter();
         'frames: for frame in frames.by_ref() {
             // Check the whole frame before applying any of it: a frame is one commit.
-            let mut next = head;
-            for op in &frame.ops {
-                let mismatch = match op {
-                    Op::Record { seq, value } if *seq <= head.seq => {
-                        let stored = records.get(*seq).map_err(|e| storage(e.to_string()))?;
-                        (stored.as_ref().map(|v| v.value()) != Some(value.as_slice()))
-                            .then(|| format!("its record at seq {seq} differs from the log's"))
-                    }
-                    Op::Record { seq, value } if *seq == next.seq + 1 => {
-                        match schema::decode_record(value) {
-                            None => Some(format!("its record at seq {seq} is malformed")),
-                            Some((hash, _, bytes))
-                                if hash != schema::chain(&next.hash, *seq, bytes) =>
-                            {
-                                Some(format!(
-                                    "its record at seq {seq} does not continue the hash chain"
-                                ))
-                            }
-                            Some((hash, _, _)) => {
-                                next = Head { seq: *seq, hash };
-                                None
-                            }
-                        }
-                    }
-                    Op::Record { seq, .. } => Some(format!(
-                        "it continues at seq {seq} but the log ends at seq {}",
-                        next.seq
-                    )),
-                    _ => None,
-                };
-                if let Some(what) = mismatch {
-                    problem = Some(Problem {
-                        what: format!("does not continue the log: {what}"),
-                        dropped: Vec::new(),
-                        lost: None,
-                    });
-                    dropped.insert(0, frame);
-                    break 'frames;
-                }
+            if let Some(what) = mismatch(&records, head, &frame, &storage)? {
+                problem = Some(Problem {
+                    what: format!("does not continue the log: {what}"),
+                    dropped: Vec::new(),
+                    lost: None,
+                });
+                dropped.insert(0, frame);
+                break 'frames;
             }
             // The whole frame continues the log: apply it.
-            for op in frame.ops {
-                match op {
-                    Op::Record { seq, value } if seq == head.seq + 1 => {
-                        // Its stream index entry is rebuilt from the record by the open.
-                        let (hash, _, _) = schema::decode_record(&value).expect("checked");
-                        records
-                            .insert(seq, value.as_slice())
-                            .map_err(|e| storage(e.to_string()))?;
-                        head = Head { seq, hash };
-                        applied_any = true;
-                    }
-                    Op::Record { .. } => {}
-                    Op::Blob {
-                        hash,
-                        added_ms,
-                        bytes,
-                    } => {
-                        if meta
-                            .get(&hash)
-                            .map_err(|e| storage(e.to_string()))?
-                            .is_none()
-                        {
-                            schema::insert_blob(&mut blobs, &mut chunks, &hash, &bytes)
-                                .map_err(|e| storage(e.to_string()))?;
-                            meta.insert(&hash, (added_ms, bytes.len() as u64))
-                                .map_err(|e| storage(e.to_string()))?;
-                            applied_any = true;
-                        }
-                    }
-                    Op::RemoveBlobs(hashes) => {
-                        for hash in hashes {
-                            meta.remove(&hash).map_err(|e| storage(e.to_string()))?;
-                            schema::remove_blob(&mut blobs, &mut chunks, &hash)
-                                .map_err(|e| storage(e.to_string()))?;
-                        }
-                        applied_any = true;
-                    }
-                    Op::Snapshot { seq, bytes } => {
-                        snapshot = Some((seq, bytes));
-                        applied_any = true;
-                    }
-                }
-            }
+            let mut tables = (&mut records, &mut blobs, &mut chunks, &mut meta);
+            applied_any |= apply(&mut tables, &mut head, frame, &mut snapshot, &storage)?;
         }
         dropped.extend(frames);
         if let Some(problem) = problem {
@@ -545,6 +473,113 @@ pub(crate) fn recover(
         journal
     };
     Ok((journal, discarded))
+}
+
+/// Why `frame` does not continue the log whose head is `head`, if it does not:
+/// a record it repeats differs, one it adds is malformed, breaks the hash
+/// chain or leaves a gap.
+fn mismatch(
+    records: &redb::Table<u64, &[u8]>,
+    head: Head,
+    frame: &FoundFrame,
+    storage: &dyn Fn(String) -> OpenError,
+) -> Result<Option<String>, OpenError> {
+    let mut next = head;
+    for op in &frame.ops {
+        let Op::Record { seq, value } = op else {
+            continue;
+        };
+        let what = if *seq <= head.seq {
+            let stored = records.get(*seq).map_err(|e| storage(e.to_string()))?;
+            (stored.as_ref().map(|v| v.value()) != Some(value.as_slice()))
+                .then(|| format!("its record at seq {seq} differs from the log's"))
+        } else if *seq == next.seq + 1 {
+            match schema::decode_record(value) {
+                None => Some(format!("its record at seq {seq} is malformed")),
+                Some((hash, _, bytes)) if hash != schema::chain(&next.hash, *seq, bytes) => Some(
+                    format!("its record at seq {seq} does not continue the hash chain"),
+                ),
+                Some((hash, _, _)) => {
+                    next = Head { seq: *seq, hash };
+                    None
+                }
+            }
+        } else {
+            Some(format!(
+                "it continues at seq {seq} but the log ends at seq {}",
+                next.seq
+            ))
+        };
+        if what.is_some() {
+            return Ok(what);
+        }
+    }
+    Ok(None)
+}
+
+/// The tables a frame is applied to: records, blobs, their chunks, their meta.
+type Tables<'a, 't> = (
+    &'a mut redb::Table<'t, u64, &'static [u8]>,
+    &'a mut redb::Table<'t, &'static [u8; 32], &'static [u8]>,
+    &'a mut redb::Table<'t, (&'static [u8; 32], u32), &'static [u8]>,
+    &'a mut redb::Table<'t, &'static [u8; 32], (u64, u64)>,
+);
+
+/// Applies a frame that continues the log (checked by [`mismatch`]); whether it
+/// changed anything. A snapshot it holds is kept in `snapshot`, to replace
+/// redb's once every frame is applied.
+fn apply(
+    (records, blobs, chunks, meta): &mut Tables,
+    head: &mut Head,
+    frame: FoundFrame,
+    snapshot: &mut Option<(Seq, Vec<u8>)>,
+    storage: &dyn Fn(String) -> OpenError,
+) -> Result<bool, OpenError> {
+    let mut applied = false;
+    for op in frame.ops {
+        match op {
+            Op::Record { seq, value } if seq == head.seq + 1 => {
+                // Its stream index entry is rebuilt from the record by the open.
+                let (hash, _, _) = schema::decode_record(&value).expect("checked");
+                records
+                    .insert(seq, value.as_slice())
+                    .map_err(|e| storage(e.to_string()))?;
+                *head = Head { seq, hash };
+                applied = true;
+            }
+            Op::Record { .. } => {}
+            Op::Blob {
+                hash,
+                added_ms,
+                bytes,
+            } => {
+                if meta
+                    .get(&hash)
+                    .map_err(|e| storage(e.to_string()))?
+                    .is_none()
+                {
+                    schema::insert_blob(blobs, chunks, &hash, &bytes)
+                        .map_err(|e| storage(e.to_string()))?;
+                    meta.insert(&hash, (added_ms, bytes.len() as u64))
+                        .map_err(|e| storage(e.to_string()))?;
+                    applied = true;
+                }
+            }
+            Op::RemoveBlobs(hashes) => {
+                for hash in hashes {
+                    meta.remove(&hash).map_err(|e| storage(e.to_string()))?;
+                    schema::remove_blob(blobs, chunks, &hash)
+                        .map_err(|e| storage(e.to_string()))?;
+                }
+                applied = true;
+            }
+            Op::Snapshot { seq, bytes } => {
+                *snapshot = Some((seq, bytes));
+                applied = true;
+            }
+        }
+    }
+    Ok(applied)
 }
 
 /// The free space a checkpoint of `frame_bytes` of frames may need, in words: redb
