@@ -170,28 +170,7 @@ impl Engine {
         let name = command.name.to_string();
 
         // Validate attachments before anything is written.
-        let validated = if request.attachments.is_empty() {
-            Ok(Vec::new())
-        } else if !command.input.as_ref().is_some_and(|i| i.attachments) {
-            Err(format!(
-                "/{name} does not take attachments (it does not declare input.attachments); send the line without them"
-            ))
-        } else {
-            let resolver = lock(&self.inner.receipts)
-                .as_ref()
-                .map(|(_, r)| Arc::clone(r));
-            attachments::validate(
-                &name,
-                &request.session,
-                std::mem::take(&mut request.attachments),
-                resolver.as_deref(),
-                &self.inner.limits,
-            )
-        };
-        let (mut admissions, refusal) = match validated {
-            Ok(a) => (a, None),
-            Err(text) => (Vec::new(), Some(text)),
-        };
+        let (admissions, refusal) = self.validate_attachments(&registration, &mut request);
         // A prompt command's expansion is a pure function of the template and the
         // input: made now, so the run can say which injections it holds.
         let expanding = Instant::now();
@@ -211,44 +190,6 @@ impl Engine {
             _ => Vec::new(),
         };
 
-        // Blobs first: a failure here can only leave unreferenced blobs.
-        let hashes = self
-            .inner
-            .log
-            .put_blobs_async(
-                admissions
-                    .iter_mut()
-                    .map(|a| std::mem::take(&mut a.bytes))
-                    .collect(),
-            )
-            .await
-            .map_err(|source| ExecuteError::AttachmentsNotStored {
-                name: name.clone(),
-                source,
-            })?;
-
-        // Then the admissions and the run, atomically; the run lists their seqs.
-        let now = self.now();
-        let envelope = |data| NewEvent {
-            observed: None,
-            at: now,
-            session: Some(request.session.clone()),
-            agent: Some(request.agent.clone()),
-            data,
-        };
-        let admitted: Vec<NewEvent> = admissions
-            .iter()
-            .zip(&hashes)
-            .map(|(a, hash)| {
-                envelope(EventData::AttachmentAdmitted(AttachmentAdmitted {
-                    kind: a.kind,
-                    blob: hash.to_hex(),
-                    media_type: a.media_type.clone(),
-                    size: a.size,
-                    name: a.name.clone(),
-                }))
-            })
-            .collect();
         let run = CommandRun {
             registration: registration.seq,
             name: name.clone(),
@@ -259,44 +200,7 @@ impl Engine {
             injections: found_injections.clone(),
             release: release.clone(),
         };
-        let run_event = envelope(EventData::CommandRun(run));
-        let count = admitted.len() as u64;
-        let not_recorded = |source| ExecuteError::RunNotRecorded {
-            name: name.clone(),
-            source,
-        };
-        let receipt = self
-            .inner
-            .log
-            .submit_built(move |first| {
-                let mut run_event = run_event;
-                if let EventData::CommandRun(run) = &mut run_event.data {
-                    run.attachments = (first..first + count).collect();
-                }
-                admitted
-                    .iter()
-                    .chain(std::iter::once(&run_event))
-                    .map(NewEvent::to_record)
-                    .collect()
-            })
-            .map_err(not_recorded)?
-            .await_receipt()
-            .await
-            .map_err(not_recorded)?;
-        let command_id = receipt.last;
-        let blocks: Vec<AdmittedBlock> = admissions
-            .into_iter()
-            .zip(hashes)
-            .zip(receipt.first..)
-            .map(|((a, blob), seq)| AdmittedBlock {
-                seq,
-                kind: a.kind,
-                name: a.name,
-                media_type: a.media_type,
-                size: a.size,
-                blob,
-            })
-            .collect();
+        let (command_id, blocks) = self.record_run(&request, run, admissions).await?;
 
         let started = Instant::now();
         let outcome = match refusal {
@@ -350,6 +254,126 @@ impl Engine {
             injections: found_injections,
             release,
         }))
+    }
+
+    /// The attachments of `request` checked against the command's declaration
+    /// and the limits: the admissions, or why they are refused (the run is then
+    /// recorded and settled with that error).
+    fn validate_attachments(
+        &self,
+        registration: &Registration,
+        request: &mut ExecuteRequest,
+    ) -> (Vec<attachments::Admission>, Option<String>) {
+        let command = &registration.command;
+        let name = command.name.to_string();
+        let validated = if request.attachments.is_empty() {
+            Ok(Vec::new())
+        } else if !command.input.as_ref().is_some_and(|i| i.attachments) {
+            Err(format!(
+                "/{name} does not take attachments (it does not declare input.attachments); send the line without them"
+            ))
+        } else {
+            let resolver = lock(&self.inner.receipts)
+                .as_ref()
+                .map(|(_, r)| Arc::clone(r));
+            attachments::validate(
+                &name,
+                &request.session,
+                std::mem::take(&mut request.attachments),
+                resolver.as_deref(),
+                &self.inner.limits,
+            )
+        };
+        match validated {
+            Ok(a) => (a, None),
+            Err(text) => (Vec::new(), Some(text)),
+        }
+    }
+
+    /// Records `run` and its admissions: the blobs first (a failure there can
+    /// only leave unreferenced blobs), then the admissions and the run in one
+    /// atomic append, the run listing their seqs. The run's seq and the blocks
+    /// admitted.
+    async fn record_run(
+        &self,
+        request: &ExecuteRequest,
+        run: CommandRun,
+        mut admissions: Vec<attachments::Admission>,
+    ) -> Result<(Seq, Vec<AdmittedBlock>), ExecuteError> {
+        let name = run.name.clone();
+        let hashes = self
+            .inner
+            .log
+            .put_blobs_async(
+                admissions
+                    .iter_mut()
+                    .map(|a| std::mem::take(&mut a.bytes))
+                    .collect(),
+            )
+            .await
+            .map_err(|source| ExecuteError::AttachmentsNotStored {
+                name: name.clone(),
+                source,
+            })?;
+        let now = self.now();
+        let envelope = |data| NewEvent {
+            observed: None,
+            at: now,
+            session: Some(request.session.clone()),
+            agent: Some(request.agent.clone()),
+            data,
+        };
+        let admitted: Vec<NewEvent> = admissions
+            .iter()
+            .zip(&hashes)
+            .map(|(a, hash)| {
+                envelope(EventData::AttachmentAdmitted(AttachmentAdmitted {
+                    kind: a.kind,
+                    blob: hash.to_hex(),
+                    media_type: a.media_type.clone(),
+                    size: a.size,
+                    name: a.name.clone(),
+                }))
+            })
+            .collect();
+        let run_event = envelope(EventData::CommandRun(run));
+        let count = admitted.len() as u64;
+        let not_recorded = |source| ExecuteError::RunNotRecorded {
+            name: name.clone(),
+            source,
+        };
+        let receipt = self
+            .inner
+            .log
+            .submit_built(move |first| {
+                let mut run_event = run_event;
+                if let EventData::CommandRun(run) = &mut run_event.data {
+                    run.attachments = (first..first + count).collect();
+                }
+                admitted
+                    .iter()
+                    .chain(std::iter::once(&run_event))
+                    .map(NewEvent::to_record)
+                    .collect()
+            })
+            .map_err(not_recorded)?
+            .await_receipt()
+            .await
+            .map_err(not_recorded)?;
+        let blocks = admissions
+            .into_iter()
+            .zip(hashes)
+            .zip(receipt.first..)
+            .map(|((a, blob), seq)| AdmittedBlock {
+                seq,
+                kind: a.kind,
+                name: a.name,
+                media_type: a.media_type,
+                size: a.size,
+                blob,
+            })
+            .collect();
+        Ok((receipt.last, blocks))
     }
 
     async fn settle(
