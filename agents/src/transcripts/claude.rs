@@ -162,6 +162,45 @@ fn empty_text() -> &'static RawValue {
     EMPTY.get_or_init(|| RawValue::from_string("\"\"".into()).expect("valid JSON"))
 }
 
+/// An assistant line: its text, thoughts and tool calls, and the turn's end
+/// when its stop reason ends one.
+fn assistant(t: &mut Transcript, key: &str, at: Option<u64>, message: &Message<'_>) {
+    for (i, b) in message.content.blocks().iter().enumerate() {
+        let k = format!("{key}/{i}");
+        match b.kind.as_deref() {
+            Some("text") => t.update_raw(k, at, Update::message(b.text.0.unwrap_or(empty_text()))),
+            Some("thinking") => {
+                t.update_raw(k, at, Update::thought(b.thinking.0.unwrap_or(empty_text())))
+            }
+            Some("tool_use") => {
+                let call = Update::tool_call(
+                    b.id.as_deref().unwrap_or(""),
+                    b.name.as_deref().unwrap_or("tool"),
+                    b.input.unwrap_or(RawValue::NULL),
+                );
+                t.update_raw(k, at, call);
+            }
+            _ => {}
+        }
+    }
+    let stop = message.stop_reason.as_deref();
+    if matches!(
+        stop,
+        Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
+    ) {
+        let reason = match stop {
+            Some("max_tokens") => "max_tokens",
+            Some("refusal") => "refusal",
+            _ => "end_turn",
+        };
+        t.update(
+            format!("{key}/end"),
+            at,
+            serde_json::json!({"sessionUpdate": "turn_complete", "stopReason": reason}),
+        );
+    }
+}
+
 pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut lines = JsonLines::new(bytes);
@@ -281,46 +320,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                     t.other(AgentKind::ClaudeCode, key, at, kind, whole());
                 }
             }
-            "assistant" => {
-                for (i, b) in message.content.blocks().iter().enumerate() {
-                    let k = format!("{key}/{i}");
-                    match b.kind.as_deref() {
-                        Some("text") => {
-                            t.update_raw(k, at, Update::message(b.text.0.unwrap_or(empty_text())))
-                        }
-                        Some("thinking") => t.update_raw(
-                            k,
-                            at,
-                            Update::thought(b.thinking.0.unwrap_or(empty_text())),
-                        ),
-                        Some("tool_use") => {
-                            let call = Update::tool_call(
-                                b.id.as_deref().unwrap_or(""),
-                                b.name.as_deref().unwrap_or("tool"),
-                                b.input.unwrap_or(RawValue::NULL),
-                            );
-                            t.update_raw(k, at, call);
-                        }
-                        _ => {}
-                    }
-                }
-                let stop = message.stop_reason.as_deref();
-                if matches!(
-                    stop,
-                    Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
-                ) {
-                    let reason = match stop {
-                        Some("max_tokens") => "max_tokens",
-                        Some("refusal") => "refusal",
-                        _ => "end_turn",
-                    };
-                    t.update(
-                        format!("{key}/end"),
-                        at,
-                        serde_json::json!({"sessionUpdate": "turn_complete", "stopReason": reason}),
-                    );
-                }
-            }
+            "assistant" => assistant(&mut t, &key, at, message),
             other => t.other(
                 AgentKind::ClaudeCode,
                 key,
