@@ -33,43 +33,7 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
                 "_meta": {"serverTimestamp": event.at, "source": "bridge-echo"},
             }}),
         ),
-        EventData::SessionUpdate(update) => {
-            let kind = update.get("sessionUpdate").and_then(Value::as_str)?;
-            match kind {
-                "turn_complete" => {
-                    let mut data = json!({
-                        "sessionId": session,
-                        "stopReason": update.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn"),
-                    });
-                    if let Some(id) = update.get("promptId").and_then(Value::as_str) {
-                        data["promptId"] = json!(id);
-                    }
-                    for field in ["branchPoint", "promptCancelled"] {
-                        if let Some(v) = update.get(field).filter(|v| v.is_object()) {
-                            data[field] = v.clone();
-                        }
-                    }
-                    ("turn_complete", data)
-                }
-                "turn_error" => {
-                    let mut data = json!({
-                        "sessionId": session,
-                        "message": update.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()).unwrap_or("the turn failed"),
-                    });
-                    for field in ["promptId", "code"] {
-                        if let Some(v) = update.get(field).filter(|v| !v.is_null()) {
-                            data[field] = v.clone();
-                        }
-                    }
-                    ("turn_error", data)
-                }
-                kind if is_session_update_kind(kind) => (
-                    "session_update",
-                    json!({"sessionId": session, "update": update}),
-                ),
-                _ => return None,
-            }
-        }
+        EventData::SessionUpdate(update) => update_frame(update, session)?,
         EventData::PermissionRequested(p) => (
             "permission_request",
             json!({
@@ -172,9 +136,68 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
             }
             ("followup_suggestion", data)
         }
-        _ => return None,
+        // Not shown on the wire: cmdlog's own records, a run in front of an
+        // agent, a cancel of no turn, the agents' bookkeeping (in `?cmdlog=1`
+        // streams they come as `cmdlog_event`s).
+        EventData::CommandRun(_)
+        | EventData::CommandDone(_)
+        | EventData::SessionCancelled(_)
+        | EventData::Registered(_)
+        | EventData::Unregistered(_)
+        | EventData::DiscoveryWarning(_)
+        | EventData::AttachmentAdmitted(_)
+        | EventData::SessionCreated(_)
+        | EventData::SessionEnded(_)
+        | EventData::WalDiscarded(_)
+        | EventData::AgentEvent(_)
+        | EventData::AgentObserved(_)
+        | EventData::ModelRequest(_)
+        | EventData::Redacted(_)
+        | EventData::LogIdentity(_)
+        | EventData::ImportCheckpoint(_)
+        | EventData::Unknown(_) => return None,
     };
     Some(frame)
+}
+
+/// The frame of a session update: a turn's end or error as `qwen serve` sends
+/// them, an ACP update as it came; cmdlog's own kinds none.
+fn update_frame(update: &Value, session: &str) -> Option<(&'static str, Value)> {
+    let kind = update.get("sessionUpdate").and_then(Value::as_str)?;
+    Some(match kind {
+        "turn_complete" => {
+            let mut data = json!({
+                "sessionId": session,
+                "stopReason": update.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn"),
+            });
+            if let Some(id) = update.get("promptId").and_then(Value::as_str) {
+                data["promptId"] = json!(id);
+            }
+            for field in ["branchPoint", "promptCancelled"] {
+                if let Some(v) = update.get(field).filter(|v| v.is_object()) {
+                    data[field] = v.clone();
+                }
+            }
+            ("turn_complete", data)
+        }
+        "turn_error" => {
+            let mut data = json!({
+                "sessionId": session,
+                "message": update.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()).unwrap_or("the turn failed"),
+            });
+            for field in ["promptId", "code"] {
+                if let Some(v) = update.get(field).filter(|v| !v.is_null()) {
+                    data[field] = v.clone();
+                }
+            }
+            ("turn_error", data)
+        }
+        kind if is_session_update_kind(kind) => (
+            "session_update",
+            json!({"sessionId": session, "update": update}),
+        ),
+        _ => return None,
+    })
 }
 
 /// The prompt a shown frame belongs to, for its envelope: a turn's end and a
