@@ -297,53 +297,7 @@ impl Bridge {
                 );
             }
             Incoming::Request { id, method, params } if method == "session/request_permission" => {
-                let Some(session) = ours(&params) else {
-                    let error = RpcError::new(cmdlog_acp::INVALID_PARAMS, "no such session");
-                    state.recorder.message(
-                        None,
-                        None,
-                        AcpDirection::FromAgent,
-                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-                    );
-                    state.recorder.message(
-                        None,
-                        None,
-                        AcpDirection::ToAgent,
-                        cmdlog_acp::response(id.clone(), Err(error.clone())),
-                    );
-                    peer.respond(id, Err(error));
-                    return;
-                };
-                let request_id = cmdlog_common::ids::new_id("perm-", 16);
-                let options = params.get("options").cloned().unwrap_or(Value::Null);
-                state.recorder.record(
-                    Some(&session),
-                    None,
-                    EventData::PermissionRequested(PermissionRequested {
-                        request_id: request_id.clone(),
-                        options: options.clone(),
-                        tool_call: params.get("toolCall").cloned(),
-                    }),
-                );
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                state
-                    .permissions
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(
-                        request_id,
-                        PendingPermission {
-                            session,
-                            options,
-                            answer: Some(tx),
-                        },
-                    );
-                let peer = Arc::clone(peer);
-                tokio::spawn(async move {
-                    // Dropped unanswered (the session ended): the turn is over.
-                    let outcome = rx.await.unwrap_or_else(|_| json!({"outcome": "cancelled"}));
-                    peer.respond(id, Ok(json!({"outcome": outcome})));
-                });
+                permission_asked(state, peer, ours(&params), (id, method, params));
             }
             Incoming::Request { id, method, params } => {
                 // cmdlog offers no file system or terminal (initialize says so).
@@ -459,4 +413,61 @@ async fn watch_exit(
                 .await;
         }
     }
+}
+/// The agent asks the session's clients for a permission: recorded, kept until
+/// a client answers (or the session ends: cancelled). Refused for a session the
+/// daemon does not know.
+fn permission_asked(
+    state: &Arc<AppState>,
+    peer: &Arc<Peer>,
+    session: Option<String>,
+    (id, method, params): (Value, String, Value),
+) {
+    let Some(session) = session else {
+        let error = RpcError::new(cmdlog_acp::INVALID_PARAMS, "no such session");
+        state.recorder.message(
+            None,
+            None,
+            AcpDirection::FromAgent,
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        state.recorder.message(
+            None,
+            None,
+            AcpDirection::ToAgent,
+            cmdlog_acp::response(id.clone(), Err(error.clone())),
+        );
+        peer.respond(id, Err(error));
+        return;
+    };
+    let request_id = cmdlog_common::ids::new_id("perm-", 16);
+    let options = params.get("options").cloned().unwrap_or(Value::Null);
+    state.recorder.record(
+        Some(&session),
+        None,
+        EventData::PermissionRequested(PermissionRequested {
+            request_id: request_id.clone(),
+            options: options.clone(),
+            tool_call: params.get("toolCall").cloned(),
+        }),
+    );
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    state
+        .permissions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(
+            request_id,
+            PendingPermission {
+                session,
+                options,
+                answer: Some(tx),
+            },
+        );
+    let peer = Arc::clone(peer);
+    tokio::spawn(async move {
+        // Dropped unanswered (the session ended): the turn is over.
+        let outcome = rx.await.unwrap_or_else(|_| json!({"outcome": "cancelled"}));
+        peer.respond(id, Ok(json!({"outcome": outcome})));
+    });
 }
