@@ -113,87 +113,7 @@ pub(super) async fn events(
     // Between reads the stream holds no engine or log: a store reopened after an
     // error ends it (its head channel closes) and the client resumes from the log.
     drop(log);
-    let stream = futures_util::stream::unfold(cursor, move |mut c| {
-        let state = Arc::clone(&state);
-        async move {
-            loop {
-                if let Some(frame) = c.pending.pop_front() {
-                    return Some((Ok::<_, Infallible>(frame), c));
-                }
-                if c.ended {
-                    return None;
-                }
-                if c.replaying {
-                    if c.replay.is_empty() {
-                        c.replaying = false;
-                        let mut done = json!({"replayedCount": c.replayed});
-                        if c.replayed > 0 {
-                            done["lastReplayedEventId"] = json!(c.next_id - 1);
-                            done["lastEventId"] = json!(c.next_id - 1);
-                        }
-                        c.pending.push_back(synthetic("replay_complete", &done));
-                        continue;
-                    }
-                    let engine = state.engine().ok()?;
-                    let log = Arc::clone(engine.log());
-                    let take: Vec<Seq> = c.replay.drain(..c.replay.len().min(256)).collect();
-                    // At most the batch's bytes in hand (and at least one event): a
-                    // subscriber that does not read holds no more than that.
-                    let (events, unread) = tokio::task::spawn_blocking(move || {
-                        read_seqs(&log, &take, SSE_BATCH_BYTES_MAX)
-                    })
-                    .await
-                    .ok()?
-                    .ok()?;
-                    for seq in unread.into_iter().rev() {
-                        c.replay.push_front(seq);
-                    }
-                    for e in events {
-                        let f = SharedFrame::of(&e, state.frames.runs);
-                        let before = c.next_id;
-                        show(&mut c, &f);
-                        c.replayed += c.next_id - before;
-                    }
-                    continue;
-                }
-                let head = *c.head.borrow_and_update();
-                if head > c.seq {
-                    let engine = state.engine().ok()?;
-                    let log = Arc::clone(engine.log());
-                    let (from, to) = (c.seq + 1, head.min(c.seq + SSE_BATCH_EVENTS_MAX));
-                    let cache = Arc::clone(&state.frames);
-                    let (window, through) = tokio::task::spawn_blocking(move || {
-                        cache.window(&log, from, to, SSE_BATCH_BYTES_MAX)
-                    })
-                    .await
-                    .ok()?
-                    .ok()?;
-                    c.busy = through - c.seq >= SSE_BUSY_EVENTS;
-                    for f in window {
-                        if f.session.as_deref() == Some(c.session.as_str()) {
-                            show(&mut c, &f);
-                        }
-                        if c.ended {
-                            break;
-                        }
-                    }
-                    c.seq = through;
-                    continue;
-                }
-                tokio::select! {
-                    changed = c.head.changed() => if changed.is_err() { return None },
-                    // The daemon stops: the client resumes elsewhere or later.
-                    _ = state.shutdown.cancelled() => return None,
-                }
-                // Under load, let a burst of commits land so one read serves many of
-                // them (each subscriber reads batches, not one event per commit); a
-                // quiet session's events go out at once.
-                if c.busy {
-                    tokio::time::sleep(SSE_COALESCE).await;
-                }
-            }
-        }
-    });
+    let stream = futures_util::stream::unfold(cursor, move |c| next_frame(Arc::clone(&state), c));
     let mut response = Sse::new(stream)
         .keep_alive(
             KeepAlive::new()
@@ -208,6 +128,90 @@ pub(super) async fn events(
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// The subscriber's next frame: what is pending, then the replay a batch at a
+/// time, then live events as the log's head moves; `None` when the stream ends
+/// (the session ended, the store closed, the daemon stops).
+async fn next_frame(
+    state: Arc<AppState>,
+    mut c: Cursor,
+) -> Option<(Result<SseEvent, Infallible>, Cursor)> {
+    loop {
+        if let Some(frame) = c.pending.pop_front() {
+            return Some((Ok::<_, Infallible>(frame), c));
+        }
+        if c.ended {
+            return None;
+        }
+        if c.replaying {
+            if c.replay.is_empty() {
+                c.replaying = false;
+                let mut done = json!({"replayedCount": c.replayed});
+                if c.replayed > 0 {
+                    done["lastReplayedEventId"] = json!(c.next_id - 1);
+                    done["lastEventId"] = json!(c.next_id - 1);
+                }
+                c.pending.push_back(synthetic("replay_complete", &done));
+                continue;
+            }
+            let engine = state.engine().ok()?;
+            let log = Arc::clone(engine.log());
+            let take: Vec<Seq> = c.replay.drain(..c.replay.len().min(256)).collect();
+            // At most the batch's bytes in hand (and at least one event): a
+            // subscriber that does not read holds no more than that.
+            let (events, unread) =
+                tokio::task::spawn_blocking(move || read_seqs(&log, &take, SSE_BATCH_BYTES_MAX))
+                    .await
+                    .ok()?
+                    .ok()?;
+            for seq in unread.into_iter().rev() {
+                c.replay.push_front(seq);
+            }
+            for e in events {
+                let f = SharedFrame::of(&e, state.frames.runs);
+                let before = c.next_id;
+                show(&mut c, &f);
+                c.replayed += c.next_id - before;
+            }
+            continue;
+        }
+        let head = *c.head.borrow_and_update();
+        if head > c.seq {
+            let engine = state.engine().ok()?;
+            let log = Arc::clone(engine.log());
+            let (from, to) = (c.seq + 1, head.min(c.seq + SSE_BATCH_EVENTS_MAX));
+            let cache = Arc::clone(&state.frames);
+            let (window, through) = tokio::task::spawn_blocking(move || {
+                cache.window(&log, from, to, SSE_BATCH_BYTES_MAX)
+            })
+            .await
+            .ok()?
+            .ok()?;
+            c.busy = through - c.seq >= SSE_BUSY_EVENTS;
+            for f in window {
+                if f.session.as_deref() == Some(c.session.as_str()) {
+                    show(&mut c, &f);
+                }
+                if c.ended {
+                    break;
+                }
+            }
+            c.seq = through;
+            continue;
+        }
+        tokio::select! {
+            changed = c.head.changed() => if changed.is_err() { return None },
+            // The daemon stops: the client resumes elsewhere or later.
+            _ = state.shutdown.cancelled() => return None,
+        }
+        // Under load, let a burst of commits land so one read serves many of
+        // them (each subscriber reads batches, not one event per commit); a
+        // quiet session's events go out at once.
+        if c.busy {
+            tokio::time::sleep(SSE_COALESCE).await;
+        }
+    }
 }
 
 /// Where a subscriber starts.
