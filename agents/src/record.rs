@@ -68,13 +68,13 @@ pub fn batch_for(
         at: None,
         fact: None,
     });
-    let mut found = cmdlog_replay::Redaction::default();
+    let mut found = cmdlog_common::secrets::Redaction::default();
     let prepared = payload::prepare(
         agent.name(),
         bytes,
         |v| {
             if redact {
-                cmdlog_replay::redact_value(v, &mut found);
+                cmdlog_common::secrets::redact_value(v, &mut found);
             }
         },
         redact,

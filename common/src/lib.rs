@@ -9,7 +9,9 @@
 //! - [`terminal`]: the sanitiser every piece of outside text passes before it
 //!   reaches a terminal;
 //! - [`private_fs`]: owner-only folders and files, and reading what others may
-//!   have left on disk without following links, blocking or reading too much.
+//!   have left on disk without following links, blocking or reading too much;
+//! - [`secrets`]: the patterns of secrets (API keys, tokens, private keys) and
+//!   their redaction from text and JSON, for capture (`--redact`) and export.
 //!
 //! ```
 //! use cmdlog_common::{Backoff, terminal, time};
@@ -28,6 +30,7 @@
 mod backoff;
 pub mod ids;
 pub mod private_fs;
+pub mod secrets;
 pub mod terminal;
 pub mod time;
 

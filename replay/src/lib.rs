@@ -24,7 +24,6 @@ mod limits;
 mod registry_view;
 mod report;
 mod report_conversation;
-mod secrets;
 mod session_view;
 mod tiles;
 mod verify;
@@ -50,7 +49,6 @@ pub use gc::{
 pub use html::escape_html;
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::render_report;
-pub use secrets::{Redaction, redact_text, redact_value, secret_patterns};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};

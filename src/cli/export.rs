@@ -36,7 +36,7 @@ pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
     let mut redact = Vec::new();
     for p in &args.redact {
         if p == SECRETS {
-            redact.extend(cmdlog_replay::secret_patterns());
+            redact.extend(cmdlog_common::secrets::secret_patterns());
             continue;
         }
         redact.push(regex::Regex::new(p).map_err(|e| {

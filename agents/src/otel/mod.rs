@@ -78,7 +78,7 @@ pub fn ingest(
 /// at a time).
 #[derive(Debug)]
 pub struct Telemetry {
-    batches: Vec<(AgentKind, Batch, cmdlog_replay::Redaction)>,
+    batches: Vec<(AgentKind, Batch, cmdlog_common::secrets::Redaction)>,
     report: Ingested,
 }
 
@@ -119,7 +119,7 @@ fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
     let mut report = Ingested::default();
     let mut no_agent = 0u64;
     let mut no_session = 0u64;
-    let mut batches: Vec<(AgentKind, Batch, cmdlog_replay::Redaction)> = Vec::new();
+    let mut batches: Vec<(AgentKind, Batch, cmdlog_common::secrets::Redaction)> = Vec::new();
     let mut keys: HashSet<String> = HashSet::new();
     for resource_logs in &request.resource_logs {
         let resource = resource_logs
@@ -156,7 +156,7 @@ fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
                 let (_, batch, found) = &mut batches[slot];
                 if redact {
                     let mut whole = Value::Object(std::mem::take(&mut attrs));
-                    cmdlog_replay::redact_value(&mut whole, found);
+                    cmdlog_common::secrets::redact_value(&mut whole, found);
                     if let Value::Object(m) = whole {
                         attrs = m;
                     }

@@ -202,12 +202,12 @@ pub fn import(
 
 /// The transcript with the secrets in its events replaced; counts them.
 fn redacted(mut t: Transcript, count: &mut u64) -> Transcript {
-    let mut found = cmdlog_replay::Redaction::default();
+    let mut found = cmdlog_common::secrets::Redaction::default();
     for item in &mut t.items {
         if let PlannedData::Ready(data) = &mut item.data {
             let mut value = serde_json::to_value(&*data).unwrap_or_default();
             let before = found.count;
-            cmdlog_replay::redact_value(&mut value, &mut found);
+            cmdlog_common::secrets::redact_value(&mut value, &mut found);
             if found.count > before
                 && let Ok(back) = redecode(data.type_name(), value)
             {
@@ -217,14 +217,14 @@ fn redacted(mut t: Transcript, count: &mut u64) -> Transcript {
         if let PlannedData::Update(update) = &item.data {
             let mut value = serde_json::to_value(update).unwrap_or_default();
             let before = found.count;
-            cmdlog_replay::redact_value(&mut value, &mut found);
+            cmdlog_common::secrets::redact_value(&mut value, &mut found);
             if found.count > before {
                 item.data = PlannedData::Ready(cmdlog_engine::EventData::SessionUpdate(value));
             }
         }
         if let PlannedData::DoneOf { outcome, .. } = &mut item.data {
             let mut value = serde_json::to_value(&*outcome).unwrap_or_default();
-            cmdlog_replay::redact_value(&mut value, &mut found);
+            cmdlog_common::secrets::redact_value(&mut value, &mut found);
             if let Ok(back) = serde_json::from_value(value) {
                 *outcome = back;
             }
