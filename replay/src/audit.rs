@@ -135,7 +135,29 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 EventData::SessionDied(_) => s.ended = Some("died".into()),
                 EventData::SessionEnded(_) => s.ended = Some("ended".into()),
                 EventData::AgentObserved(o) if !o.differs.is_empty() => s.conflicts += 1,
-                _ => {}
+                // Neither starts nor ends a session's runs.
+                EventData::AgentObserved(_)
+                | EventData::Registered(_)
+                | EventData::Unregistered(_)
+                | EventData::DiscoveryWarning(_)
+                | EventData::AttachmentAdmitted(_)
+                | EventData::SessionCreated(_)
+                | EventData::SessionPrompt(_)
+                | EventData::SessionUpdate(_)
+                | EventData::PermissionRequested(_)
+                | EventData::PermissionResolved(_)
+                | EventData::PermissionAlreadyResolved(_)
+                | EventData::ModelSwitched(_)
+                | EventData::ModelSwitchFailed(_)
+                | EventData::SessionCancelled(_)
+                | EventData::WalDiscarded(_)
+                | EventData::AcpMessage(_)
+                | EventData::AgentEvent(_)
+                | EventData::ModelRequest(_)
+                | EventData::Redacted(_)
+                | EventData::LogIdentity(_)
+                | EventData::ImportCheckpoint(_)
+                | EventData::Unknown(_) => {}
             }
         },
         progress,
@@ -255,7 +277,31 @@ impl AuditFold {
                     row.elapsed_us = Some(done.elapsed_us);
                 }
             }
-            _ => {}
+            // Not a run or its settling.
+            EventData::Registered(_)
+            | EventData::Unregistered(_)
+            | EventData::DiscoveryWarning(_)
+            | EventData::SessionCreated(_)
+            | EventData::SessionClosed(_)
+            | EventData::SessionDied(_)
+            | EventData::SessionEnded(_)
+            | EventData::SessionPrompt(_)
+            | EventData::SessionUpdate(_)
+            | EventData::PermissionRequested(_)
+            | EventData::PermissionResolved(_)
+            | EventData::PermissionAlreadyResolved(_)
+            | EventData::ModelSwitched(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::SessionCancelled(_)
+            | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::AgentObserved(_)
+            | EventData::ModelRequest(_)
+            | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
+            | EventData::Unknown(_) => {}
         }
     }
 
@@ -548,7 +594,29 @@ pub fn show(log: &Log, seq: Seq) -> Result<Option<Shown>, AuditError> {
             )?;
             push("run", run);
         }
-        _ => {}
+        // Linked to nothing else.
+        EventData::DiscoveryWarning(_)
+        | EventData::SessionCreated(_)
+        | EventData::SessionClosed(_)
+        | EventData::SessionDied(_)
+        | EventData::SessionEnded(_)
+        | EventData::SessionPrompt(_)
+        | EventData::SessionUpdate(_)
+        | EventData::PermissionRequested(_)
+        | EventData::PermissionResolved(_)
+        | EventData::PermissionAlreadyResolved(_)
+        | EventData::ModelSwitched(_)
+        | EventData::ModelSwitchFailed(_)
+        | EventData::SessionCancelled(_)
+        | EventData::WalDiscarded(_)
+        | EventData::AcpMessage(_)
+        | EventData::AgentEvent(_)
+        | EventData::AgentObserved(_)
+        | EventData::ModelRequest(_)
+        | EventData::Redacted(_)
+        | EventData::LogIdentity(_)
+        | EventData::ImportCheckpoint(_)
+        | EventData::Unknown(_) => {}
     }
     Ok(Some(Shown {
         event: event.to_json(),

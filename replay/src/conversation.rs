@@ -223,7 +223,28 @@ impl Conversation {
                     *outcome = Some(done.outcome.clone());
                 }
             }
-            _ => {}
+            // Not part of the conversation.
+            EventData::AgentObserved(_)
+            | EventData::Registered(_)
+            | EventData::Unregistered(_)
+            | EventData::DiscoveryWarning(_)
+            | EventData::AttachmentAdmitted(_)
+            | EventData::SessionCreated(_)
+            | EventData::SessionClosed(_)
+            | EventData::SessionDied(_)
+            | EventData::SessionEnded(_)
+            | EventData::PermissionAlreadyResolved(_)
+            | EventData::ModelSwitched(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::SessionCancelled(_)
+            | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::ModelRequest(_)
+            | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
+            | EventData::Unknown(_) => {}
         }
     }
 

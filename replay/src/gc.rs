@@ -77,7 +77,30 @@ pub fn referenced_blobs_with(
                 // named inside them.
                 EventData::AgentEvent(a) => hashes_in(&a.data, &mut referenced),
                 EventData::AcpMessage(m) => hashes_in(&m.message, &mut referenced),
-                _ => {}
+                // Name no blob. A new type that does must say so here, or gc
+                // would delete what it names: every type is listed.
+                EventData::Unregistered(_)
+                | EventData::DiscoveryWarning(_)
+                | EventData::CommandRun(_)
+                | EventData::CommandDone(_)
+                | EventData::SessionCreated(_)
+                | EventData::SessionClosed(_)
+                | EventData::SessionDied(_)
+                | EventData::SessionEnded(_)
+                | EventData::SessionPrompt(_)
+                | EventData::SessionUpdate(_)
+                | EventData::PermissionRequested(_)
+                | EventData::PermissionResolved(_)
+                | EventData::PermissionAlreadyResolved(_)
+                | EventData::ModelSwitched(_)
+                | EventData::ModelSwitchFailed(_)
+                | EventData::SessionCancelled(_)
+                | EventData::WalDiscarded(_)
+                | EventData::AgentObserved(_)
+                | EventData::ModelRequest(_)
+                | EventData::Redacted(_)
+                | EventData::LogIdentity(_)
+                | EventData::ImportCheckpoint(_) => {}
             },
             Err(e) => {
                 failure = Some(e);

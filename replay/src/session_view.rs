@@ -119,21 +119,7 @@ impl SessionView {
         if event.session.as_deref() != Some(self.id.as_str()) {
             return;
         }
-        self.events += 1;
-        self.span_ms = Some(match self.span_ms {
-            None => (event.time(), event.time()),
-            Some((first, last)) => (first.min(event.time()), last.max(event.time())),
-        });
-        if matches!(
-            event.data,
-            EventData::SessionPrompt(_) | EventData::CommandRun(_)
-        ) && self
-            .ended
-            .as_ref()
-            .is_some_and(|(_, how, _)| how == "ended")
-        {
-            self.ended = None;
-        }
+        self.counted(event);
         match &event.data {
             EventData::SessionCreated(c) => {
                 self.created.get_or_insert(event.seq);
@@ -183,31 +169,7 @@ impl SessionView {
                 self.prompts
                     .push((event.seq, p.text.clone(), p.delivery, p.from_run))
             }
-            EventData::SessionUpdate(update) => {
-                match update.get("sessionUpdate").and_then(|v| v.as_str()) {
-                    Some("agent_message_chunk") => self.assistant_text.push_str(chunk_text(update)),
-                    Some("agent_thought_chunk") => self.thoughts.push_str(chunk_text(update)),
-                    Some("tool_call") => self.tool_calls.push(ToolCallView {
-                        id: str_field(update, "toolCallId"),
-                        title: str_field(update, "title"),
-                        status: update
-                            .get("status")
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("pending")
-                            .into(),
-                    }),
-                    Some("tool_call_update") => {
-                        let id = str_field(update, "toolCallId");
-                        if let Some(call) = self.tool_calls.iter_mut().find(|c| c.id == id)
-                            && let Some(status) = update.get("status").and_then(|v| v.as_str())
-                        {
-                            call.status = status.into();
-                        }
-                    }
-                    Some("turn_complete") => self.turns += 1,
-                    _ => {}
-                }
-            }
+            EventData::SessionUpdate(update) => self.update(update),
             EventData::PermissionRequested(p) => self.permissions.push(PermissionView {
                 request_id: p.request_id.clone(),
                 requested: event.seq,
@@ -223,6 +185,70 @@ impl SessionView {
                     view.resolved = Some((event.seq, p.decision.clone()));
                 }
             }
+            // Not part of what a client shows of the session.
+            EventData::SessionEnded(_)
+            | EventData::Registered(_)
+            | EventData::Unregistered(_)
+            | EventData::DiscoveryWarning(_)
+            | EventData::AttachmentAdmitted(_)
+            | EventData::PermissionAlreadyResolved(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::SessionCancelled(_)
+            | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::AgentObserved(_)
+            | EventData::ModelRequest(_)
+            | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
+            | EventData::Unknown(_) => {}
+        }
+    }
+
+    /// Counts the event into the session's span, and resumes a session the
+    /// agent ended when a prompt or a run follows.
+    fn counted(&mut self, event: &Event) {
+        self.events += 1;
+        self.span_ms = Some(match self.span_ms {
+            None => (event.time(), event.time()),
+            Some((first, last)) => (first.min(event.time()), last.max(event.time())),
+        });
+        if matches!(
+            event.data,
+            EventData::SessionPrompt(_) | EventData::CommandRun(_)
+        ) && self
+            .ended
+            .as_ref()
+            .is_some_and(|(_, how, _)| how == "ended")
+        {
+            self.ended = None;
+        }
+    }
+
+    /// An ACP update: the agent's text and thoughts, its tool calls, a turn's end.
+    fn update(&mut self, update: &serde_json::Value) {
+        match update.get("sessionUpdate").and_then(|v| v.as_str()) {
+            Some("agent_message_chunk") => self.assistant_text.push_str(chunk_text(update)),
+            Some("agent_thought_chunk") => self.thoughts.push_str(chunk_text(update)),
+            Some("tool_call") => self.tool_calls.push(ToolCallView {
+                id: str_field(update, "toolCallId"),
+                title: str_field(update, "title"),
+                status: update
+                    .get("status")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("pending")
+                    .into(),
+            }),
+            Some("tool_call_update") => {
+                let id = str_field(update, "toolCallId");
+                if let Some(call) = self.tool_calls.iter_mut().find(|c| c.id == id)
+                    && let Some(status) = update.get("status").and_then(|v| v.as_str())
+                {
+                    call.status = status.into();
+                }
+            }
+            Some("turn_complete") => self.turns += 1,
             _ => {}
         }
     }

@@ -105,9 +105,9 @@ pub(crate) fn audit_line(row: &AuditRow) -> (String, String, &'static str) {
             o @ Outcome::Error {
                 interrupted: true, ..
             },
-        ) => (render::outcome_line(o), "33"),
-        Some(o @ Outcome::Error { .. }) => (render::outcome_line(o), "31"),
-        Some(o) => (render::outcome_line(o), "32"),
+        ) => (o.line(), "33"),
+        Some(o @ Outcome::Error { .. }) => (o.line(), "31"),
+        Some(o) => (o.line(), "32"),
     };
     let line = format!(
         "{} {:>6}  {:<14} {:<7} {:<15} {:<40} {:<9}",

@@ -45,7 +45,7 @@ pub(crate) fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io
             render::utc(event.time()),
             event.data.type_name(),
             event.session.as_deref().unwrap_or("-"),
-            render::summary(event)
+            event.summary()
         )
     }
 }

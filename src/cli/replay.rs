@@ -95,7 +95,7 @@ pub(crate) fn exec(log: &Log, args: ReplayArgs, json: bool) -> VerbResult {
             }
             for r in &view.runs {
                 let outcome = match &r.outcome {
-                    Some(o) => render::outcome_line(o),
+                    Some(o) => o.line(),
                     None => "no done yet".into(),
                 };
                 writeln!(

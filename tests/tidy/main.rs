@@ -418,3 +418,52 @@ fn no_two_modules_of_a_crate_import_each_other() {
         problems.join("\n")
     );
 }
+
+/// The paths a section of `docs/architecture.md` names in backquotes: every
+/// file (`.rs`, `.md`) or folder (`/` at the end); a `<name>` in one stands for
+/// any file of that folder, `{a,b}` for each of them.
+fn section_paths(doc: &str, heading: &str) -> Vec<String> {
+    let Some(start) = doc.find(heading) else {
+        return Vec::new();
+    };
+    let rest = &doc[start + heading.len()..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    section
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| {
+            !t.contains(' ') && (t.ends_with(".rs") || t.ends_with(".md") || t.ends_with('/'))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn where_to_put_and_the_writers_name_real_files() {
+    let doc = read("docs/architecture.md");
+    let mut problems = Vec::new();
+    for heading in ["## Where to put", "## Who writes to the log"] {
+        let paths = section_paths(&doc, heading);
+        assert!(paths.len() > 5, "{heading}: the section was not found");
+        for path in paths {
+            // `engine/src/discovery/<agent>.rs`: the folder; `a/{b,c}.rs`: each.
+            let candidates: Vec<String> = if let Some((dir, _)) = path.split_once('<') {
+                vec![dir.to_string()]
+            } else if let Some((head, rest)) = path.split_once('{') {
+                let (alts, tail) = rest.split_once('}').unwrap_or((rest, ""));
+                alts.split(',')
+                    .map(|a| format!("{head}{a}{tail}"))
+                    .collect()
+            } else {
+                vec![path.clone()]
+            };
+            for c in candidates {
+                if !root().join(&c).exists() {
+                    problems.push(format!("{heading}: {c} does not exist"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -15,6 +15,7 @@ pub use cmdlog_store::Seq;
 mod registry;
 mod runs;
 mod session;
+mod summary;
 
 pub use registry::{
     DiscoveryWarning, Origin, ProviderRef, Registered, Scope, UnregisterReason, Unregistered,
