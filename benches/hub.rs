@@ -27,7 +27,7 @@ use cmdlog_engine::{
     AgentEvent, CommandDone, CommandRun, EventData, InvocationSource, Mode, NewEvent, Outcome,
 };
 use cmdlog_hub::{HubOptions, init};
-use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord, Record};
+use cmdlog_store::{Log, LogConfig, NewRecord, Record};
 use cmdlog_test_support::nats::NatsCluster;
 use serde_json::json;
 
@@ -154,7 +154,7 @@ async fn plain_publish(
             let mut map = HeaderMap::new();
             if headers {
                 map.insert("Cmdlog-Seq", record.seq.to_string().as_str());
-                map.insert("Cmdlog-Hash", BlobHash(record.hash).to_hex().as_str());
+                map.insert("Cmdlog-Hash", record.hash.to_hex().as_str());
                 if let Some(key) = &record.stream {
                     map.insert("Cmdlog-Stream", key.as_str());
                 }

@@ -589,10 +589,8 @@ fn a_forged_record_on_the_hub_is_named_and_blocks_nothing() {
     let (id, seq, hash) = verified(&w, &w.log_path());
     // The forger: the next seq, its chain hash computed as the log would.
     let forged = json!({"at": 1, "type": "agent/event", "agent": "x", "data": {"agent": "x", "event": "FORGED", "data": {}}}).to_string();
-    let prev = cmdlog_store::BlobHash::from_hex(&hash).unwrap().0;
-    let forged_hash =
-        cmdlog_store::BlobHash(cmdlog_store::chain_hash(&prev, seq + 1, forged.as_bytes()))
-            .to_hex();
+    let prev = cmdlog_store::ChainHash::from_hex(&hash).unwrap();
+    let forged_hash = cmdlog_store::chain_hash(&prev, seq + 1, forged.as_bytes()).to_hex();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -883,13 +881,8 @@ fn signed_checkpoints_on_the_hub_prove_rollbacks_and_name_forgeries() {
     // signed checkpoint, so named and left out of a clone.
     let (_, head_seq, head_hash) = verified(&w, &w.log_path());
     let forged = json!({"at": 1, "type": "agent/event", "agent": "x", "data": {"agent": "x", "event": "FORGED", "data": {}}}).to_string();
-    let prev = cmdlog_store::BlobHash::from_hex(&head_hash).unwrap().0;
-    let forged_hash = cmdlog_store::BlobHash(cmdlog_store::chain_hash(
-        &prev,
-        head_seq + 1,
-        forged.as_bytes(),
-    ))
-    .to_hex();
+    let prev = cmdlog_store::ChainHash::from_hex(&head_hash).unwrap();
+    let forged_hash = cmdlog_store::chain_hash(&prev, head_seq + 1, forged.as_bytes()).to_hex();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -6,6 +6,7 @@
 //! the records pushed afterwards are read as they land, each run shown once it
 //! settles.
 
+use cmdlog_store::ChainHash;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
@@ -85,7 +86,7 @@ struct LogRead {
     host: String,
     fold: AuditFold,
     next: u64,
-    prev: [u8; 32],
+    prev: ChainHash,
     /// The stream sequence to ask from next.
     from: u64,
     /// Its reader on the hub.
@@ -122,7 +123,7 @@ impl LogRead {
             host,
             fold: AuditFold::default(),
             next: 1,
-            prev: [0; 32],
+            prev: ChainHash::ZERO,
             from: 1,
             expected,
             read: 0,
@@ -139,15 +140,15 @@ impl LogRead {
     /// chain, say who wrote it).
     fn continues(&mut self, seq: u64, bytes: &[u8], stated: &str) -> bool {
         if self.windowed && self.next == 1 && seq > 1 {
-            let Some(anchor) = cmdlog_store::BlobHash::from_hex(stated) else {
+            let Some(anchor) = ChainHash::from_hex(stated) else {
                 return false;
             };
             self.next = seq + 1;
-            self.prev = anchor.0;
+            self.prev = anchor;
             return true;
         }
         let hash = cmdlog_store::chain_hash(&self.prev, seq, bytes);
-        if seq != self.next || cmdlog_common::ids::hex(&hash) != stated {
+        if seq != self.next || hash.to_hex() != stated {
             return false;
         }
         self.next += 1;
@@ -217,7 +218,7 @@ impl<E: From<HubError>> Auditing<'_, E> {
         }
         log.chain = Some(surveyed.chain().into_iter().collect());
         log.fold = AuditFold::default();
-        (log.next, log.prev, log.from, log.read) = (1, [0; 32], 1, 0);
+        (log.next, log.prev, log.from, log.read) = (1, ChainHash::ZERO, 1, 0);
         log.cursor.close(self.stream).await;
         log.cursor = Cursor::new(log.subject.clone(), None);
         log.windowed = false;

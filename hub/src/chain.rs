@@ -8,6 +8,7 @@
 //! Signatures make this certain (docs/verifiable.md); this is what the chain alone
 //! can tell.
 
+use cmdlog_store::ChainHash;
 use std::collections::HashMap;
 
 /// A message that is not part of the log's chain.
@@ -25,7 +26,7 @@ pub struct Foreign {
 struct Candidate {
     seq: u64,
     stream_seq: u64,
-    hash: [u8; 32],
+    hash: ChainHash,
     parent: Option<usize>,
     depth: u64,
 }
@@ -38,8 +39,8 @@ pub struct Survey {
     broken: Vec<Foreign>,
 }
 
-fn hex32(text: &str) -> Option<[u8; 32]> {
-    cmdlog_store::BlobHash::from_hex(text).map(|h| h.0)
+fn hex32(text: &str) -> Option<ChainHash> {
+    ChainHash::from_hex(text)
 }
 
 impl Survey {
@@ -63,7 +64,7 @@ impl Survey {
                 .unwrap_or_default()
         };
         let found = parents.into_iter().find(|parent| {
-            let prev = parent.map_or([0u8; 32], |i| self.candidates[i].hash);
+            let prev = parent.map_or(ChainHash::ZERO, |i| self.candidates[i].hash);
             cmdlog_store::chain_hash(&prev, seq, bytes) == stated
         });
         match found {
@@ -121,7 +122,7 @@ impl Survey {
         let chain = self.chain();
         let last = *chain.last()?;
         let c = self.candidates.iter().find(|c| c.stream_seq == last)?;
-        Some((c.seq, cmdlog_common::ids::hex(&c.hash), c.stream_seq))
+        Some((c.seq, c.hash.to_hex(), c.stream_seq))
     }
 
     /// The chain's record at `seq`: (chain hash hex, stream sequence).
@@ -131,7 +132,7 @@ impl Survey {
             let c = &self.candidates[i];
             chain
                 .contains(&c.stream_seq)
-                .then(|| (cmdlog_common::ids::hex(&c.hash), c.stream_seq))
+                .then(|| (c.hash.to_hex(), c.stream_seq))
         })
     }
 
@@ -152,7 +153,7 @@ impl Survey {
             .candidates
             .iter()
             .filter(|c| c.stream_seq > after)
-            .map(|c| (c.stream_seq, c.seq, Some(cmdlog_common::ids::hex(&c.hash))))
+            .map(|c| (c.stream_seq, c.seq, Some(c.hash.to_hex())))
             .chain(
                 self.broken
                     .iter()
@@ -198,14 +199,14 @@ mod tests {
     use super::*;
 
     fn linked(records: &[&[u8]]) -> Vec<(u64, Vec<u8>, String)> {
-        let mut prev = [0u8; 32];
+        let mut prev = ChainHash::ZERO;
         records
             .iter()
             .enumerate()
             .map(|(i, b)| {
                 let seq = i as u64 + 1;
                 prev = cmdlog_store::chain_hash(&prev, seq, b);
-                (seq, b.to_vec(), cmdlog_common::ids::hex(&prev))
+                (seq, b.to_vec(), prev.to_hex())
             })
             .collect()
     }

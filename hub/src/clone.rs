@@ -228,7 +228,7 @@ async fn rebuild(
                 .map_err(|e| CloneError::Store(e.into()))?;
             if let Some((seq, hash)) = last {
                 let head = log.head();
-                let local_hash = BlobHash(head.hash).to_hex();
+                let local_hash = head.hash.to_hex();
                 if head.seq != *seq || local_hash != *hash {
                     return Err(CloneError::HashDiffers {
                         log: log_id.to_string(),

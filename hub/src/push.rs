@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use async_nats::jetstream::stream;
 use bytes::Bytes;
-use cmdlog_store::{BlobHash, Log, Record};
+use cmdlog_store::{Log, Record};
 use serde::Deserialize;
 
 use crate::chain::Foreign;
@@ -285,7 +285,7 @@ impl Pusher {
             })
             .map_err(|e| PushError::Local(e.into()))?;
             let Some(last) = batch.last() else { break };
-            let (last_seq, last_hash) = (last.seq, BlobHash(last.hash).to_hex());
+            let (last_seq, last_hash) = (last.seq, last.hash.to_hex());
             for r in &batch {
                 if r.bytes.len() + 512 > max {
                     return Err(PushError::TooLarge {
@@ -444,7 +444,7 @@ impl Pusher {
         for (i, record) in batch.iter().enumerate() {
             let mut headers = HeaderMap::new();
             headers.insert(SEQ, record.seq.to_string().as_str());
-            headers.insert(HASH, BlobHash(record.hash).to_hex().as_str());
+            headers.insert(HASH, record.hash.to_hex().as_str());
             if let Some(key) = &record.stream {
                 headers.insert(STREAM_KEY, key.as_str());
             }
@@ -560,7 +560,7 @@ fn local_hash(log: &Log, seq: u64) -> Result<String, PushError> {
     Ok(log
         .get(seq)
         .map_err(|e| PushError::Local(e.into()))?
-        .map(|r| BlobHash(r.hash).to_hex())
+        .map(|r| r.hash.to_hex())
         .unwrap_or_default())
 }
 

@@ -213,7 +213,7 @@ pub fn export(
             blobs += 1;
         }
     }
-    let head_hash = BlobHash(head.hash).to_hex();
+    let head_hash = head.hash.to_hex();
     let trailer = TrailerLine {
         export: Trailer {
             version: 1,
@@ -432,7 +432,7 @@ pub fn import(
     }
     flush(&mut batch)?;
     let head = log.head();
-    let head_hash = BlobHash(head.hash).to_hex();
+    let head_hash = head.hash.to_hex();
     if let Some(expected) = &expected_head_hash
         && *expected != head_hash
     {

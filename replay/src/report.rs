@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use cmdlog_common::time::utc;
 use cmdlog_engine::{Mode, Outcome, Seq};
-use cmdlog_store::{BlobHash, Log};
+use cmdlog_store::Log;
 
 use crate::audit::{AuditError, AuditFilter, AuditRow, audit, sessions};
 use crate::html::escape_html;
@@ -101,7 +101,7 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
         out,
         "<p class=\"meta\">events {first}–{last} of a log whose head is seq {} (hash <code>{}</code>); {} runs, {errors} settled as errors.</p>",
         head.seq,
-        BlobHash(head.hash).to_hex(),
+        head.hash.to_hex(),
         rows.len()
     );
     if session.is_none() {

@@ -46,10 +46,6 @@ impl VerifyReport {
     }
 }
 
-fn hex(bytes: &[u8; 32]) -> String {
-    BlobHash(*bytes).to_hex()
-}
-
 /// Checks the whole log: gapless seqs and the hash chain; every record decodes; every
 /// done has exactly one earlier run and each run at most one done; every run names a
 /// registration active and winning for its agent, mode and name at that seq; every
@@ -113,7 +109,7 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     c.violations.sort_by_key(|v| v.seq);
     Ok(VerifyReport {
         head_seq: head.seq,
-        head_hash: hex(&head.hash),
+        head_hash: head.hash.to_hex(),
         events: c.events,
         blobs,
         violations: c.violations,
@@ -448,7 +444,7 @@ pub fn check_expected_head(log: &Log, seq: Seq, hash: &str) -> Result<Option<Str
         )));
     }
     let found = match log.get(seq)? {
-        Some(record) => hex(&record.hash),
+        Some(record) => record.hash.to_hex(),
         None => {
             return Ok(Some(format!(
                 "the log has no record at seq {seq}, below its head {head}"

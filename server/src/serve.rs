@@ -81,7 +81,7 @@ async fn health(
                 "status": "ok",
                 "sessions": state.live.lock().unwrap_or_else(|p| p.into_inner()).len(),
                 "pendingPermissions": state.permissions.lock().unwrap_or_else(|p| p.into_inner()).len(),
-                "logHead": head.map(|h| json!({"seq": h.seq, "hash": cmdlog_store::BlobHash(h.hash).to_hex()})),
+                "logHead": head.map(|h| json!({"seq": h.seq, "hash": h.hash.to_hex()})),
             }))
             .into_response()
         }

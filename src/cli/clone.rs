@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use cmdlog_hub::{CloneError, clone_log};
-use cmdlog_store::BlobHash;
 use serde_json::json;
 
 use super::hub::{HubArgs, runtime};
@@ -94,7 +93,7 @@ pub(crate) fn exec(_paths: &Paths, args: CloneArgs, json: bool) -> VerbResult {
     }
     let (count, blobs, head) = (cloned.records, cloned.blobs, cloned.head);
     let mut out = render::Human::stdout(json);
-    let hash = BlobHash(head.hash).to_hex();
+    let hash = head.hash.to_hex();
     if json {
         writeln!(
             out,

@@ -48,7 +48,7 @@ pub(crate) fn exec(paths: &Paths, args: RecoverArgs, json: bool) -> VerbResult {
             json!({
                 "log": paths.log.display().to_string(),
                 "head_seq": head.seq,
-                "head_hash": cmdlog_store::BlobHash(head.hash).to_hex(),
+                "head_hash": head.hash.to_hex(),
                 "discarded": discard.as_ref().map(|d| json!({
                     "problem": d.problem,
                     "kept_through": d.kept_through,
@@ -74,11 +74,6 @@ pub(crate) fn exec(paths: &Paths, args: RecoverArgs, json: bool) -> VerbResult {
         }
         None => writeln!(out, "nothing to discard: the log opened cleanly")?,
     }
-    writeln!(
-        out,
-        "head seq {} hash {}",
-        head.seq,
-        cmdlog_store::BlobHash(head.hash).to_hex()
-    )?;
+    writeln!(out, "head seq {} hash {}", head.seq, head.hash.to_hex())?;
     Ok(0)
 }

@@ -45,7 +45,9 @@ pub use log::{
     AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, TreeView, WalDiscard,
     check_own_folder, presence_path,
 };
-pub use record::{BlobHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq};
+pub use record::{
+    BlobHash, ChainHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq,
+};
 pub use redb::StorageBackend;
 pub use schema::chain as chain_hash;
 pub use tree::{TreeError, leaf_input};

@@ -56,7 +56,7 @@ pub struct Record {
     /// Its seq.
     pub seq: Seq,
     /// The chain hash stored with it, `h(seq)`.
-    pub hash: [u8; 32],
+    pub hash: ChainHash,
     /// Its stream key.
     pub stream: Option<String>,
     /// Its bytes.
@@ -72,6 +72,46 @@ pub struct CommittedRecord<'a> {
     pub stream: Option<&'a str>,
     /// Its bytes.
     pub bytes: &'a [u8],
+}
+
+/// A record's place in the hash chain: `h(seq) = BLAKE3(h(seq-1) ‖ seq ‖
+/// bytes)`, `h(0)` 32 zero bytes. Not a blob's address ([`BlobHash`]): the two
+/// are both BLAKE3 and are never mixed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ChainHash(pub [u8; 32]);
+
+impl ChainHash {
+    /// The hash before the first record.
+    pub const ZERO: ChainHash = ChainHash([0; 32]);
+
+    /// Its 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        blake3::Hash::from_bytes(self.0).to_hex().to_string()
+    }
+
+    /// Parses 64 hex characters.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        blake3::Hash::from_hex(text)
+            .ok()
+            .map(|h| ChainHash(*h.as_bytes()))
+    }
+}
+
+impl fmt::Display for ChainHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for ChainHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ChainHash({})", self.to_hex())
+    }
 }
 
 /// A blob's BLAKE3 hash, its address in the blob store.
@@ -125,7 +165,7 @@ pub struct Head {
     /// Its seq; 0 for an empty log.
     pub seq: Seq,
     /// Its chain hash; 32 zero bytes for an empty log.
-    pub hash: [u8; 32],
+    pub hash: ChainHash,
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 use redb::TableDefinition;
 
+use crate::record::ChainHash;
+
 /// `seq -> record`. Value layout:
 /// `chain hash (32 bytes) | stream key length (u16 LE) | stream key (UTF-8) | record bytes`.
 pub(crate) const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("records");
@@ -133,11 +135,11 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 pub(crate) const FORMAT: &[u8] = b"cmdlog-log/1";
 
 /// Encodes one `RECORDS` value.
-pub(crate) fn encode_record(hash: &[u8; 32], stream: Option<&str>, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_record(hash: &ChainHash, stream: Option<&str>, bytes: &[u8]) -> Vec<u8> {
     let key = stream.unwrap_or("");
     let key_len = u16::try_from(key.len()).expect("stream key length checked before append");
     let mut out = Vec::with_capacity(32 + 2 + key.len() + bytes.len());
-    out.extend_from_slice(hash);
+    out.extend_from_slice(hash.as_bytes());
     out.extend_from_slice(&key_len.to_le_bytes());
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(bytes);
@@ -146,8 +148,8 @@ pub(crate) fn encode_record(hash: &[u8; 32], stream: Option<&str>, bytes: &[u8])
 
 /// Decodes one `RECORDS` value into (hash, stream key, record bytes).
 /// `None` when the value is too short to hold its own header: a corrupt file.
-pub(crate) fn decode_record(value: &[u8]) -> Option<([u8; 32], Option<&str>, &[u8])> {
-    let hash: [u8; 32] = value.get(..32)?.try_into().ok()?;
+pub(crate) fn decode_record(value: &[u8]) -> Option<(ChainHash, Option<&str>, &[u8])> {
+    let hash = ChainHash(value.get(..32)?.try_into().ok()?);
     let key_len = u16::from_le_bytes(value.get(32..34)?.try_into().ok()?) as usize;
     let key = value.get(34..34 + key_len)?;
     let bytes = value.get(34 + key_len..)?;
@@ -162,12 +164,12 @@ pub(crate) fn decode_record(value: &[u8]) -> Option<([u8; 32], Option<&str>, &[u
 /// The hash chain's link: `h(n) = blake3(h(n-1) || seq(n) as 8 bytes LE ||
 /// record_bytes(n))`, `h(0)` 32 zero bytes. Every writer and checker of the chain
 /// (the store, a hub's reader) computes it here.
-pub fn chain(prev: &[u8; 32], seq: u64, bytes: &[u8]) -> [u8; 32] {
+pub fn chain(prev: &ChainHash, seq: u64, bytes: &[u8]) -> ChainHash {
     let mut hasher = blake3::Hasher::new();
-    hasher.update(prev);
+    hasher.update(prev.as_bytes());
     hasher.update(&seq.to_le_bytes());
     hasher.update(bytes);
-    *hasher.finalize().as_bytes()
+    ChainHash(*hasher.finalize().as_bytes())
 }
 
 #[cfg(test)]
@@ -176,7 +178,7 @@ mod tests {
 
     #[test]
     fn record_layout_round_trips() {
-        let hash = [7u8; 32];
+        let hash = ChainHash([7u8; 32]);
         let value = encode_record(&hash, Some("s-1"), b"{}");
         assert_eq!(decode_record(&value), Some((hash, Some("s-1"), &b"{}"[..])));
         let value = encode_record(&hash, None, b"x");
@@ -186,16 +188,16 @@ mod tests {
     #[test]
     fn truncated_record_is_not_decoded() {
         assert_eq!(decode_record(&[0u8; 33]), None);
-        let mut value = encode_record(&[0; 32], Some("abc"), b"");
+        let mut value = encode_record(&ChainHash::ZERO, Some("abc"), b"");
         value.truncate(35);
         assert_eq!(decode_record(&value), None);
     }
 
     #[test]
     fn chain_depends_on_every_input() {
-        let base = chain(&[0; 32], 1, b"a");
-        assert_ne!(base, chain(&[1; 32], 1, b"a"));
-        assert_ne!(base, chain(&[0; 32], 2, b"a"));
-        assert_ne!(base, chain(&[0; 32], 1, b"b"));
+        let base = chain(&ChainHash::ZERO, 1, b"a");
+        assert_ne!(base, chain(&ChainHash([1; 32]), 1, b"a"));
+        assert_ne!(base, chain(&ChainHash::ZERO, 2, b"a"));
+        assert_ne!(base, chain(&ChainHash::ZERO, 1, b"b"));
     }
 }

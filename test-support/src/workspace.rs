@@ -168,7 +168,7 @@ impl Workspace {
         let h = Log::open_read_only(self.log_path(), LogConfig::default())
             .unwrap()
             .head();
-        (h.seq, h.hash)
+        (h.seq, h.hash.0)
     }
 
     /// Every stored blob's hash.

@@ -182,15 +182,6 @@ fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// What the ratchet measures.
-#[derive(Debug, PartialEq)]
-struct Sizes {
-    src_lines: usize,
-    file_lines: (usize, String),
-    function_lines: (usize, String),
-    functions_over_100: usize,
-}
-
 #[test]
 fn sizes_only_go_down() {
     let mut problems = Vec::new();

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use cmdlog_store::{AppendError, BlobHash, Log, ReadError};
+use cmdlog_store::{AppendError, Log, ReadError};
 
 use super::builtins;
 use super::registration::RegisterError;
@@ -53,7 +53,7 @@ pub fn load_snapshot(log: &Log) -> Option<LogState> {
     let valid = snapshot.version == SNAPSHOT_VERSION
         && snapshot.seq == seq
         && snapshot.state.applied == seq
-        && BlobHash(record.hash).to_hex() == snapshot.hash;
+        && record.hash.to_hex() == snapshot.hash;
     valid.then_some(snapshot.state)
 }
 
@@ -255,7 +255,7 @@ impl Engine {
         let (seq, bytes) = {
             let state = lock(&self.inner.state);
             let hash = match self.inner.log.get(state.applied) {
-                Ok(Some(r)) => BlobHash(r.hash).to_hex(),
+                Ok(Some(r)) => r.hash.to_hex(),
                 _ => return Ok(0),
             };
             let snapshot = serde_json::json!({"version": SNAPSHOT_VERSION, "seq": state.applied, "hash": hash, "state": &*state});

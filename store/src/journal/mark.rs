@@ -29,6 +29,7 @@
 //! `seq` and `hash` name the last record in the generation's frames before `end`
 //! (seq 0 when they hold none).
 
+use crate::record::ChainHash;
 use std::io;
 
 use super::file::JournalIo;
@@ -49,7 +50,7 @@ pub(crate) struct Mark {
     /// The last record in those frames (0: none).
     pub(crate) seq: u64,
     /// Its chain hash.
-    pub(crate) hash: [u8; 32],
+    pub(crate) hash: ChainHash,
 }
 
 impl Mark {
@@ -59,7 +60,7 @@ impl Mark {
         out[4..12].copy_from_slice(&self.generation.to_le_bytes());
         out[12..20].copy_from_slice(&self.end.to_le_bytes());
         out[20..28].copy_from_slice(&self.seq.to_le_bytes());
-        out[28..60].copy_from_slice(&self.hash);
+        out[28..60].copy_from_slice(self.hash.as_bytes());
         let check = blake3::hash(&out[..60]);
         out[60..].copy_from_slice(&check.as_bytes()[..16]);
         out
@@ -76,7 +77,7 @@ impl Mark {
             generation: u64_at(4),
             end: u64_at(12),
             seq: u64_at(20),
-            hash: bytes[28..60].try_into().expect("32 bytes"),
+            hash: ChainHash(bytes[28..60].try_into().expect("32 bytes")),
         })
     }
 }
@@ -123,7 +124,7 @@ mod tests {
             generation: 7,
             end: 12_345,
             seq: 18,
-            hash: [9; 32],
+            hash: ChainHash([9; 32]),
         };
         let bytes = mark.encode();
         assert_eq!(Mark::decode(&bytes), Some(mark));
@@ -142,7 +143,7 @@ mod tests {
                 generation,
                 end,
                 seq: 0,
-                hash: [0; 32],
+                hash: ChainHash::ZERO,
             })
         };
         assert_eq!(latest(&[mark(1, 10), mark(1, 20)], 1), (mark(1, 20), 0));

@@ -37,6 +37,7 @@
 //! never a tear (design R14). Frames of an earlier generation are stale by
 //! definition.
 
+use crate::record::ChainHash;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -78,7 +79,7 @@ pub(crate) struct Frame<'a> {
     /// Set while the frame holds only snapshots (nothing acknowledged rides on it).
     cache_only: bool,
     /// The last record's seq and chain hash.
-    last: Option<(u64, [u8; 32])>,
+    last: Option<(u64, ChainHash)>,
 }
 
 impl<'a> Frame<'a> {
@@ -149,7 +150,7 @@ pub(crate) struct Journal {
     /// zeros and anything else there is damage or a torn frame.
     dirty_end: u64,
     /// The last record in this generation's frames (seq 0: none yet).
-    last: (u64, [u8; 32]),
+    last: (u64, ChainHash),
     /// The mark slot written next.
     slot: usize,
     /// Where each mark is copied too: a short-lived appender's presence file.
@@ -172,7 +173,7 @@ impl Journal {
             end: scan.end.max(FRAMES_AT),
             cache_frames_unsynced: false,
             dirty_end: scan.dirty_end.max(FRAMES_AT),
-            last: scan.last.unwrap_or((0, [0; 32])),
+            last: scan.last.unwrap_or((0, ChainHash::ZERO)),
             slot: scan.next_slot,
             mirror: None,
         }
@@ -189,7 +190,7 @@ impl Journal {
             end: FRAMES_AT,
             cache_frames_unsynced: false,
             dirty_end: scan.dirty_end.max(FRAMES_AT),
-            last: (0, [0; 32]),
+            last: (0, ChainHash::ZERO),
             slot: 0,
             mirror: None,
         };
@@ -344,7 +345,7 @@ impl Journal {
         self.io.sync_data()?;
         self.generation = generation;
         self.end = FRAMES_AT;
-        self.last = (0, [0; 32]);
+        self.last = (0, ChainHash::ZERO);
         self.slot = 0;
         let zeros = vec![0u8; ZERO_CHUNK_BYTES];
         let mut at = FRAMES_AT;

@@ -2,6 +2,7 @@
 //! where the frames stop — what lies after, so that a torn last frame is told
 //! from damage (`mod.rs` has the layout).
 
+use crate::record::ChainHash;
 use std::io;
 
 use super::file::{Buffered, JournalIo};
@@ -14,7 +15,7 @@ use crate::limits::WAL_SCAN_CHUNK_BYTES as SCAN_CHUNK_BYTES;
 use crate::record::BlobHash;
 
 /// The last record among `ops`.
-pub(super) fn last_record(ops: &[Op]) -> Option<(u64, [u8; 32])> {
+pub(super) fn last_record(ops: &[Op]) -> Option<(u64, ChainHash)> {
     ops.iter().rev().find_map(|op| match op {
         Op::Record { seq, value } => {
             crate::schema::decode_record(value).map(|(hash, _, _)| (*seq, hash))
@@ -205,7 +206,7 @@ pub(crate) struct Scan {
     /// The mark slot to write next.
     pub(crate) next_slot: usize,
     /// The last record in the readable frames.
-    pub(crate) last: Option<(u64, [u8; 32])>,
+    pub(crate) last: Option<(u64, ChainHash)>,
     /// What is where the readable frames end.
     pub(crate) stop: &'static str,
 }

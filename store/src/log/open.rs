@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use crate::error::OpenError;
 use crate::journal::{Journal, JournalIo, journal_path};
 use crate::overlay::Overlay;
+use crate::record::ChainHash;
 use crate::record::{Durability, Seq};
 use crate::schema::{self, BLOB_META, BLOBS, FORMAT, META, RECORDS, STREAMS};
 use crate::writer;
@@ -313,7 +314,7 @@ impl Log {
             match records.last().map_err(|e| storage(e.into()))? {
                 None => Head {
                     seq: 0,
-                    hash: [0; 32],
+                    hash: ChainHash::ZERO,
                 },
                 Some((k, v)) => {
                     let seq = k.value();

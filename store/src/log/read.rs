@@ -6,6 +6,7 @@ use redb::ReadableTable;
 use tokio::sync::watch;
 
 use crate::error::{ReadError, read_err};
+use crate::record::ChainHash;
 use crate::record::{Record, Seq};
 use crate::schema::{self, RECORDS, STREAMS};
 
@@ -219,7 +220,7 @@ impl Log {
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut prev = Head {
             seq: 0,
-            hash: [0; 32],
+            hash: ChainHash::ZERO,
         };
         let mut link = |seq: Seq, value: &[u8]| -> Option<ChainBreak> {
             if seq != prev.seq + 1 {

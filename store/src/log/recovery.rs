@@ -15,6 +15,7 @@ use redb::{Database, ReadableTable};
 
 use crate::error::OpenError;
 use crate::journal::{self, FoundFrame, Header, Journal, JournalIo, Mark, Op, Scan};
+use crate::record::ChainHash;
 use crate::record::Seq;
 use crate::schema::{self, BLOB_CHUNKS, BLOB_META, BLOBS, META, RECORDS};
 
@@ -241,7 +242,7 @@ fn redb_head(
     Ok(match records.last().map_err(|e| fail(e.to_string()))? {
         None => Head {
             seq: 0,
-            hash: [0; 32],
+            hash: ChainHash::ZERO,
         },
         Some((k, v)) => Head {
             seq: k.value(),
