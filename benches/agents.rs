@@ -302,7 +302,7 @@ fn import(agent: AgentKind, megabytes: usize) {
     let import_once = |ws: &Path| {
         let started = Instant::now();
         let log = Log::open(ws.join(".cmdlog/log.redb"), LogConfig::default()).unwrap();
-        cmdlog_engine::ensure_identity(&log).unwrap();
+        cmdlog_engine::identity::ensure_identity(&log).unwrap();
         let done = cmdlog_agents::import(&log, agent, &roots, None, false, 1, |_| {}).unwrap();
         log.close();
         let summary = serde_json::to_value(&done).unwrap();

@@ -11,9 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cmdlog_engine::{
-    DiscoveryConfig, Engine, EngineConfig, ExecuteRequest, FixedClock, Mode, discover,
-};
+use cmdlog_engine::discovery::{DiscoveryConfig, discover};
+use cmdlog_engine::{Engine, EngineConfig, ExecuteRequest, FixedClock, Mode};
 use cmdlog_replay::{AuditFilter, audit, drift, sessions, show, state_at};
 use cmdlog_store::{Durability, Log, LogConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -21,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 const EVENTS: u64 = 100_000;
 const SESSIONS: usize = 200;
 
-fn build(dir: &std::path::Path) -> cmdlog_engine::Discovery {
+fn build(dir: &std::path::Path) -> cmdlog_engine::discovery::Discovery {
     let home = dir.join("home");
     let ws = dir.join("ws");
     let commands = ws.join(".claude/commands");

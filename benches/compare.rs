@@ -11,6 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use cmdlog_engine::*;
+use cmdlog_engine::{attachments::*, event::*};
 #[path = "shared/tree_cost.rs"]
 mod tree_cost;
 

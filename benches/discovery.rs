@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cmdlog_engine::{DiscoveryConfig, Engine, EngineConfig, discover};
+use cmdlog_engine::discovery::{DiscoveryConfig, discover};
+use cmdlog_engine::{Engine, EngineConfig};
 use cmdlog_store::{Log, LogConfig};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 

@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, stream};
-use cmdlog_engine::{
-    AgentEvent, CommandDone, CommandRun, EventData, InvocationSource, Mode, NewEvent, Outcome,
+use cmdlog_engine::event::{
+    AgentEvent, CommandDone, CommandRun, InvocationSource, NewEvent, Outcome,
 };
+use cmdlog_engine::{EventData, Mode};
 use cmdlog_hub::{HubOptions, init};
 use cmdlog_store::{Log, LogConfig, NewRecord, Record};
 use cmdlog_test_support::nats::NatsCluster;
@@ -265,7 +266,7 @@ fn main() {
     fill(&log_path, events, "big");
     {
         let log = Log::open(&log_path, LogConfig::default()).unwrap();
-        cmdlog_engine::ensure_identity(&log).unwrap();
+        cmdlog_engine::identity::ensure_identity(&log).unwrap();
     }
     let records: Vec<Record> = {
         let log = Log::open_read_only(&log_path, LogConfig::default()).unwrap();

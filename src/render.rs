@@ -70,7 +70,7 @@ pub(crate) use cmdlog_common::time::micros as duration;
 pub(crate) use cmdlog_common::time::utc;
 
 /// `log ID (host HOST)`, the host's text made safe for a terminal.
-pub(crate) fn identity(identity: &cmdlog_engine::LogIdentity) -> String {
+pub(crate) fn identity(identity: &cmdlog_engine::event::LogIdentity) -> String {
     format!(
         "log {} (host {})",
         clean(&identity.id),

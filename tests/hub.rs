@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cmdlog_engine::{AgentEvent, EventData, NewEvent};
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{AgentEvent, NewEvent};
 use cmdlog_store::{Log, LogConfig, NewRecord};
 use serde_json::{Value, json};
 
@@ -47,7 +48,8 @@ fn fill(path: &Path, n: usize, size: usize, tag: &str) {
 /// Appends `n` runs of `/review`, each settled, at times `first`, `first + step`,
 /// …; with `open_last`, the last run has no done yet. Returns the runs' seqs.
 fn fill_runs(path: &Path, n: u64, first: u64, step: u64, open_last: bool) -> Vec<u64> {
-    use cmdlog_engine::{CommandDone, CommandRun, InvocationSource, Mode, Outcome};
+    use cmdlog_engine::Mode;
+    use cmdlog_engine::event::{CommandDone, CommandRun, InvocationSource, Outcome};
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let log = Log::open(path, LogConfig::default()).unwrap();
     let event = |at: u64, data: EventData| {
@@ -1391,7 +1393,7 @@ fn hub_audit_merges_every_log_by_time_and_follow_shows_each_run_as_it_settles() 
         .as_u64()
         .unwrap();
     {
-        use cmdlog_engine::{CommandDone, Outcome};
+        use cmdlog_engine::event::{CommandDone, Outcome};
         let log = Log::open(logs[0].log_path(), LogConfig::default()).unwrap();
         let done = CommandDone {
             run: open,

@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use cmdlog_engine::event::{ProviderRef, Scope};
 use cmdlog_engine::{
     CommandHandler, CommandKind, CommandName, CommandResult, CommandSource, CommandSpec,
-    CommandType, Disposer, Engine, Invocation, Mode, NewRegistration, ProviderRef, Scope,
+    CommandType, Disposer, Engine, Invocation, Mode, NewRegistration,
 };
 use serde_json::Value;
 

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use cmdlog_engine::{AcpDirection, AcpMessage, Engine, EventData};
+use cmdlog_engine::event::{AcpDirection, AcpMessage};
+use cmdlog_engine::{Engine, EventData};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 

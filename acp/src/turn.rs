@@ -4,10 +4,9 @@
 //! line itself ends the turn there (its answer is the agent's message, recorded),
 //! and anything else goes on to the agent, expanded where a prompt command matched.
 
-use cmdlog_engine::{
-    CancellationToken, Engine, EventData, Mode, Outcome, PromptError, PromptOutcome, PromptRequest,
-    StreamingBehavior,
-};
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
+use cmdlog_engine::{CancellationToken, Engine, EventData, Mode};
 use serde_json::{Value, json};
 
 use crate::record::Recorder;

@@ -4,7 +4,10 @@
 //! then a fidelity test of cmdlog's dialects; `cmdlog drift --agents` lists the
 //! disagreements.
 
-use cmdlog_engine::{AgentCheck, Dialect, Discovery, ExpandInput, expand};
+use cmdlog_engine::Dialect;
+use cmdlog_engine::discovery::Discovery;
+use cmdlog_engine::event::AgentCheck;
+use cmdlog_engine::expand::{ExpandInput, expand};
 
 use crate::hook::Expansion;
 use crate::kind::AgentKind;

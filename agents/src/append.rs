@@ -3,9 +3,8 @@
 //! secrets were replaced, then the payload's events; a `command/done` names the
 //! seq its run gets in the same append.
 
-use cmdlog_engine::{
-    AgentEvent, CommandDone, EventData, Mode, NewEvent, Observed, Redacted, SessionCreated,
-};
+use cmdlog_engine::event::{AgentEvent, CommandDone, NewEvent, Observed, Redacted, SessionCreated};
+use cmdlog_engine::{EventData, Mode};
 use cmdlog_store::{AppendError, AppendTicket, Log, NewRecord, ReadError, Receipt, Seq};
 
 use crate::limits::{BLOB_PART_BYTES, EVENT_INLINE_BYTES_MAX};
@@ -218,7 +217,7 @@ impl Batch {
                     .to_record(),
                 ),
                 PlannedData::Update(update) => Slot::Ready(
-                    cmdlog_engine::SessionUpdateRef {
+                    cmdlog_engine::event::SessionUpdateRef {
                         at,
                         session: p.session.as_deref(),
                         agent: agent.as_deref(),

@@ -9,7 +9,8 @@ use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cmdlog_engine::{Discovery, DiscoveryConfig, Observed, discover};
+use cmdlog_engine::discovery::{Discovery, DiscoveryConfig, discover};
+use cmdlog_engine::event::Observed;
 use cmdlog_store::{Log, LogConfig};
 use serde_json::Value;
 
@@ -225,7 +226,7 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
         return;
     };
     // A log this call creates gets its id first (a failure here is not the hook's).
-    let _ = cmdlog_engine::ensure_identity(&log);
+    let _ = cmdlog_engine::identity::ensure_identity(&log);
     let workspace = target.workspace.clone();
     let discovery = || discovery_for(&workspace);
     let mut recent = None;
@@ -375,7 +376,7 @@ fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
             item.delivery,
             item.release
                 .as_deref()
-                .filter(|r| cmdlog_engine::parse_version(r).is_some())
+                .filter(|r| cmdlog_engine::expand::parse_version(r).is_some())
                 .map(|r| format!("&release={r}"))
                 .unwrap_or_default(),
             item.mode()

@@ -9,7 +9,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cmdlog_engine::{AgentObserved, EventData, Observed, Seq};
+use cmdlog_engine::event::{AgentObserved, Observed};
+use cmdlog_engine::{EventData, Seq};
 use cmdlog_store::{Log, ReadError};
 use serde_json::{Map, Value};
 

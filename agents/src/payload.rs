@@ -4,7 +4,7 @@
 //! their place), and each change is said by an `agent/event` note in the same
 //! append. Nothing the agent sent is dropped.
 
-use cmdlog_engine::AgentEvent;
+use cmdlog_engine::event::AgentEvent;
 use cmdlog_store::BlobHash;
 use serde_json::{Value, json};
 

@@ -1,6 +1,7 @@
 //! Events planned from a payload or a transcript, before they have seqs.
 
-use cmdlog_engine::{AgentCheck, EventData, Observed, Outcome};
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{AgentCheck, Observed, Outcome};
 
 use crate::updates::Update;
 

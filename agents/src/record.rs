@@ -3,7 +3,9 @@
 //! expansion of a slash command checked against cmdlog's, then its blobs stored and
 //! its events appended as one atomic unit.
 
-use cmdlog_engine::{AgentEvent, Discovery, EventData, Mode, Observed};
+use cmdlog_engine::discovery::Discovery;
+use cmdlog_engine::event::{AgentEvent, Observed};
+use cmdlog_engine::{EventData, Mode};
 use cmdlog_store::{AppendError, BlobError, Log, ReadError, Receipt};
 
 use crate::append::Batch;

@@ -15,7 +15,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use cmdlog_common::private_fs::{self, Expect};
-use cmdlog_engine::{KnownRelease, parse_version};
+use cmdlog_engine::KnownRelease;
+use cmdlog_engine::expand::parse_version;
 
 /// Largest `package.json` read.
 const PACKAGE_JSON_BYTES_MAX: u64 = 256 * 1024;

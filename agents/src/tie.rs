@@ -18,7 +18,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cmdlog_engine::{AgentEvent, Event, EventData, PermissionResolved, Seq};
+use cmdlog_engine::event::{AgentEvent, PermissionResolved};
+use cmdlog_engine::{Event, EventData, Seq};
 use cmdlog_store::{Log, ReadError};
 use serde_json::{Value, json};
 

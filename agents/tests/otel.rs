@@ -220,12 +220,12 @@ fn telemetry_after_hooks_is_folded_into_their_events() {
     assert!(report.is_clean(), "{:?}", report.violations);
 
     // An agent/observed that names the wrong event is a finding of verify.
-    let wrong = cmdlog_engine::NewEvent {
+    let wrong = cmdlog_engine::event::NewEvent {
         at: 1,
         observed: None,
         session: Some(SESSION.into()),
         agent: Some("claude-code".into()),
-        data: cmdlog_engine::EventData::AgentObserved(cmdlog_engine::AgentObserved {
+        data: cmdlog_engine::EventData::AgentObserved(cmdlog_engine::event::AgentObserved {
             of: 1,
             fact: format!("prompt:{PROMPT}"),
             adds: Default::default(),

@@ -1,5 +1,5 @@
 #![no_main]
 //! Gemini/Qwen TOML command parsing never panics.
 libfuzzer_sys::fuzz_target!(|text: &str| {
-    let _ = cmdlog_engine::parse_toml_command(text);
+    let _ = cmdlog_engine::discovery::parse_toml_command(text);
 });

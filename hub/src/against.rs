@@ -7,7 +7,7 @@
 //! Records on the hub that are not the log's own (another machine's, or
 //! forged) are the hub's problem, not the log's: said as notes.
 
-use cmdlog_engine::LogIdentity;
+use cmdlog_engine::event::LogIdentity;
 use cmdlog_replay::{CheckpointError, Violation, check_expected_head, check_saved, origin};
 use cmdlog_store::{Log, ReadError};
 use cmdlog_tlog::{Note, NoteVerifier};

@@ -375,7 +375,7 @@ pub fn import(
                 Some(body) => format!("{{{body}"),
                 None => format!("{{{rest}"),
             };
-            let stream = cmdlog_engine::stream_key(
+            let stream = cmdlog_engine::event::stream_key(
                 probe.type_name.as_deref().unwrap_or(""),
                 probe.session.as_deref(),
             );

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use cmdlog_engine::{CommandRun, DecodeError, Event, EventData, Mode, Outcome, Seq};
+use cmdlog_engine::event::{CommandRun, DecodeError, Outcome};
+use cmdlog_engine::{Event, EventData, Mode, Seq};
 use cmdlog_store::{BlobHash, Log, ReadError};
 
 /// Reading for the audit failed.
@@ -628,7 +629,7 @@ pub fn show(log: &Log, seq: Seq) -> Result<Option<Shown>, AuditError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cmdlog_engine::{CommandDone, InvocationSource};
+    use cmdlog_engine::event::{CommandDone, InvocationSource};
 
     fn event(seq: Seq, data: EventData) -> Event {
         Event {

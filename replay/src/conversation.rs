@@ -3,7 +3,8 @@
 //! input and output, permission questions and answers, command runs and the ends
 //! of turns. What an auditor reads in the HTML report.
 
-use cmdlog_engine::{Event, EventData, Outcome, Seq};
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::{Event, EventData, Seq};
 use cmdlog_store::Log;
 use serde_json::Value;
 

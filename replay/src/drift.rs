@@ -7,11 +7,11 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use cmdlog_engine::{
-    AdmittedBlock, AttachmentAdmitted, CommandRun, CommandSpec, Dialect, Discovery, Event,
-    EventData, ExpandInput, Outcome, Registered, Seq, Version, expand, parse_version,
-    with_attachments,
-};
+use cmdlog_engine::attachments::{AdmittedBlock, with_attachments};
+use cmdlog_engine::discovery::Discovery;
+use cmdlog_engine::event::{AttachmentAdmitted, CommandRun, Outcome, Registered};
+use cmdlog_engine::expand::{ExpandInput, Version, expand, parse_version};
+use cmdlog_engine::{CommandSpec, Dialect, Event, EventData, Seq};
 use cmdlog_store::{BlobHash, Log};
 
 use crate::audit::AuditError;
@@ -278,7 +278,9 @@ pub fn agent_agreements(log: &Log) -> Result<Vec<AgentAgreement>, AuditError> {
         log,
         None,
         |event| match event.data {
-            EventData::CommandRun(r) if r.source == cmdlog_engine::InvocationSource::Agent => {
+            EventData::CommandRun(r)
+                if r.source == cmdlog_engine::event::InvocationSource::Agent =>
+            {
                 let line = format!("/{}{}", r.name, r.raw_input.as_deref().unwrap_or(""));
                 runs.insert(event.seq, (event.session, event.agent, line));
             }

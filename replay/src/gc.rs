@@ -41,7 +41,7 @@ pub enum GcError {
     Read(#[from] ReadError),
     /// A record cannot be decoded, so what it references is unknown.
     #[error("{0}; gc will not run on a log it cannot fully read: run `cmdlog verify`")]
-    Damaged(#[from] cmdlog_engine::DecodeError),
+    Damaged(#[from] cmdlog_engine::event::DecodeError),
     /// Removing failed.
     #[error("could not remove blobs: {0}")]
     Remove(#[from] AppendError),

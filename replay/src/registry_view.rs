@@ -71,8 +71,8 @@ impl CommandEntry {
             provider: r.provider.id.clone(),
             priority: r.provider.priority,
             scope: match &r.scope {
-                cmdlog_engine::Scope::Global => "global".into(),
-                cmdlog_engine::Scope::Agent(a) => a.clone(),
+                cmdlog_engine::event::Scope::Global => "global".into(),
+                cmdlog_engine::event::Scope::Agent(a) => a.clone(),
             },
             source: r.command.source,
             source_label: r.command.source_label.clone(),

@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 
 use cmdlog_common::time::utc;
-use cmdlog_engine::{Mode, Outcome, Seq};
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::{Mode, Seq};
 use cmdlog_store::Log;
 
 use crate::audit::{AuditError, AuditFilter, AuditRow, audit, sessions};

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use cmdlog_common::terminal::clean;
-use cmdlog_engine::Outcome;
+use cmdlog_engine::event::Outcome;
 
 use crate::conversation::Entry;
 use crate::html::escape_html;

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use cmdlog_engine::{Delivery, Event, EventData, InvocationSource, Mode, Outcome, Seq};
+use cmdlog_engine::event::{Delivery, InvocationSource, Outcome};
+use cmdlog_engine::{Event, EventData, Mode, Seq};
 
 /// One command run and how it settled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

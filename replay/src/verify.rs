@@ -160,7 +160,7 @@ impl Checker {
         }
         // The stream key is outside the hash chain: it must agree with the event.
         let expected_stream =
-            cmdlog_engine::stream_key(event.data.type_name(), event.session.as_deref());
+            cmdlog_engine::event::stream_key(event.data.type_name(), event.session.as_deref());
         if record.stream != expected_stream {
             self.flag(
                 Some(seq),
@@ -288,7 +288,7 @@ impl Checker {
     }
 
     /// An `agent/observed` names the event that first states its fact.
-    fn observed(&mut self, event: &Event, o: &cmdlog_engine::AgentObserved, session: &str) {
+    fn observed(&mut self, event: &Event, o: &cmdlog_engine::event::AgentObserved, session: &str) {
         if let Some(conflict) = Conflict::of(event) {
             self.conflicts.push(conflict);
         }
@@ -312,13 +312,13 @@ impl Checker {
 
     /// A run names a registration active and winning for its agent, mode and
     /// name at its seq.
-    fn run(&mut self, event: &Event, run: &cmdlog_engine::CommandRun) {
+    fn run(&mut self, event: &Event, run: &cmdlog_engine::event::CommandRun) {
         let seq = event.seq;
         self.runs.insert(seq, false);
         let agent = event.agent.as_deref().unwrap_or("");
         // A run an agent did itself was resolved by the agent, not by cmdlog's
         // registry: there is nothing of cmdlog's to hold it to.
-        if run.source == cmdlog_engine::InvocationSource::Agent {
+        if run.source == cmdlog_engine::event::InvocationSource::Agent {
             return;
         }
         let message = match self.state.registry.get(run.registration) {

@@ -10,7 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cmdlog_engine::{Event, Outcome};
+use cmdlog_engine::Event;
+use cmdlog_engine::event::Outcome;
 use cmdlog_replay::SessionView;
 use serde_json::{Value, json};
 

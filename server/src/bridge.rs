@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use cmdlog_engine::{AcpDirection, EventData, PermissionRequested, SessionEnded};
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{AcpDirection, PermissionRequested, SessionEnded};
 use serde_json::{Value, json};
 
 use crate::agent::{Bridge, Routes, Running};

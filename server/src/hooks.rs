@@ -69,7 +69,7 @@ pub(super) async fn hook(
         .filter(|d| d.starts_with("d-") && d.len() <= 64);
     let release = query
         .release
-        .filter(|r| r.len() <= 32 && cmdlog_engine::parse_version(r).is_some());
+        .filter(|r| r.len() <= 32 && cmdlog_engine::expand::parse_version(r).is_some());
     let mode = query
         .mode
         .as_deref()

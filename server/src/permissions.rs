@@ -11,7 +11,8 @@ use cmdlog_acp::{
     PermissionDecision, STOP_REASONS, check_permission_options, check_session_update,
     check_tool_call_update, option_ids,
 };
-use cmdlog_engine::{EventData, PermissionRequested, PermissionResolved};
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
 use crate::sessions::client_id;

@@ -10,10 +10,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use cmdlog_acp::check_content_block;
-use cmdlog_engine::{
-    AcpDirection, EventData, ExecuteRequest, InvocationSource, Mode, ModelSwitchFailed,
-    ModelSwitched, Outcome, SessionCancelled, SubmittedAttachment,
+use cmdlog_engine::attachments::SubmittedAttachment;
+use cmdlog_engine::event::{
+    AcpDirection, InvocationSource, ModelSwitchFailed, ModelSwitched, Outcome, SessionCancelled,
 };
+use cmdlog_engine::{EventData, ExecuteRequest, Mode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

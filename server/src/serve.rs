@@ -15,7 +15,8 @@ use axum::middleware::{self};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use cmdlog_engine::{DiscoveryConfig, Engine, WorkspaceOpenError, discover, watch_roots};
+use cmdlog_engine::discovery::{DiscoveryConfig, discover, watch_roots};
+use cmdlog_engine::{Engine, WorkspaceOpenError};
 use serde_json::json;
 
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
@@ -330,7 +331,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         .map_err(listen)?;
     let local = listener.local_addr().map_err(listen)?;
     let url = format!("http://{local}");
-    let log_id = cmdlog_engine::read_identity(engine.log())
+    let log_id = cmdlog_engine::identity::read_identity(engine.log())
         .ok()
         .flatten()
         .map(|i| i.id)

@@ -8,7 +8,8 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use cmdlog_engine::{EventData, Mode, SessionEnded, SessionState, valid_id};
+use cmdlog_engine::event::SessionEnded;
+use cmdlog_engine::{EventData, Mode, SessionState, valid_id};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

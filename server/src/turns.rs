@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use cmdlog_acp::{RegistryTurn, TurnPrompt, through_registry};
-use cmdlog_engine::{CancellationToken, EventData, Mode, PermissionResolved};
+use cmdlog_engine::event::PermissionResolved;
+use cmdlog_engine::{CancellationToken, EventData, Mode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -307,7 +308,7 @@ async fn turn(
                 state.recorder.message(
                     Some(&session),
                     None,
-                    cmdlog_engine::AcpDirection::ToAgent,
+                    cmdlog_engine::event::AcpDirection::ToAgent,
                     cmdlog_acp::notification("session/cancel", params),
                 );
             }

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use cmdlog_acp::{PermissionDecision, is_session_update_kind, permission_decision};
 use cmdlog_common::time::now_ms;
-use cmdlog_engine::{AcpDirection, AcpMessage, Event, EventData, Outcome};
+use cmdlog_engine::event::{AcpDirection, AcpMessage, Outcome};
+use cmdlog_engine::{Event, EventData};
 use cmdlog_store::{Log, ReadError, Seq};
 use serde_json::{Value, json};
 
@@ -475,8 +476,9 @@ impl WireIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cmdlog_engine::{
-        CommandDone, CommandRun, Delivery, InvocationSource, Mode, PermissionRequested,
+    use cmdlog_engine::Mode;
+    use cmdlog_engine::event::{
+        CommandDone, CommandRun, Delivery, InvocationSource, PermissionRequested,
         PermissionResolved, SessionEnded, SessionPrompt,
     };
 

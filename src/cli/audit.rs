@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use clap::Args;
-use cmdlog_engine::Outcome;
+use cmdlog_engine::event::Outcome;
 use cmdlog_replay::{AuditFilter, AuditRow};
 use cmdlog_store::Log;
 

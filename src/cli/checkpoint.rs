@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use cmdlog_engine::LogIdentity;
+use cmdlog_engine::event::LogIdentity;
 use cmdlog_replay::CheckpointError;
 use cmdlog_store::Log;
 use cmdlog_tlog::Signer;
@@ -35,12 +35,12 @@ pub(crate) struct CheckpointArgs {
 /// The log and its identity; a log made before ids gets one (a writable open).
 pub(crate) fn open_with_identity(paths: &Paths) -> Result<(Log, LogIdentity), CliError> {
     let log = open_existing(paths)?;
-    if let Some(identity) = cmdlog_engine::read_identity(&log).map_err(store_failure)? {
+    if let Some(identity) = cmdlog_engine::identity::read_identity(&log).map_err(store_failure)? {
         return Ok((log, identity));
     }
     drop(log);
     let log = open_existing_writable(paths)?;
-    let identity = cmdlog_engine::ensure_identity(&log).map_err(store_failure)?;
+    let identity = cmdlog_engine::identity::ensure_identity(&log).map_err(store_failure)?;
     Ok((log, identity))
 }
 

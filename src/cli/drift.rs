@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use clap::Args;
-use cmdlog_engine::{DiscoveryConfig, Event, discover};
+use cmdlog_engine::Event;
+use cmdlog_engine::discovery::{DiscoveryConfig, discover};
 use cmdlog_replay::DriftStatus;
 
 use super::open::{home, open_existing};

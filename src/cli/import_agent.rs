@@ -51,7 +51,7 @@ pub(crate) fn exec(
         .map(|m| m.len())
         .sum();
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    cmdlog_engine::ensure_identity(&log).map_err(store_failure)?;
+    cmdlog_engine::identity::ensure_identity(&log).map_err(store_failure)?;
     let bar = Progress::new(total, "import");
     let summary = {
         let mut tick = bar.tick();

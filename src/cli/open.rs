@@ -2,10 +2,8 @@
 
 use std::path::PathBuf;
 
-use cmdlog_engine::{
-    Discovery, DiscoveryConfig, Engine, Lifetime, Mode, SessionError, WorkspaceOpenError, discover,
-    unknown_command_hints, valid_id,
-};
+use cmdlog_engine::discovery::{Discovery, DiscoveryConfig, discover, unknown_command_hints};
+use cmdlog_engine::{Engine, Lifetime, Mode, SessionError, WorkspaceOpenError, valid_id};
 use cmdlog_store::{Log, LogConfig, OpenError};
 
 use super::{CliError, Paths, VerbResult, open_failure, store_failure};
@@ -90,7 +88,7 @@ pub(crate) fn home() -> Result<PathBuf, CliError> {
 /// syncs `discovery` into the log (printing new warnings).
 pub(crate) async fn open_engine(
     paths: &Paths,
-    discovery: &cmdlog_engine::Discovery,
+    discovery: &cmdlog_engine::discovery::Discovery,
     lifetime: Lifetime,
 ) -> Result<Engine, CliError> {
     let (engine, report) =

@@ -3,10 +3,9 @@
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use cmdlog_engine::{
-    ExecuteError, Mode, PromptError, PromptOutcome, PromptRequest, SessionError, StreamingBehavior,
-    parse_line,
-};
+use cmdlog_engine::parse::parse_line;
+use cmdlog_engine::prompt::{PromptError, PromptOutcome, PromptRequest, StreamingBehavior};
+use cmdlog_engine::{ExecuteError, Mode, SessionError};
 use serde_json::json;
 
 use super::open::{Opened, note_injections, open_session, with_engine};

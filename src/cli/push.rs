@@ -29,14 +29,14 @@ pub(crate) struct PushArgs {
 }
 
 /// The log's identity, given now (by a short writable open) if it has none.
-fn identity(paths: &Paths) -> Result<cmdlog_engine::LogIdentity, CliError> {
+fn identity(paths: &Paths) -> Result<cmdlog_engine::event::LogIdentity, CliError> {
     let log = open_existing(paths)?;
-    if let Some(identity) = cmdlog_engine::read_identity(&log).map_err(store_failure)? {
+    if let Some(identity) = cmdlog_engine::identity::read_identity(&log).map_err(store_failure)? {
         return Ok(identity);
     }
     drop(log);
     let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
-    cmdlog_engine::ensure_identity(&log).map_err(store_failure)
+    cmdlog_engine::identity::ensure_identity(&log).map_err(store_failure)
 }
 
 pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
@@ -46,7 +46,7 @@ pub(crate) fn exec(paths: &Paths, args: PushArgs, json: bool) -> VerbResult {
     let hub = rt
         .block_on(args.hub.options()?.connect())
         .map_err(hub_failure)?;
-    let host = cmdlog_engine::host_name();
+    let host = cmdlog_engine::identity::host_name();
     let mut pusher = Pusher::new(hub, &identity.id, &host);
     match super::checkpoint::signer(&identity, &args.key) {
         Ok(signer) => pusher.sign_checkpoints(signer),

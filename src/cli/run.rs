@@ -4,7 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use cmdlog_engine::{ExecuteError, ExecuteRequest, Mode, Outcome, SubmittedAttachment, valid_id};
+use cmdlog_engine::attachments::SubmittedAttachment;
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::{ExecuteError, ExecuteRequest, Mode, valid_id};
 use serde_json::json;
 
 use super::open::{Opened, note_injections, open_session, with_engine};
@@ -78,7 +80,7 @@ async fn run(opened: &Opened, args: RunArgs, json: bool) -> VerbResult {
             args.agent
         ))
     };
-    match cmdlog_engine::parse_line(&args.line) {
+    match cmdlog_engine::parse::parse_line(&args.line) {
         Some(parsed)
             if engine
                 .find(&args.agent, mode, parsed.name.as_str())

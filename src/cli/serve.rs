@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use clap::Args;
-use cmdlog_engine::{DiscoveryConfig, discover};
+use cmdlog_engine::discovery::{DiscoveryConfig, discover};
 
 use super::open::{home, open_engine};
 use super::{CliError, Paths, VerbResult, store_failure};
@@ -95,7 +95,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
     runtime.block_on(async {
         let engine = open_engine(paths, &discovery, cmdlog_engine::Lifetime::LongLived).await?;
         if let Some(url) = &args.push {
-            let identity = cmdlog_engine::ensure_identity_async(engine.log())
+            let identity = cmdlog_engine::identity::ensure_identity_async(engine.log())
                 .await
                 .map_err(store_failure)?;
             let hub = cmdlog_hub::HubOptions::from_env(url, &args.push_stream);
@@ -111,7 +111,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
                 hub,
                 Arc::clone(engine.log()),
                 identity.id,
-                cmdlog_engine::host_name(),
+                cmdlog_engine::identity::host_name(),
                 signer,
                 |m: &str| eprintln!("cmdlog: serve --push: {}", crate::render::clean(m)),
             ));

@@ -45,7 +45,7 @@ pub(crate) fn exec(log: &Log, json: bool) -> VerbResult {
             s.conflicts_note()
         )?;
     }
-    if let Some(identity) = cmdlog_engine::read_identity(log).map_err(store_failure)? {
+    if let Some(identity) = cmdlog_engine::identity::read_identity(log).map_err(store_failure)? {
         writeln!(out, "{}", crate::render::identity(&identity))?;
     }
     Ok(0)

@@ -46,7 +46,7 @@ pub(crate) fn exec(_paths: &Paths, args: WitnessArgs, json: bool) -> VerbResult 
             .join("witness.key"),
     };
     let name = args.name.clone().unwrap_or_else(|| {
-        let host: String = cmdlog_engine::host_name()
+        let host: String = cmdlog_engine::identity::host_name()
             .chars()
             .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
             .collect();

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cmdlog_engine::*;
+use cmdlog_engine::{discovery::*, event::*};
 use cmdlog_store::{Log, LogConfig};
 
 /// A temp home (`~/…`) and workspace (`ws/…`).

@@ -170,7 +170,7 @@ fn the_same_5_mib_file_in_100_runs_is_stored_once() {
     assert_eq!(blobs.iter().filter(|h| **h == hash).count(), 1);
     assert_eq!(events(&w, "attachment/").len(), 100);
     // Templates (the command file, the bundled ones) and the one attachment.
-    assert_eq!(blobs.len(), 1 + 1 + cmdlog_engine::BUNDLED.len());
+    assert_eq!(blobs.len(), 1 + 1 + cmdlog_engine::discovery::BUNDLED.len());
 }
 
 #[test]

@@ -361,6 +361,7 @@ fn verify_after_hundreds_of_mixed_runs_then_names_a_tampered_seq() {
 
 #[test]
 fn replay_until_shows_the_registry_at_that_seq_with_shadowed_entries() {
+    use cmdlog_engine::event::*;
     use cmdlog_engine::*;
     let ws = Workspace::new();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cmdlog_engine::*;
+use cmdlog_engine::{discovery::*, event::*};
 use cmdlog_replay::verify;
 use cmdlog_store::{FaultKind, FaultPlan, Log, LogConfig, open_faulty};
 
+use cmdlog_engine::attachments::SubmittedAttachment;
 #[allow(unused_imports)]
-use cmdlog_engine::{
-    CommandKind, CommandName, CommandSource, CommandType, InputDescriptor, SubmittedAttachment,
-};
+use cmdlog_engine::{CommandKind, CommandName, CommandSource, CommandType, InputDescriptor};
 
 fn faulty_log(path: &Path, plan: &Arc<FaultPlan>) -> Log {
     open_faulty(path, plan, LogConfig::default()).unwrap()

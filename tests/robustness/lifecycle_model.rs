@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use cmdlog_engine::*;
+use cmdlog_engine::{attachments::*, event::*};
 use cmdlog_replay::{state_at, verify};
 use cmdlog_store::{Durability, Log, LogConfig};
 use proptest::prelude::*;

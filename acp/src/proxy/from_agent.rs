@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use cmdlog_engine::{AcpDirection, EventData, PermissionRequested, valid_id};
+use cmdlog_engine::event::{AcpDirection, PermissionRequested};
+use cmdlog_engine::{EventData, valid_id};
 use serde_json::{Value, json};
 
 use super::{AgentAsked, ClientAsked, Proxy, id_key, lock};

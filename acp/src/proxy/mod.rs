@@ -11,10 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use cmdlog_engine::{
-    AcpDirection, BUILTIN_PROVIDER, CancellationToken, Engine, EventData, Mode, PermissionResolved,
-    SessionEnded,
-};
+use cmdlog_engine::event::{AcpDirection, PermissionResolved, SessionEnded};
+use cmdlog_engine::{BUILTIN_PROVIDER, CancellationToken, Engine, EventData, Mode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 

@@ -5,8 +5,9 @@
 //! is kept whole as `agent/event` ([`kept`]). A new hook event is a function
 //! here and a row in [`PLANNERS`].
 
-use cmdlog_engine::{
-    AgentEvent, Delivery, EventData, Outcome, PermissionResolved, SessionEnded, SessionPrompt,
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{
+    AgentEvent, Delivery, Outcome, PermissionResolved, SessionEnded, SessionPrompt,
 };
 use serde_json::{Value, json};
 

@@ -7,10 +7,10 @@
 
 mod events;
 
-use cmdlog_engine::{
-    CommandRun, Dialect, EventData, InvocationSource, KnownRelease, Mode, Observed,
-    PermissionRequested, RunRelease, run_release,
+use cmdlog_engine::event::{
+    CommandRun, InvocationSource, Observed, PermissionRequested, RunRelease,
 };
+use cmdlog_engine::{Dialect, EventData, KnownRelease, Mode, run_release};
 use serde_json::{Map, Value, json};
 
 use cmdlog_common::time::parse_rfc3339 as parse_time;
@@ -240,7 +240,11 @@ fn permission_request(payload: &Value, kind: &str) -> PermissionRequested {
 
 /// A command run an agent reported: its name and the input after it, the mode
 /// interactive until the batch learns the session's ([`crate::Batch`]).
-fn agent_run(name: &str, raw_input: &str, release: Option<cmdlog_engine::RunRelease>) -> EventData {
+fn agent_run(
+    name: &str,
+    raw_input: &str,
+    release: Option<cmdlog_engine::event::RunRelease>,
+) -> EventData {
     EventData::CommandRun(CommandRun {
         registration: 0,
         name: name.to_string(),

@@ -4,10 +4,10 @@
 //! bookkeeping (`agent/event`). Each name is a method of [`Record`]; the
 //! attributes the agents name differently are read once, in [`Record::new`].
 
-use cmdlog_engine::{
-    AgentEvent, CommandRun, Delivery, EventData, InvocationSource, Mode, ModelRequest, Outcome,
-    SessionPrompt,
+use cmdlog_engine::event::{
+    AgentEvent, CommandRun, Delivery, InvocationSource, ModelRequest, Outcome, SessionPrompt,
 };
+use cmdlog_engine::{EventData, Mode};
 use serde_json::{Map, Value, json};
 
 use super::map::{Attributes, count, flag, json_text, text};

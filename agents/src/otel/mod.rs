@@ -20,7 +20,7 @@ mod wire;
 
 use std::collections::HashSet;
 
-use cmdlog_engine::Observed;
+use cmdlog_engine::event::Observed;
 use cmdlog_store::Log;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use prost::Message;

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use cmdlog_engine::Observed;
+use cmdlog_engine::event::Observed;
 
 use super::transcript::Transcript;
 use crate::append::Batch;

@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use cmdlog_engine::{Event, EventData, IMPORT_STREAM, ImportCheckpoint};
+use cmdlog_engine::event::{IMPORT_STREAM, ImportCheckpoint};
+use cmdlog_engine::{Event, EventData};
 use cmdlog_store::{Log, ReadError};
 
 use crate::plan::{Planned, PlannedData};

@@ -238,7 +238,7 @@ fn redacted(mut t: Transcript, count: &mut u64) -> Transcript {
 fn redecode(
     type_name: &str,
     data: serde_json::Value,
-) -> Result<cmdlog_engine::EventData, cmdlog_engine::DecodeError> {
+) -> Result<cmdlog_engine::EventData, cmdlog_engine::event::DecodeError> {
     let record = serde_json::json!({"at": 0, "type": type_name, "data": data});
     cmdlog_engine::Event::decode(0, record.to_string().as_bytes()).map(|e| e.data)
 }

@@ -16,7 +16,7 @@
 //! hook added (`<qwen:user-prompt-submit-context>`) is not part of the prompt.
 //! An `assistant` record without a function call ends the turn.
 
-use cmdlog_engine::Delivery;
+use cmdlog_engine::event::Delivery;
 use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};

@@ -1,9 +1,8 @@
 //! A transcript file as read: its items before they are events, and the
 //! JSON-lines reader the formats share.
 
-use cmdlog_engine::{
-    CommandRun, Delivery, EventData, InvocationSource, Mode, Outcome, SessionPrompt,
-};
+use cmdlog_engine::event::{CommandRun, Delivery, InvocationSource, Outcome, SessionPrompt};
+use cmdlog_engine::{EventData, Mode};
 use serde_json::Value;
 
 use crate::kind::AgentKind;
@@ -163,7 +162,7 @@ impl Transcript {
 
     /// What a run records of the release whose rules expanded it: Claude Code's,
     /// from the transcript's `version`.
-    fn run_release(&self) -> Option<cmdlog_engine::RunRelease> {
+    fn run_release(&self) -> Option<cmdlog_engine::event::RunRelease> {
         let version = self.release.as_ref()?;
         let known = [cmdlog_engine::KnownRelease {
             agent: "claude-code".into(),
@@ -212,7 +211,7 @@ impl Transcript {
         self.push(
             key,
             at,
-            EventData::AgentEvent(cmdlog_engine::AgentEvent {
+            EventData::AgentEvent(cmdlog_engine::event::AgentEvent {
                 agent: agent.name().into(),
                 event: event.into(),
                 data,

@@ -107,7 +107,7 @@ pub struct Execution {
     /// handler-failure path (the handler's error is the reported failure).
     pub done: Option<Seq>,
     /// Injections in its expansion that its agent would run or read and cmdlog did
-    /// not (see [`crate::injections`]).
+    /// not (see [`crate::expand::injections`]).
     pub injections: Vec<String>,
     /// The agent release whose rules expanded it (see [`CommandRun::release`]).
     pub release: Option<RunRelease>,

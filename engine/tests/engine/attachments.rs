@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cmdlog_engine::*;
+use cmdlog_engine::{attachments::*, event::*};
 use cmdlog_store::{BlobHash, Log, LogConfig};
 
 const NI: Mode = Mode::NonInteractive;

@@ -4,6 +4,7 @@
 //! cargo test` rewrites the expectations.
 
 use cmdlog_engine::*;
+use cmdlog_engine::{discovery::*, event::*, expand::*};
 use cmdlog_test_support::tree::{Tree, engine_at, rt};
 use expect_test::{Expect, expect};
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cmdlog_engine::*;
+use cmdlog_engine::{attachments::*, event::*};
 use cmdlog_store::{FaultKind, FaultPlan, Log, LogConfig, NewRecord, open_faulty};
 
 const NI: Mode = Mode::NonInteractive;

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use cmdlog_engine::{Dialect, ExpandInput, expand, parse_command_args, parse_line};
+use cmdlog_engine::Dialect;
+use cmdlog_engine::expand::{ExpandInput, expand};
+use cmdlog_engine::parse::{parse_command_args, parse_line};
 use proptest::prelude::*;
 
 const DIALECTS: [Dialect; 8] = [
@@ -129,9 +131,9 @@ proptest! {
         std::fs::create_dir_all(&native).unwrap();
         std::fs::write(native.join("c.md"), format!("{front}{markdown}")).unwrap();
         // Native frontmatter errors are errors, never panics; the others still load.
-        let _ = cmdlog_engine::discover(&cmdlog_engine::DiscoveryConfig::new(home.path(), ws.path()));
+        let _ = cmdlog_engine::discovery::discover(&cmdlog_engine::discovery::DiscoveryConfig::new(home.path(), ws.path()));
         std::fs::remove_file(native.join("c.md")).unwrap();
-        let found = cmdlog_engine::discover(&cmdlog_engine::DiscoveryConfig::new(home.path(), ws.path())).unwrap();
+        let found = cmdlog_engine::discovery::discover(&cmdlog_engine::discovery::DiscoveryConfig::new(home.path(), ws.path())).unwrap();
         prop_assert!(found.commands.iter().any(|c| c.origin.path.ends_with("a.md")), "a Claude file always loads");
     }
 }

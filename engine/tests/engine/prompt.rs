@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cmdlog_engine::*;
+use cmdlog_engine::{event::*, prompt::*};
 use cmdlog_store::{Log, LogConfig};
 
 const NI: Mode = Mode::NonInteractive;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use cmdlog_engine::event::*;
 use cmdlog_engine::*;
 use cmdlog_replay::{collect, plan_gc, verify};
 use cmdlog_store::{BlobHash, Log, LogConfig, NewRecord};

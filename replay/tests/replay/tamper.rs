@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use cmdlog_engine::attachments::*;
 use cmdlog_engine::*;
 use cmdlog_replay::verify;
 use cmdlog_store::{Log, LogConfig};

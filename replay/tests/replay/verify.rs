@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use cmdlog_engine::*;
+use cmdlog_engine::{event::*, identity::*};
 use cmdlog_replay::{RegistryView, SessionView, state_at, verify};
 use cmdlog_store::{Log, LogConfig};
 

@@ -4,7 +4,7 @@
 mod report;
 
 use clap::Args;
-use cmdlog_engine::LogIdentity;
+use cmdlog_engine::event::LogIdentity;
 use cmdlog_replay::{Violation, check_expected_head, verify};
 use cmdlog_store::Log;
 
@@ -178,7 +178,7 @@ fn parse_head(text: &str) -> Result<(u64, String), CliError> {
 pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbResult {
     let log = &super::open::open_existing(paths)?;
     let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
-    let identity = cmdlog_engine::read_identity(log).map_err(store_failure)?;
+    let identity = cmdlog_engine::identity::read_identity(log).map_err(store_failure)?;
     let bar = Progress::new(log.head().seq, "verify");
     let mut report = verify(log, bar.tick()).map_err(store_failure)?;
     bar.finish();

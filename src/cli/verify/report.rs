@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use cmdlog_agents::SpillReport;
-use cmdlog_engine::LogIdentity;
+use cmdlog_engine::event::LogIdentity;
 use cmdlog_replay::VerifyReport;
 
 use super::super::output::print_json;
