@@ -295,6 +295,56 @@ pub fn check_saved(
     Ok((checkpoint, view))
 }
 
+/// What a checkpoint saved in `file` showed of a log (`verify --checkpoint`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SavedCheck {
+    /// The file it was read from, as given.
+    pub file: String,
+    /// The log holds the tree it commits to, unchanged.
+    pub consistent: bool,
+    /// The records it commits to, when consistent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The log's records, when consistent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_size: Option<u64>,
+    /// What is wrong, when not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl SavedCheck {
+    /// Checks `saved` (read from `file`) against `log` as [`check_saved`] does:
+    /// a finding (the log does not hold what it commits to, or it does not
+    /// verify) is in the result; only a failure to check at all is an error.
+    pub fn of(
+        log: &Log,
+        file: &str,
+        saved: &str,
+        origin: &str,
+        verifiers: &[NoteVerifier],
+    ) -> Result<SavedCheck, CheckpointError> {
+        let file = file.to_string();
+        match check_saved(log, saved, origin, verifiers) {
+            Ok((checkpoint, view)) => Ok(SavedCheck {
+                file,
+                consistent: true,
+                size: Some(checkpoint.size),
+                log_size: Some(view.size()),
+                problem: None,
+            }),
+            Err(e) if !e.is_finding() => Err(e),
+            Err(e) => Ok(SavedCheck {
+                file,
+                consistent: false,
+                size: None,
+                log_size: None,
+                problem: Some(e.to_string()),
+            }),
+        }
+    }
+}
+
 /// The consistency proof from a checkpoint saved earlier (checked first, as
 /// [`check_saved`] does) to the head, with a new checkpoint of the head.
 pub fn prove_since(

@@ -36,7 +36,7 @@ pub use audit::{
     audit_with_conflicts, sessions, show,
 };
 pub use checkpoint::{
-    CheckpointError, ConsistencyProof, InclusionProof, SignedCheckpoint, check_saved,
+    CheckpointError, ConsistencyProof, InclusionProof, SavedCheck, SignedCheckpoint, check_saved,
     default_key_path, log_signer, log_verifier, origin, prove_inclusion, prove_since, sign,
     sign_at,
 };

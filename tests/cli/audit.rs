@@ -4,8 +4,8 @@ use cmdlog_test_support::Workspace;
 
 use serde_json::Value;
 
-use cmdlog_engine::*;
 use cmdlog_engine::event::*;
+use cmdlog_engine::*;
 use cmdlog_store::{Log, LogConfig};
 
 /// Two sessions: prompt runs of a Claude command, a failed /model, an attachment, a

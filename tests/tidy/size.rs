@@ -14,6 +14,12 @@ const FILE_LINES: usize = 719;
 const FUNCTION_LINES: usize = 147;
 /// Functions outside tests over 100 lines.
 const FUNCTIONS_OVER_100: usize = 28;
+/// `json!` outside tests: JSON built by hand where a typed view would say
+/// what it holds.
+const JSON_MACROS: usize = 194;
+/// Names the engine's root re-exports (the event schema and the rest live in
+/// modules of their own).
+const ENGINE_ROOT_NAMES: usize = 59;
 
 const FILE_LINES_CEILING: usize = 800;
 const FUNCTION_LINES_CEILING: usize = 150;
@@ -230,6 +236,16 @@ fn sizes_only_go_down() {
             }
         }
     }
+    let json_macros: usize = source_files()
+        .iter()
+        .filter(|f| !f.starts_with("test-support/"))
+        .map(|f| {
+            let text = read(f.trim_start_matches("./"));
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+            code.matches("json!(").count()
+        })
+        .sum();
+    let engine_root_names = engine_root_names(&read("engine/src/lib.rs"));
     let checks = [
         (
             "SRC_LINES",
@@ -259,6 +275,20 @@ fn sizes_only_go_down() {
             FUNCTIONS_OVER_100,
             over_100.join(", "),
         ),
+        (
+            "JSON_MACROS",
+            "json! outside tests",
+            json_macros,
+            JSON_MACROS,
+            String::new(),
+        ),
+        (
+            "ENGINE_ROOT_NAMES",
+            "names the engine's root re-exports",
+            engine_root_names,
+            ENGINE_ROOT_NAMES,
+            String::new(),
+        ),
     ];
     for (name, what, now, recorded, which) in checks {
         if now > recorded {
@@ -272,6 +302,23 @@ fn sizes_only_go_down() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The names `pub use` statements of a crate root re-export.
+fn engine_root_names(lib: &str) -> usize {
+    lib.split("pub use ")
+        .skip(1)
+        .map(|rest| {
+            let statement = rest.split(';').next().unwrap_or("");
+            match statement.split_once('{') {
+                Some((_, names)) => names
+                    .split(',')
+                    .filter(|n| !n.trim().trim_end_matches('}').is_empty())
+                    .count(),
+                None => 1,
+            }
+        })
+        .sum()
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! bad frontmatter; checked against expected listings and expansions
 //! (`UPDATE_EXPECT=1 cargo test` rewrites the expectations).
 
-use cmdlog_engine::*;
 use cmdlog_engine::discovery::*;
+use cmdlog_engine::*;
 use cmdlog_test_support::tree::{Tree, engine_at, expand_line, rt};
 use expect_test::{Expect, expect};
 

@@ -74,49 +74,29 @@ fn verifiers(
     }
 }
 
-/// Checks the log against a saved checkpoint: `Ok(Some(violation))` when it does
-/// not hold what the checkpoint commits to, or the checkpoint does not verify.
+/// Checks the log against a saved checkpoint (`--checkpoint`): what it showed,
+/// and the violation when the log does not hold what it commits to.
 fn check_checkpoint(
     log: &Log,
     identity: Option<&LogIdentity>,
     args: &VerifyArgs,
     file: &std::path::Path,
-) -> Result<(Option<Violation>, Option<serde_json::Value>), CliError> {
+) -> Result<(Option<Violation>, Option<cmdlog_replay::SavedCheck>), CliError> {
     let Some(identity) = identity else {
-        return Ok((
-            Some(Violation {
-                seq: None,
-                message: "this log has no id, so no checkpoint was ever made of it".into(),
-            }),
-            None,
-        ));
+        let message = "this log has no id, so no checkpoint was ever made of it".into();
+        return Ok((Some(Violation { seq: None, message }), None));
     };
     let saved = super::prove::read_checkpoint(file)?;
     let verifiers = verifiers(identity, args)?;
     let origin = cmdlog_replay::origin(&identity.id);
-    match cmdlog_replay::check_saved(log, &saved, &origin, &verifiers) {
-        Ok((checkpoint, view)) => Ok((
-            None,
-            Some(serde_json::json!({
-                "file": file.display().to_string(),
-                "size": checkpoint.size,
-                "log_size": view.size(),
-                "consistent": true,
-            })),
-        )),
-        Err(e) if !e.is_finding() => Err(super::checkpoint::checkpoint_failure(e)),
-        Err(e) => Ok((
-            Some(Violation {
-                seq: None,
-                message: format!("checkpoint {}: {e}", file.display()),
-            }),
-            Some(serde_json::json!({
-                "file": file.display().to_string(),
-                "consistent": false,
-                "problem": e.to_string(),
-            })),
-        )),
-    }
+    let name = file.display().to_string();
+    let check = cmdlog_replay::SavedCheck::of(log, &name, &saved, &origin, &verifiers)
+        .map_err(super::checkpoint::checkpoint_failure)?;
+    let violation = check.problem.as_ref().map(|problem| Violation {
+        seq: None,
+        message: format!("checkpoint {name}: {problem}"),
+    });
+    Ok((violation, Some(check)))
 }
 
 /// Checks the log against what the hub at `url` holds of it (`--against`):
@@ -194,14 +174,19 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
         let found = check_against(log, identity.as_ref(), &args, url)?;
         report.violations.extend(found);
     }
-    let mut checkpoint_json = None;
-    if let Some(file) = &args.checkpoint {
-        let (violation, value) = check_checkpoint(log, identity.as_ref(), &args, file)?;
-        report.violations.extend(violation);
-        checkpoint_json = value;
-    }
+    let (violation, checkpoint_check) = match &args.checkpoint {
+        Some(file) => check_checkpoint(log, identity.as_ref(), &args, file)?,
+        None => (None, None),
+    };
+    report.violations.extend(violation);
     // Hook payloads that wait in the spill folder are not in the log yet.
     let spill = cmdlog_agents::Spill::for_log(log.path()).report();
-    report::print(&report, identity.as_ref(), &spill, checkpoint_json, json)?;
+    report::print(
+        &report,
+        identity.as_ref(),
+        &spill,
+        checkpoint_check.as_ref(),
+        json,
+    )?;
     Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })
 }

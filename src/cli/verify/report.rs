@@ -5,11 +5,31 @@ use std::io::Write;
 
 use cmdlog_agents::SpillReport;
 use cmdlog_engine::event::LogIdentity;
-use cmdlog_replay::VerifyReport;
+use cmdlog_replay::{SavedCheck, VerifyReport};
 
 use super::super::output::print_json;
 use super::super::{CliError, store_failure};
 use crate::render;
+
+/// What `verify --json` prints: the report and what verify saw beside it.
+#[derive(serde::Serialize)]
+struct Printed<'a> {
+    #[serde(flatten)]
+    report: &'a VerifyReport,
+    log_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checkpoint: Option<&'a SavedCheck>,
+    spilled: Vec<String>,
+    spill_refused: Vec<Refused<'a>>,
+    spill_set_aside: Vec<String>,
+}
+
+/// A spill entry verify will not read, and why.
+#[derive(serde::Serialize)]
+struct Refused<'a> {
+    path: String,
+    why: &'a str,
+}
 
 /// Prints `report`, the log's `identity`, the hook payloads in its spill folder
 /// and what a saved checkpoint showed.
@@ -17,37 +37,30 @@ pub(super) fn print(
     report: &VerifyReport,
     identity: Option<&LogIdentity>,
     spill: &SpillReport,
-    checkpoint_json: Option<serde_json::Value>,
+    checkpoint: Option<&SavedCheck>,
     json: bool,
 ) -> Result<(), CliError> {
     let spilled = &spill.waiting;
     let mut out = render::Human::stdout(json);
     if json {
-        let mut value = serde_json::to_value(report).map_err(store_failure)?;
-        value["log_id"] = serde_json::json!(identity.map(|i| &i.id));
-        if let Some(checkpoint) = checkpoint_json {
-            value["checkpoint"] = checkpoint;
-        }
-        value["spilled"] = serde_json::json!(
-            spilled
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        );
-        value["spill_refused"] = serde_json::json!(
-            spill
+        let shown = |p: &std::path::PathBuf| p.display().to_string();
+        let printed = Printed {
+            report,
+            log_id: identity.map(|i| i.id.as_str()),
+            checkpoint,
+            spilled: spilled.iter().map(shown).collect(),
+            spill_refused: spill
                 .refused
                 .iter()
-                .map(|r| serde_json::json!({"path": r.path.display().to_string(), "why": r.why}))
-                .collect::<Vec<_>>()
-        );
-        value["spill_set_aside"] = serde_json::json!(
-            spill
-                .set_aside
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        );
+                .map(|r| Refused {
+                    path: shown(&r.path),
+                    why: &r.why,
+                })
+                .collect(),
+            spill_set_aside: spill.set_aside.iter().map(shown).collect(),
+        };
+        // Through a JSON value: its keys print sorted.
+        let value = serde_json::to_value(&printed).map_err(store_failure)?;
         print_json(&mut out, &value)?;
     } else {
         writeln!(
@@ -101,13 +114,15 @@ pub(super) fn print(
                 p.display()
             )?;
         }
-        if let Some(checkpoint) = &checkpoint_json
-            && checkpoint["consistent"] == true
+        if let Some(SavedCheck {
+            consistent: true,
+            size: Some(size),
+            ..
+        }) = checkpoint
         {
             writeln!(
                 out,
-                "checkpoint: the log holds the {} records the checkpoint commits to, unchanged",
-                checkpoint["size"]
+                "checkpoint: the log holds the {size} records the checkpoint commits to, unchanged"
             )?;
         }
         if report.is_clean() {
