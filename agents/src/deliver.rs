@@ -5,22 +5,20 @@
 //! [`HOOK_WAIT`]. Every payload carries a delivery id, so a payload that reached
 //! the log by one path is never appended again by another.
 
-use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cmdlog_engine::discovery::{Discovery, DiscoveryConfig, discover};
-use cmdlog_engine::event::Observed;
 use cmdlog_store::{Log, LogConfig};
 use serde_json::Value;
 
 use crate::daemon::DaemonFile;
+use crate::delivery::{HookDelivery, RecentDeliveries, record_delivery};
+use crate::facts::FactCache;
 use crate::kind::AgentKind;
-use crate::limits::{
-    DAEMON_CONNECT_WAIT, HOOK_WAIT, RECENT_DELIVERIES_MAX, RECENT_DELIVERIES_RECORDS,
-};
+use crate::limits::{DAEMON_CONNECT_WAIT, HOOK_WAIT};
 use crate::record::{append_to, batch_for};
-use crate::spill::{Spill, SpillEntry, Spilled};
+use crate::spill::{Spill, SpillEntry};
 
 /// The commands discovered for `workspace` (with `$HOME`'s), asked for only when
 /// an agent's expansion is to be checked.
@@ -157,61 +155,11 @@ fn hook_target_below(
     Some(HookTarget { log, workspace })
 }
 
-/// Delivery ids the log holds, remembered (at most [`RECENT_DELIVERIES_MAX`]).
-#[derive(Debug, Default)]
-pub struct RecentDeliveries {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
-}
-
-impl RecentDeliveries {
-    /// The delivery ids of the last [`RECENT_DELIVERIES_RECORDS`] records of `log`.
-    pub fn from_log_tail(log: &Log) -> RecentDeliveries {
-        #[derive(serde::Deserialize)]
-        struct Probe {
-            #[serde(default)]
-            observed: Option<Observed>,
-        }
-        let mut recent = RecentDeliveries::default();
-        let head = log.head().seq;
-        let from = head.saturating_sub(RECENT_DELIVERIES_RECORDS) + 1;
-        let _ = log.scan(from, head, |record| {
-            if let Ok(Probe {
-                observed: Some(Observed { key: Some(key), .. }),
-            }) = serde_json::from_slice::<Probe>(&record.bytes)
-                && key.starts_with("d-")
-            {
-                recent.insert(&key);
-            }
-            true
-        });
-        recent
-    }
-
-    /// Whether `delivery` is known to be in the log.
-    pub fn contains(&self, delivery: &str) -> bool {
-        self.ids.contains(delivery)
-    }
-
-    /// Remembers `delivery` (forgetting the oldest past the limit).
-    pub fn insert(&mut self, delivery: &str) {
-        if delivery.is_empty() || !self.ids.insert(delivery.to_string()) {
-            return;
-        }
-        self.order.push_back(delivery.to_string());
-        if self.order.len() > RECENT_DELIVERIES_MAX
-            && let Some(old) = self.order.pop_front()
-        {
-            self.ids.remove(&old);
-        }
-    }
-}
-
 /// Appends `item` to the log of `target` (after anything spilled), through the
 /// daemon if one holds the log and proves it; keeps it in the spill folder when
 /// neither can take it within [`HOOK_WAIT`] of `started`. Never fails: what it
 /// cannot append waits for the next call.
-pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
+pub fn deliver(target: &HookTarget, item: HookDelivery, started: Instant) {
     let deadline = started + HOOK_WAIT;
     let spill = Spill::for_log(&target.log);
     if through_daemon(&target.log, &item, deadline) {
@@ -242,17 +190,8 @@ pub fn deliver(target: &HookTarget, item: Spilled, started: Instant) {
             drop(held);
         }
     }
-    let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
-    let batch = batch_for(
-        kind,
-        &item.bytes(),
-        item.redact,
-        Some(&item.delivery),
-        item.release.as_deref(),
-        item.mode(),
-        discovery,
-    );
-    if append_to(&log, batch, item.received_at).is_err() {
+    let mut facts = FactCache::recent(crate::limits::HOOK_FACTS_LOOK_BACK);
+    if record_delivery(&log, &item, discovery, None, &mut facts).is_err() {
         let _ = spill.keep(&item);
     }
     log.close();
@@ -276,31 +215,14 @@ pub fn drain(
             continue;
         };
         let recent = recent.get_or_insert_with(|| RecentDeliveries::from_log_tail(log));
-        let (batch, at, delivery) = match &read {
+        let recorded = match &read {
             SpillEntry::Payload(item) => {
-                if recent.contains(&item.delivery) {
-                    let _ = std::fs::remove_file(&path);
-                    continue;
-                }
-                let kind = AgentKind::parse(&item.agent).unwrap_or(AgentKind::ClaudeCode);
-                let delivery = Some(item.delivery.as_str()).filter(|d| !d.is_empty());
-                (
-                    batch_for(
-                        kind,
-                        &item.bytes(),
-                        item.redact,
-                        delivery,
-                        item.release.as_deref(),
-                        item.mode(),
-                        discovery,
-                    ),
-                    item.received_at,
-                    item.delivery.clone(),
-                )
+                let mut facts = FactCache::recent(crate::limits::HOOK_FACTS_LOOK_BACK);
+                record_delivery(log, item, discovery, Some(recent), &mut facts)
             }
             // Ours but not a spilled payload (damaged): kept in the log as text.
-            SpillEntry::Damaged(raw) => (
-                batch_for(
+            SpillEntry::Damaged(raw) => {
+                let batch = batch_for(
                     AgentKind::ClaudeCode,
                     raw.as_bytes(),
                     false,
@@ -308,16 +230,14 @@ pub fn drain(
                     None,
                     None,
                     || None,
-                ),
-                cmdlog_common::time::now_ms(),
-                String::new(),
-            ),
+                );
+                append_to(log, batch, cmdlog_common::time::now_ms()).map(Some)
+            }
         };
-        match append_to(log, batch, at) {
-            Ok(_) => {
-                recent.insert(&delivery);
+        match recorded {
+            Ok(receipt) => {
                 let _ = std::fs::remove_file(&path);
-                appended += 1;
+                appended += usize::from(receipt.is_some());
             }
             Err(e) if e.retryable() => break,
             Err(_) => {
@@ -331,7 +251,7 @@ pub fn drain(
 /// Sends the payload to the daemon that holds the log, if `daemon.json` is one
 /// this user's daemon wrote and the daemon there proves it holds the key; true
 /// when the daemon recorded it. Waits no later than `deadline`.
-fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
+fn through_daemon(log_path: &Path, item: &HookDelivery, deadline: Instant) -> bool {
     let Some(daemon) = DaemonFile::read(log_path) else {
         return false;
     };
@@ -368,20 +288,10 @@ fn through_daemon(log_path: &Path, item: &Spilled, deadline: Instant) -> bool {
         .into();
     let request = agent
         .post(format!(
-            "{}/hook/{}?redact={}&receivedAt={}&delivery={}{}{}",
+            "{}/hook/{}?{}",
             daemon.url,
             item.agent,
-            item.redact,
-            item.received_at,
-            item.delivery,
-            item.release
-                .as_deref()
-                .filter(|r| cmdlog_engine::expand::parse_version(r).is_some())
-                .map(|r| format!("&release={r}"))
-                .unwrap_or_default(),
-            item.mode()
-                .map(|m| format!("&mode={}", m.as_str()))
-                .unwrap_or_default()
+            item.query()
         ))
         .header("content-type", "application/octet-stream")
         .header("x-cmdlog-hook-key", &daemon.key);

@@ -53,7 +53,7 @@ impl AppendBatchError {
 /// (`discovery` is asked for only then). A payload that is not JSON is kept as
 /// text; one that is not UTF-8 read lossily, its raw bytes kept; large strings
 /// go to blobs — each change said by a note in the same append.
-pub fn batch_for(
+pub(crate) fn batch_for(
     agent: AgentKind,
     bytes: &[u8],
     redact: bool,

@@ -17,95 +17,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use base64::Engine as _;
 use cmdlog_common::private_fs::{self, Expect};
-use serde::{Deserialize, Serialize};
 
+use crate::delivery::HookDelivery;
 use crate::limits::SPILL_ENTRY_BYTES_MAX;
 
 /// A kept entry, read.
 #[derive(Debug)]
 pub enum SpillEntry {
     /// A spilled payload.
-    Payload(Spilled),
+    Payload(HookDelivery),
     /// Ours, but not a spilled payload (damaged): its text, kept in the log as such.
     Damaged(String),
-}
-
-/// A kept payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spilled {
-    /// The agent's name (`claude-code`, …).
-    pub agent: String,
-    /// Whether the hook was asked to redact secrets.
-    #[serde(default)]
-    pub redact: bool,
-    /// When cmdlog received it, unix ms.
-    pub received_at: u64,
-    /// What identifies this delivery: a payload recorded once under it is never
-    /// recorded again, whichever path (daemon, spill, the hook itself) gets there.
-    #[serde(default)]
-    pub delivery: String,
-    /// The payload as the agent wrote it, when it is UTF-8.
-    #[serde(default)]
-    pub payload: String,
-    /// The payload's bytes (base64) when they are not UTF-8.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload_base64: Option<String>,
-    /// The agent's release, as it announced it to its hook (`AI_AGENT`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub release: Option<String>,
-    /// The session's mode (`interactive`, `non_interactive`), as the agent told
-    /// its hook.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
-}
-
-impl Spilled {
-    /// The session's mode as the hook was told it.
-    pub fn mode(&self) -> Option<cmdlog_engine::Mode> {
-        self.mode.as_deref().and_then(cmdlog_engine::Mode::parse)
-    }
-
-    /// A payload of `agent` received at `received_at` (unix ms), with a fresh
-    /// delivery id.
-    pub fn new(agent: &str, redact: bool, received_at: u64, bytes: Vec<u8>) -> Spilled {
-        let mut seed = blake3::Hasher::new();
-        seed.update(&received_at.to_le_bytes());
-        seed.update(cmdlog_common::ids::new_id("", 32).as_bytes());
-        seed.update(&bytes);
-        let delivery = format!(
-            "d-{}",
-            cmdlog_common::ids::hex(&seed.finalize().as_bytes()[..12])
-        );
-        let (payload, payload_base64) = match String::from_utf8(bytes) {
-            Ok(text) => (text, None),
-            Err(e) => (
-                String::new(),
-                Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
-            ),
-        };
-        Spilled {
-            agent: agent.to_string(),
-            redact,
-            received_at,
-            delivery,
-            payload,
-            payload_base64,
-            release: None,
-            mode: None,
-        }
-    }
-
-    /// The payload's bytes, as the agent sent them.
-    pub fn bytes(&self) -> Vec<u8> {
-        match &self.payload_base64 {
-            Some(b64) => base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap_or_default(),
-            None => self.payload.as_bytes().to_vec(),
-        }
-    }
 }
 
 /// Where a log's spilled payloads wait.
@@ -179,7 +102,7 @@ impl Spill {
     /// Keeps `item`, in the first folder that takes it. The file is complete or
     /// absent (written aside, synced, renamed), owner-only, never written through
     /// a link.
-    pub fn keep(&self, item: &Spilled) -> std::io::Result<PathBuf> {
+    pub fn keep(&self, item: &HookDelivery) -> std::io::Result<PathBuf> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "{:016}-{:010}-{:06}.json",
@@ -320,7 +243,12 @@ mod tests {
         let spill = Spill::for_log(&dir.path().join(".cmdlog/log.redb"));
         for (at, p) in [(20, "b"), (10, "a")] {
             spill
-                .keep(&Spilled::new("codex", false, at, p.as_bytes().to_vec()))
+                .keep(&HookDelivery::new(
+                    "codex",
+                    false,
+                    at,
+                    p.as_bytes().to_vec(),
+                ))
                 .unwrap();
         }
         let pending = spill.pending();
@@ -330,7 +258,7 @@ mod tests {
         };
         assert_eq!(first.payload, "a");
         assert!(pending[0].starts_with(dir.path().join(".cmdlog/spill")));
-        let raw = Spilled::new("qwen", false, 1, vec![b'a', 0xff]);
+        let raw = HookDelivery::new("qwen", false, 1, vec![b'a', 0xff]);
         assert_eq!(
             raw.bytes(),
             vec![b'a', 0xff],
@@ -338,7 +266,7 @@ mod tests {
         );
         assert_ne!(
             raw.delivery,
-            Spilled::new("qwen", false, 1, vec![]).delivery
+            HookDelivery::new("qwen", false, 1, vec![]).delivery
         );
     }
 

@@ -2,7 +2,7 @@
 //! events, each fact once, a retry taking nothing twice, records not taken
 //! named, secrets redacted before they are written.
 
-use cmdlog_agents::{AgentKind, append_to, batch_for, otel};
+use cmdlog_agents::{FactCache, HookDelivery, otel, record_delivery};
 use cmdlog_store::{Log, LogConfig};
 use serde_json::{Value, json};
 
@@ -76,16 +76,15 @@ fn ingest(log: &Log, body: &[u8], redact: bool) -> otel::Ingested {
 }
 
 fn hook(log: &Log, payload: Value) {
-    let batch = batch_for(
-        AgentKind::ClaudeCode,
-        payload.to_string().as_bytes(),
+    let mut delivery = HookDelivery::new(
+        "claude-code",
         false,
-        None,
-        None,
-        None,
-        || None,
+        1_790_000_050_000,
+        payload.to_string().into_bytes(),
     );
-    append_to(log, batch, 1_790_000_050_000).unwrap();
+    delivery.delivery.clear();
+    let mut facts = FactCache::default();
+    record_delivery(log, &delivery, || None, None, &mut facts).unwrap();
 }
 
 const SESSION: &str = "7f0c8a52-1111-4222-8333-944455556666";

@@ -16,18 +16,9 @@ use serde_json::{Value, json};
 
 use crate::state::{ApiError, AppState};
 use cmdlog_agents::{
-    AgentKind, RecentDeliveries, Spill, append_with, batch_for, discovery_for, drain,
+    AgentKind, DeliveryQuery, HookDelivery, RecentDeliveries, Spill, discovery_for, drain,
+    record_delivery,
 };
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct HookQuery {
-    redact: Option<bool>,
-    received_at: Option<u64>,
-    delivery: Option<String>,
-    release: Option<String>,
-    mode: Option<String>,
-}
 
 #[derive(Deserialize)]
 pub(super) struct ProofQuery {
@@ -52,7 +43,7 @@ pub(super) async fn proof(
 pub(super) async fn hook(
     State(state): State<Arc<AppState>>,
     UrlPath(agent): UrlPath<String>,
-    Query(query): Query<HookQuery>,
+    Query(query): Query<DeliveryQuery>,
     payload: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let kind = AgentKind::parse(&agent).map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -60,53 +51,16 @@ pub(super) async fn hook(
     let mut recent = state.hooks.lock().await;
     let log = Arc::clone(state.engine()?.log());
     let workspace = state.workspace.clone();
-    let at = query
-        .received_at
-        .unwrap_or_else(cmdlog_common::time::now_ms);
-    let redact = query.redact.unwrap_or(false);
-    let delivery = query
-        .delivery
-        .filter(|d| d.starts_with("d-") && d.len() <= 64);
-    let release = query
-        .release
-        .filter(|r| r.len() <= 32 && cmdlog_engine::expand::parse_version(r).is_some());
-    let mode = query
-        .mode
-        .as_deref()
-        .and_then(cmdlog_engine::Mode::parse)
-        .filter(|m| *m != cmdlog_engine::Mode::Acp);
+    let delivery = HookDelivery::from_query(kind, query, payload.to_vec());
     let mut known = recent.take();
     let facts = std::sync::Arc::clone(&state.facts);
     let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
         drain(&log, &Spill::for_log(log.path()), &discovery, &mut known);
         let known = known.get_or_insert_with(|| RecentDeliveries::from_log_tail(&log));
-        if let Some(d) = &delivery
-            && known.contains(d)
-        {
-            return (recent_of(known), Ok(None));
-        }
-        let batch = batch_for(
-            kind,
-            &payload,
-            redact,
-            delivery.as_deref(),
-            release.as_deref(),
-            mode,
-            discovery,
-        );
-        let receipt = append_with(
-            &log,
-            batch,
-            at,
-            &mut facts.lock().unwrap_or_else(|p| p.into_inner()),
-        );
-        if receipt.is_ok()
-            && let Some(d) = &delivery
-        {
-            known.insert(d);
-        }
-        (recent_of(known), receipt.map(Some))
+        let mut facts = facts.lock().unwrap_or_else(|p| p.into_inner());
+        let receipt = record_delivery(&log, &delivery, discovery, Some(known), &mut facts);
+        (Some(std::mem::take(known)), receipt)
     })
     .await
     .map_err(ApiError::internal)?;
@@ -119,8 +73,4 @@ pub(super) async fn hook(
                 .code("not_recorded"),
         ),
     }
-}
-
-fn recent_of(known: &mut RecentDeliveries) -> Option<RecentDeliveries> {
-    Some(std::mem::take(known))
 }

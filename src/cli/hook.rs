@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use cmdlog_agents::{AgentKind, Spilled, deliver, hook_target, read_payload};
+use cmdlog_agents::{AgentKind, HookDelivery, deliver, hook_target, read_payload};
 
 use super::{CliError, VerbResult};
 
@@ -32,7 +32,7 @@ pub(crate) fn exec(workspace: Option<PathBuf>, log: Option<PathBuf>, args: HookA
         return Ok(0);
     };
     let mode = cmdlog_agents::hook_mode(agent, &payload);
-    let mut item = Spilled::new(agent.name(), args.redact, received_at, payload);
+    let mut item = HookDelivery::new(agent.name(), args.redact, received_at, payload);
     item.release = cmdlog_agents::hook_release()
         .filter(|r| r.agent == agent.name())
         .map(|r| r.version);

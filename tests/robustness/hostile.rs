@@ -296,7 +296,7 @@ fn a_delivery_is_recorded_once_whichever_way_it_comes() {
     assert_eq!(post(), 200);
     assert_eq!(post(), 200);
     // The same delivery, as a hook that gave up waiting would have spilled it.
-    let mut spilled = cmdlog_agents::Spilled::new("codex", false, 5, body.clone());
+    let mut spilled = cmdlog_agents::HookDelivery::new("codex", false, 5, body.clone());
     spilled.delivery = "d-0123456789abcdef".into();
     cmdlog_agents::Spill::for_log(&w.log_path())
         .keep(&spilled)
@@ -321,7 +321,7 @@ fn planted_spill_entries_are_never_read() {
     let spill = w.ws.path().join(".cmdlog/spill");
     std::fs::create_dir_all(&spill).unwrap();
     std::fs::set_permissions(&spill, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let planted = cmdlog_agents::Spilled::new("codex", false, 1, prompt(&w, "s3", "planted"));
+    let planted = cmdlog_agents::HookDelivery::new("codex", false, 1, prompt(&w, "s3", "planted"));
     std::fs::write(
         spill.join("0000000000000001-1-1.json"),
         serde_json::to_vec(&planted).unwrap(),
