@@ -1,12 +1,9 @@
 //! `POST /v1/logs`: the daemon as the OTLP/HTTP endpoint the agents already
 //! export their telemetry to (`OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`, and the
-//! daemon's token in `OTEL_EXPORTER_OTLP_HEADERS`). The body is read and
-//! mapped by `cmdlog_agents::otel`; here, only HTTP: the encoding from
-//! `Content-Type`, the answers the OTLP spec gives each case — 200 with an
-//! `ExportLogsServiceResponse` (`partial_success` naming records not taken),
-//! 400 for a body that is not a request (never retried), 413 past the size
-//! limit, 415 for another media type, 503 with `Retry-After` while the log
-//! cannot take writes (retried by the exporters).
+//! daemon's token in `OTEL_EXPORTER_OTLP_HEADERS`). The body is read, mapped
+//! and answered by `cmdlog_agents::otel` (its `Answer` says the status, body and
+//! `Retry-After` the OTLP spec gives each case); here, only HTTP: the bytes in,
+//! a few requests decoded at once, one append at a time, the answer out.
 
 use std::sync::Arc;
 
@@ -14,18 +11,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cmdlog_agents::otel::{self, Encoding, OtlpError};
+use cmdlog_agents::otel::{self, Answer, Encoding};
 
 use crate::state::AppState;
-
-/// Seconds an exporter is asked to wait before sending again while the log
-/// cannot take writes.
-const RETRY_AFTER_SECS: u32 = 5;
-
-/// gRPC status codes the OTLP/HTTP error body carries.
-const INVALID_ARGUMENT: i32 = 3;
-const RESOURCE_EXHAUSTED: i32 = 8;
-const UNAVAILABLE: i32 = 14;
 
 pub(super) async fn logs(
     State(state): State<Arc<AppState>>,
@@ -37,13 +25,7 @@ pub(super) async fn logs(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let Some(encoding) = Encoding::from_content_type(content_type) else {
-        return (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
-                "OTLP/HTTP takes application/x-protobuf or application/json, not {content_type:?}\n"
-            ),
-        )
-            .into_response();
+        return respond(Answer::unsupported_media(content_type));
     };
     let content_encoding = headers
         .get(header::CONTENT_ENCODING)
@@ -51,58 +33,18 @@ pub(super) async fn logs(
     // A few requests are read and decoded at once; the others wait with their
     // body unread, and past a queue's length are asked to come back.
     let Some(_turn) = state.otlp_turns.wait().await else {
-        let mut response = answer(
-            encoding,
-            StatusCode::SERVICE_UNAVAILABLE,
-            otel::status(
-                encoding,
-                UNAVAILABLE,
-                "too many telemetry requests wait already; retry shortly",
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-        return response;
+        let why = "too many telemetry requests wait already; retry shortly";
+        return respond(Answer::unavailable(encoding, why));
     };
     let body: Bytes = match axum::body::to_bytes(body, cmdlog_agents::OTLP_BODY_BYTES_MAX).await {
         Ok(body) => body,
-        Err(e) => {
-            return answer(
-                encoding,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                otel::status(encoding, RESOURCE_EXHAUSTED, &format!("not read: {e}")),
-            );
-        }
+        Err(e) => return respond(Answer::not_read(encoding, &e.to_string())),
     };
     let request = match otel::decode(encoding, content_encoding, &body) {
         Ok(request) => request,
-        Err(e @ (OtlpError::TooLarge { .. } | OtlpError::Bounded(_))) => {
-            return answer(
-                encoding,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                otel::status(encoding, RESOURCE_EXHAUSTED, &e.to_string()),
-            );
-        }
-        Err(e) => {
-            return answer(
-                encoding,
-                StatusCode::BAD_REQUEST,
-                otel::status(encoding, INVALID_ARGUMENT, &e.to_string()),
-            );
-        }
+        Err(e) => return respond(Answer::undecoded(encoding, &e)),
     };
-    let unavailable = |message: String| {
-        let mut response = answer(
-            encoding,
-            StatusCode::SERVICE_UNAVAILABLE,
-            otel::status(encoding, UNAVAILABLE, &message),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-        response
-    };
+    let unavailable = |why: String| respond(Answer::unavailable(encoding, &why));
     let log = match state.engine() {
         Ok(engine) => Arc::clone(engine.log()),
         Err(_) => {
@@ -130,17 +72,7 @@ pub(super) async fn logs(
     })
     .await;
     match ingested {
-        Ok(Ok(report)) => answer(
-            encoding,
-            StatusCode::OK,
-            otel::response(encoding, report.rejected, &report.why_rejected),
-        ),
-        Ok(Err(e)) if e.retryable() => unavailable(format!("not recorded: {e}")),
-        Ok(Err(e)) => answer(
-            encoding,
-            StatusCode::BAD_REQUEST,
-            otel::status(encoding, INVALID_ARGUMENT, &format!("not recorded: {e}")),
-        ),
+        Ok(result) => respond(Answer::ingested(encoding, result)),
         Err(e) => unavailable(format!("not recorded: {e}")),
     }
 }
@@ -154,21 +86,25 @@ pub(super) async fn not_recorded(headers: HeaderMap) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    match Encoding::from_content_type(content_type) {
-        Some(encoding) => answer(encoding, StatusCode::OK, otel::response(encoding, 0, "")),
-        None => (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "OTLP/HTTP takes application/x-protobuf or application/json\n",
-        )
-            .into_response(),
-    }
+    respond(match Encoding::from_content_type(content_type) {
+        Some(encoding) => Answer::taken(encoding),
+        None => Answer::unsupported_media(content_type),
+    })
 }
 
-fn answer(encoding: Encoding, status: StatusCode, body: Vec<u8>) -> Response {
-    (
+/// The answer, as HTTP.
+fn respond(answer: Answer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
         status,
-        [(header::CONTENT_TYPE, encoding.content_type())],
-        body,
+        [(header::CONTENT_TYPE, answer.content_type)],
+        answer.body,
     )
-        .into_response()
+        .into_response();
+    if let Some(secs) = answer.retry_after_secs {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
 }

@@ -13,7 +13,7 @@ const FILE_LINES: usize = 719;
 /// Lines of the longest function outside tests.
 const FUNCTION_LINES: usize = 147;
 /// Functions outside tests over 100 lines.
-const FUNCTIONS_OVER_100: usize = 28;
+const FUNCTIONS_OVER_100: usize = 27;
 /// `json!` outside tests: JSON built by hand where a typed view would say
 /// what it holds.
 const JSON_MACROS: usize = 194;

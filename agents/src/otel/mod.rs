@@ -12,6 +12,7 @@
 //!   (`observed.at`) and, in `observed.key`, the record's `event.sequence` and
 //!   hash: a request sent again (an exporter's retry) adds nothing.
 
+mod answer;
 mod bounds;
 mod events;
 mod map;
@@ -27,6 +28,7 @@ use prost::Message;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use answer::Answer;
 pub use bounds::Bound;
 pub use setup::{
     Exporter, after_setup, plan_remove, plan_setup, remove, setup, telemetry_settings_path,
