@@ -107,7 +107,7 @@ pub(super) async fn require_token(
         .get("x-cmdlog-hook-key")
         .and_then(|v| v.to_str().ok());
     if request.uri().path().starts_with("/hook/")
-        && hook_key.is_some_and(|k| state.daemon.key_matches(k))
+        && hook_key.is_some_and(|k| state.capture.daemon.key_matches(k))
     {
         return next.run(request).await;
     }

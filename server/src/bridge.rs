@@ -454,7 +454,8 @@ fn permission_asked(
     );
     let (tx, rx) = tokio::sync::oneshot::channel();
     state
-        .permissions
+        .votes
+        .pending
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(

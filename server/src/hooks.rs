@@ -34,10 +34,13 @@ pub(super) async fn proof(
         return Err(ApiError::bad_request("nonce: 1 to 128 characters"));
     }
     let proof = state
+        .capture
         .daemon
         .proof(&query.nonce)
         .ok_or_else(|| ApiError::internal("the daemon has no key"))?;
-    Ok(Json(json!({"logId": state.daemon.log_id, "proof": proof})))
+    Ok(Json(
+        json!({"logId": state.capture.daemon.log_id, "proof": proof}),
+    ))
 }
 
 pub(super) async fn hook(
@@ -48,12 +51,12 @@ pub(super) async fn hook(
 ) -> Result<Json<Value>, ApiError> {
     let kind = AgentKind::parse(&agent).map_err(|e| ApiError::bad_request(e.to_string()))?;
     // One payload at a time: a session's first payloads create it once.
-    let mut recent = state.hooks.lock().await;
+    let mut recent = state.capture.serial.lock().await;
     let log = Arc::clone(state.engine()?.log());
     let workspace = state.workspace.clone();
     let delivery = HookDelivery::from_query(kind, query, payload.to_vec());
     let mut known = recent.take();
-    let facts = std::sync::Arc::clone(&state.facts);
+    let facts = std::sync::Arc::clone(&state.capture.facts);
     let (known, receipt) = tokio::task::spawn_blocking(move || {
         let discovery = || discovery_for(&workspace);
         drain(&log, &Spill::for_log(log.path()), &discovery, &mut known);

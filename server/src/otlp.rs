@@ -32,7 +32,7 @@ pub(super) async fn logs(
         .and_then(|v| v.to_str().ok());
     // A few requests are read and decoded at once; the others wait with their
     // body unread, and past a queue's length are asked to come back.
-    let Some(_turn) = state.otlp_turns.wait().await else {
+    let Some(_turn) = state.capture.otlp_turns.wait().await else {
         let why = "too many telemetry requests wait already; retry shortly";
         return respond(Answer::unavailable(encoding, why));
     };
@@ -54,7 +54,7 @@ pub(super) async fn logs(
             ));
         }
     };
-    let redact = state.redact;
+    let redact = state.capture.redact;
     // Mapped before the lock: requests are read in parallel, appended in turn.
     let telemetry =
         match tokio::task::spawn_blocking(move || otel::Telemetry::read(&request, redact)).await {
@@ -63,9 +63,9 @@ pub(super) async fn logs(
         };
     // One delivery at a time, hooks included: a session's first events create
     // it once, and a fact is folded against what the others appended.
-    let _serial = state.hooks.lock().await;
+    let _serial = state.capture.serial.lock().await;
     let at = cmdlog_common::time::now_ms();
-    let facts = Arc::clone(&state.facts);
+    let facts = Arc::clone(&state.capture.facts);
     let ingested = tokio::task::spawn_blocking(move || {
         let mut facts = facts.lock().unwrap_or_else(|p| p.into_inner());
         telemetry.append(&log, at, &mut facts)

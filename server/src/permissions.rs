@@ -131,7 +131,11 @@ fn take(
     request_id: &str,
     decision: &PermissionDecision,
 ) -> Result<Option<PendingPermission>, ApiError> {
-    let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
+    let mut waiting = state
+        .votes
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let Some(found) = waiting
         .get(request_id)
         .filter(|p| session.is_none_or(|s| p.session == s))
@@ -219,7 +223,11 @@ pub(super) async fn update(
                     ));
                 }
             };
-            let mut waiting = state.permissions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut waiting = state
+                .votes
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if waiting.contains_key(&request_id) {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
@@ -285,7 +293,8 @@ pub(super) async fn update(
         Err(e) => {
             if let Some(r) = &request_id {
                 state
-                    .permissions
+                    .votes
+                    .pending
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(r);

@@ -81,7 +81,7 @@ async fn health(
             Json(json!({
                 "status": "ok",
                 "sessions": state.live.lock().unwrap_or_else(|p| p.into_inner()).len(),
-                "pendingPermissions": state.permissions.lock().unwrap_or_else(|p| p.into_inner()).len(),
+                "pendingPermissions": state.votes.pending.lock().unwrap_or_else(|p| p.into_inner()).len(),
                 "logHead": head.map(|h| json!({"seq": h.seq, "hash": h.hash.to_hex()})),
             }))
             .into_response()

@@ -254,7 +254,7 @@ fn summary(state: &AppState, id: &str, session: &SessionState) -> Value {
         "clientCount": live.as_ref().map(|l| l.clients.lock().unwrap_or_else(|p| p.into_inner()).len()).unwrap_or(0),
         "hasActivePrompt": has_active_prompt(state, id),
         "pendingPromptCount": live.as_ref().map(|l| l.queued.load(std::sync::atomic::Ordering::SeqCst)).unwrap_or(0),
-        "isWaitingForPermission": state.permissions.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.session == id),
+        "isWaitingForPermission": state.votes.pending.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.session == id),
         "agent": session.agent,
         "mode": session.mode,
     })

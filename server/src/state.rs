@@ -70,20 +70,14 @@ pub(crate) struct AppState {
     pub live: Mutex<HashMap<String, Arc<Live>>>,
     /// The session `sessionScope: "single"` creates reuse.
     pub single: Mutex<Option<String>>,
-    /// Permission requests waiting for a vote, by request id.
-    pub permissions: Mutex<HashMap<String, PendingPermission>>,
-    /// The latest answered requests.
-    pub resolved: Mutex<std::collections::VecDeque<Resolved>>,
+    /// Permission requests waiting for a vote, and the latest answered.
+    pub votes: Votes,
     /// The ACP agent behind the daemon (`serve --agent`).
     pub bridge: Option<Arc<Bridge>>,
     /// Records what turns and the agent produce, in order.
     pub recorder: Recorder,
-    /// Serializes hook deliveries (`POST /hook/{agent}`).
-    pub hooks: tokio::sync::Mutex<Option<cmdlog_agents::RecentDeliveries>>,
-    /// Turns for reading and decoding OTLP requests (`POST /v1/logs`).
-    pub otlp_turns: crate::otlp_turns::Turns,
-    /// What `daemon.json` says: the key hooks are checked with.
-    pub daemon: cmdlog_agents::DaemonFile,
+    /// What hook deliveries and the agents' telemetry share.
+    pub capture: Capture,
     /// Cancelled when the daemon stops: event streams end.
     pub shutdown: CancellationToken,
     /// Woken by every registry change.
@@ -100,11 +94,30 @@ pub(crate) struct AppState {
     pub frames: Arc<sse::FrameCache>,
     /// The log's checkpoints and tiles (`/log/{id}/…`), when it has an id.
     pub transparency: Option<Transparency>,
+}
+
+/// What hook deliveries (`POST /hook/{agent}`) and the agents' telemetry
+/// (`POST /v1/logs`) share: they are appended one at a time, under `serial`.
+pub(crate) struct Capture {
+    /// Serializes deliveries; holds the delivery ids the log holds.
+    pub serial: tokio::sync::Mutex<Option<cmdlog_agents::RecentDeliveries>>,
+    /// Turns for reading and decoding OTLP requests.
+    pub otlp_turns: crate::otlp_turns::Turns,
+    /// What `daemon.json` says: the key hooks are checked with.
+    pub daemon: cmdlog_agents::DaemonFile,
     /// Secrets are replaced in the agents' telemetry before it is recorded.
     pub redact: bool,
-    /// What the agents' sessions state, kept between hook and telemetry
-    /// deliveries (taken under `hooks`).
+    /// What the agents' sessions state, kept between deliveries (taken under
+    /// `serial`).
     pub facts: Arc<std::sync::Mutex<cmdlog_agents::FactCache>>,
+}
+
+/// Permission requests: those waiting for a vote, by request id, and the
+/// latest answered (for a late vote's answer).
+#[derive(Default)]
+pub(crate) struct Votes {
+    pub pending: Mutex<HashMap<String, PendingPermission>>,
+    pub resolved: Mutex<std::collections::VecDeque<Resolved>>,
 }
 
 /// An execution's entry in [`AppState::running`], removed when it is dropped: once
@@ -154,19 +167,20 @@ impl AppState {
             },
             commands_changed,
             shutdown: CancellationToken::new(),
-            hooks: tokio::sync::Mutex::new(None),
-            otlp_turns: crate::otlp_turns::Turns::default(),
-            daemon,
+            capture: Capture {
+                serial: tokio::sync::Mutex::new(None),
+                otlp_turns: crate::otlp_turns::Turns::default(),
+                daemon,
+                redact,
+                facts: Arc::default(),
+            },
             transparency,
-            redact,
-            facts: Arc::default(),
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),
             live: Mutex::new(HashMap::new()),
             single: Mutex::new(None),
-            permissions: Mutex::new(HashMap::new()),
-            resolved: Mutex::new(std::collections::VecDeque::new()),
+            votes: Votes::default(),
             bridge,
             engine: RwLock::new(Some(engine)),
             degraded: Mutex::new(None),
@@ -249,7 +263,11 @@ impl AppState {
         session: &str,
         outcome: &serde_json::Value,
     ) {
-        let mut resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        let mut resolved = self
+            .votes
+            .resolved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if resolved.len() >= PERMISSIONS_RESOLVED_MAX {
             resolved.pop_front();
         }
@@ -274,7 +292,11 @@ impl AppState {
         &self,
         request_id: &str,
     ) -> Option<(String, serde_json::Value, Option<String>)> {
-        let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        let resolved = self
+            .votes
+            .resolved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         resolved
             .iter()
             .rev()

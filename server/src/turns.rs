@@ -132,7 +132,7 @@ impl AppState {
     /// records the answers.
     pub(crate) async fn cancel_permissions(&self, session: &str) {
         let waiting: Vec<_> = {
-            let mut pending = self.permissions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pending = self.votes.pending.lock().unwrap_or_else(|p| p.into_inner());
             let ids: Vec<String> = pending
                 .iter()
                 .filter(|(_, p)| p.session == session)
