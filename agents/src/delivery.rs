@@ -5,6 +5,7 @@
 //! ([`record_delivery`]): repeats skipped by delivery id, mapped, facts folded,
 //! appended.
 
+use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
 use base64::Engine as _;
@@ -67,6 +68,17 @@ impl HookDelivery {
             "d-{}",
             cmdlog_common::ids::hex(&seed.finalize().as_bytes()[..12])
         );
+        HookDelivery::with_id(agent, redact, received_at, delivery, bytes)
+    }
+
+    /// A payload under a delivery id given with it.
+    fn with_id(
+        agent: &str,
+        redact: bool,
+        received_at: u64,
+        delivery: String,
+        bytes: Vec<u8>,
+    ) -> HookDelivery {
         let (payload, payload_base64) = match String::from_utf8(bytes) {
             Ok(text) => (text, None),
             Err(e) => (
@@ -87,12 +99,14 @@ impl HookDelivery {
     }
 
     /// The payload's bytes, as the agent sent them.
-    pub fn bytes(&self) -> Vec<u8> {
+    pub fn bytes(&self) -> Cow<'_, [u8]> {
         match &self.payload_base64 {
-            Some(b64) => base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap_or_default(),
-            None => self.payload.as_bytes().to_vec(),
+            Some(b64) => Cow::Owned(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .unwrap_or_default(),
+            ),
+            None => Cow::Borrowed(self.payload.as_bytes()),
         }
     }
 }
@@ -131,16 +145,13 @@ impl HookDelivery {
         let received_at = query
             .received_at
             .unwrap_or_else(cmdlog_common::time::now_ms);
-        let mut delivery = HookDelivery::new(
-            agent.name(),
-            query.redact.unwrap_or(false),
-            received_at,
-            payload,
-        );
-        delivery.delivery = query
+        // The hook named its delivery: no id of the daemon's own is made.
+        let id = query
             .delivery
             .filter(|d| d.starts_with("d-") && d.len() <= 64)
             .unwrap_or_default();
+        let redact = query.redact.unwrap_or(false);
+        let mut delivery = HookDelivery::with_id(agent.name(), redact, received_at, id, payload);
         delivery.release = query
             .release
             .filter(|r| r.len() <= 32 && cmdlog_engine::expand::parse_version(r).is_some());

@@ -399,7 +399,7 @@ impl Input {
         &self,
         session: &str,
         screen: &Screen,
-    ) -> Result<Option<(String, Value)>, String> {
+    ) -> Result<Option<(String, Value)>, NoAnswer> {
         let path = |route: &str| format!("/session/{session}/{route}");
         Ok(Some(match self {
             Input::Nothing | Input::Quit => return Ok(None),
@@ -417,14 +417,12 @@ impl Input {
                     .find(|p| {
                         p.resolved.is_none() && request.as_ref().is_none_or(|r| p.request_id == *r)
                     })
-                    .ok_or("no permission request is waiting")?;
-                let option = choose_option(&waiting.options, *allow).ok_or_else(|| {
-                    format!(
-                        "permission {} offers no option to {}",
-                        waiting.request_id,
-                        if *allow { "allow" } else { "deny" }
-                    )
-                })?;
+                    .ok_or(NoAnswer::NothingWaits)?;
+                let option =
+                    choose_option(&waiting.options, *allow).ok_or_else(|| NoAnswer::NoOption {
+                        request: waiting.request_id.clone(),
+                        wanted: if *allow { "allow" } else { "deny" },
+                    })?;
                 (
                     path(&format!("permission/{}", waiting.request_id)),
                     json!({"outcome": {"outcome": "selected", "optionId": option}}),
@@ -432,6 +430,22 @@ impl Input {
             }
         }))
     }
+}
+
+/// Why `/allow` or `/deny` asks nothing of the daemon.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoAnswer {
+    /// No permission request (or none of that id) waits for a vote.
+    #[error("no permission request is waiting")]
+    NothingWaits,
+    /// The request offers no option of that kind.
+    #[error("permission {request} offers no option to {wanted}")]
+    NoOption {
+        /// The request's id.
+        request: String,
+        /// `allow` or `deny`.
+        wanted: &'static str,
+    },
 }
 
 /// Starts following `session` on its own thread.
@@ -584,7 +598,7 @@ mod tests {
             ("/session/s/model".into(), json!({"modelId": "opus"}))
         );
         assert_eq!(
-            ask("/allow r9").unwrap_err(),
+            ask("/allow r9").unwrap_err().to_string(),
             "no permission request is waiting"
         );
         assert_eq!(

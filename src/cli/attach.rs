@@ -109,7 +109,7 @@ pub(crate) fn attach(
             Ok(Some(request)) => request,
             Ok(None) => continue,
             Err(why) => {
-                eprintln!("[{}]", render::clean(&why));
+                eprintln!("[{}]", render::clean(&why.to_string()));
                 continue;
             }
         };

@@ -17,13 +17,8 @@ fn a_long_session_is_replayed_in_bounded_memory() {
     let w = workspace();
     let agent_log = w.ws.path().join("agent.jsonl");
     let mut c = acp_proxy(&w, &agent_log);
-    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    c.until(|m| m["id"] == 1);
-    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
-    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    c.initialize();
+    let sid = c.new_session(2);
     drop(c.input);
     assert!(c.child.wait().unwrap().success());
 
@@ -46,8 +41,7 @@ fn a_long_session_is_replayed_in_bounded_memory() {
     drop(runtime);
 
     let mut c = acp_proxy(&w, &agent_log);
-    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    c.until(|m| m["id"] == 1);
+    c.initialize();
     // Before: the proxy started and its log open (redb's cache of 64 MiB).
     let before = cmdlog_test_support::otlp::peak_mib(c.child.id());
     c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/load", "params": {"sessionId": sid, "cwd": "/tmp", "mcpServers": []}}));

@@ -424,6 +424,21 @@ pub(crate) struct Stdio2 {
 }
 
 impl Stdio2 {
+    /// ACP's `initialize` (id 1): the agent's answer.
+    pub(crate) fn initialize(&mut self) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        self.until(|m| m["id"] == 1)
+    }
+
+    /// `session/new` as request `id`: the session's id.
+    pub(crate) fn new_session(&mut self, id: u64) -> String {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
+        self.until(|m| m["id"] == id)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     pub(crate) fn send(&mut self, message: Value) {
         writeln!(self.input, "{message}").unwrap();
         self.input.flush().unwrap();
@@ -450,14 +465,9 @@ impl Stdio2 {
 fn the_acp_proxy_records_the_session_and_adds_cmdlog_commands() {
     let w = workspace();
     let mut c = acp_proxy(&w, &w.ws.path().join("agent.jsonl"));
-    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    let init = c.until(|m| m["id"] == 1);
+    let init = c.initialize();
     assert_eq!(init["result"]["agentInfo"]["name"], "scripted-agent");
-    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
-    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = c.new_session(2);
     let list = c.until(|m| {
         m["params"]["update"]["sessionUpdate"] == "available_commands_update"
             && m["params"]["update"]["availableCommands"]
@@ -615,13 +625,8 @@ fn inside_the_acp_proxy_the_agents_commands_win() {
     );
     let agent_log_path = w.ws.path().join("agent.jsonl");
     let mut c = acp_proxy(&w, &agent_log_path);
-    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    c.until(|m| m["id"] == 1);
-    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
-    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    c.initialize();
+    let sid = c.new_session(2);
     let prompt = |c: &mut Stdio2, id: u64, text: &str| {
         c.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}));
         assert_eq!(
@@ -950,13 +955,8 @@ fn a_large_answer_every_session_repeats_is_stored_once() {
 fn the_proxy_ends_with_its_agent_whatever_holds_its_output() {
     let w = workspace();
     let mut c = acp_proxy(&w, &w.ws.path().join("agent.jsonl"));
-    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    c.until(|m| m["id"] == 1);
-    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}));
-    let sid = c.until(|m| m["id"] == 2)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    c.initialize();
+    let sid = c.new_session(2);
     c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "orphan"}]}}));
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
