@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cmdlog_engine::Dialect;
-use cmdlog_engine::expand::expand::{ExpandInput, expand};
+use cmdlog_engine::expand::{ExpandInput, expand};
 
 const DIALECTS: [Dialect; 8] = [
     Dialect::Markdown,
@@ -22,7 +22,7 @@ libfuzzer_sys::fuzz_target!(|data: (&str, &str, &str)| {
     let names = vec![name.to_string(), "arg".to_string()];
     let variables = BTreeMap::from([("CLAUDE_PLUGIN_ROOT".to_string(), name.to_string())]);
     // The current rules, and an older release's where they differ.
-    let releases = [None, cmdlog_engine::expand::expand::parse_version("2.1.197")];
+    let releases = [None, cmdlog_engine::expand::parse_version("2.1.197")];
     for dialect in DIALECTS {
         for release in releases {
             let input = ExpandInput {
@@ -34,6 +34,6 @@ libfuzzer_sys::fuzz_target!(|data: (&str, &str, &str)| {
             };
             let _ = expand(template, dialect, &input);
         }
-        let _ = cmdlog_engine::expand::expand::injections(template, dialect);
+        let _ = cmdlog_engine::expand::injections(template, dialect);
     }
 });
