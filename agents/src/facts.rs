@@ -302,6 +302,8 @@ fn content_field(fact: &str, field: &str) -> bool {
         "prompt" => field == "text",
         "tool_call" => field == "rawInput",
         "tool_result" => matches!(field, "status" | "rawOutput"),
+        "reply" => field == "content",
+        "turn_end" => field == "stopReason",
         _ => false,
     }
 }
@@ -347,7 +349,8 @@ pub(crate) fn prompt(id: Option<&str>) -> Option<String> {
         .map(|id| format!("prompt:{id}"))
 }
 
-/// The fact a tool call (`tool_call`) or its settling (`tool_result`) states.
+/// The fact a tool call (`tool_call`) or its settling (`tool_result`) states,
+/// or a turn's end (`turn_end`) or last reply (`reply`) by its prompt's id.
 pub(crate) fn tool(kind: &str, id: &str) -> Option<String> {
     (!id.is_empty()).then(|| format!("{kind}:{id}"))
 }

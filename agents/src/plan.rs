@@ -46,10 +46,48 @@ pub(crate) enum PlannedData {
 pub(crate) enum Tie {
     /// A run, unless the session shows one since its last prompt.
     FallbackRun,
-    /// A prompt that is the latest run's expansion.
+    /// A prompt that is the latest run's expansion (and, as every prompt,
+    /// [`Tie::SettleOpen`] with [`Settling::NextPrompt`]).
     FromLatestRun,
     /// A tool call's settling, unless something settled it.
     SettleIfOpen,
     /// A permission request for the session's pending call of its tool and input.
     FindCall,
+    /// What the session left open — calls never settled, permission requests
+    /// never answered — is settled just before this event, which shows they
+    /// did not run.
+    SettleOpen(Settling),
+    /// A call's result: a permission request still open for it was granted.
+    Granted,
+    /// A permission request for the session's latest pending call (Gemini
+    /// CLI's notification names the call by what its dialog shows).
+    LatestCall,
+    /// A call that opens: a permission request asked before it, naming it by
+    /// its tool and input (Qwen Code asks before `PreToolUse`), is tied to it.
+    OpensCall,
+}
+
+/// What showed that the calls left open did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settling {
+    /// The user's next prompt.
+    NextPrompt,
+    /// The turn ended.
+    TurnEnd,
+    /// The user interrupted the turn.
+    Interrupted,
+    /// The session ended.
+    SessionEnd,
+}
+
+impl Settling {
+    /// What came, in words: "before {this}".
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            Settling::NextPrompt => "the next prompt",
+            Settling::TurnEnd => "the turn's end",
+            Settling::Interrupted => "the turn's interruption",
+            Settling::SessionEnd => "the session's end",
+        }
+    }
 }

@@ -84,10 +84,15 @@ pub struct SessionSummary {
     pub conflicts: u64,
 }
 
-/// Every session, by first appearance.
+/// Every session, by the time of its first event (the agent's own time for
+/// what an agent reported: a session imported later sits where it happened),
+/// then by first appearance.
 pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSummary>, AuditError> {
     let mut by_id: BTreeMap<String, SessionSummary> = BTreeMap::new();
     let mut order = Vec::new();
+    // When each session's agent ended it: only what happened after that time
+    // takes it up again (an import appended later does not).
+    let mut ended_at: BTreeMap<String, u64> = BTreeMap::new();
     each_event(
         log,
         None,
@@ -121,6 +126,7 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 e.data,
                 EventData::SessionPrompt(_) | EventData::CommandRun(_)
             ) && s.ended.as_deref() == Some("ended")
+                && ended_at.get(id).is_none_or(|at| e.time() > *at)
             {
                 s.ended = None;
             }
@@ -134,7 +140,11 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
                 }
                 EventData::SessionClosed(_) => s.ended = Some("closed".into()),
                 EventData::SessionDied(_) => s.ended = Some("died".into()),
-                EventData::SessionEnded(_) => s.ended = Some("ended".into()),
+                EventData::SessionEnded(_) => {
+                    s.ended = Some("ended".into());
+                    let at = ended_at.entry(id.clone()).or_default();
+                    *at = (*at).max(e.time());
+                }
                 EventData::AgentObserved(o) if !o.differs.is_empty() => s.conflicts += 1,
                 // Neither starts nor ends a session's runs.
                 EventData::AgentObserved(_)
@@ -163,10 +173,13 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
         },
         progress,
     )?;
-    Ok(order
+    let mut all: Vec<SessionSummary> = order
         .into_iter()
         .filter_map(|id| by_id.remove(&id))
-        .collect())
+        .collect();
+    // Stable: sessions of the same first time keep their order in the log.
+    all.sort_by_key(|s| s.first_at);
+    Ok(all)
 }
 
 /// Which runs an audit shows.

@@ -100,6 +100,7 @@ pub fn verify(log: &Log, mut progress: impl FnMut(Seq)) -> Result<VerifyReport, 
     for (seq, message) in layout_breaks {
         c.flag(Some(seq), format!("seq {seq}: {message}"));
     }
+    c.left_open();
     c.streams(log)?;
     let blobs = c.blobs(log)?;
     let mut again = LogState::default();
@@ -135,6 +136,16 @@ struct Checker {
     by_stream: BTreeMap<String, Vec<Seq>>,
     /// (session, fact) -> the seq of the event that states it first.
     facts: HashMap<(String, String), Seq>,
+    /// (session, tool call id) -> the seq and title of a call not settled yet.
+    open_calls: BTreeMap<(String, String), (Seq, String)>,
+    /// (session, tool call id) of the calls settled: a source that reports
+    /// the call after its settling (an import) does not open it again.
+    settled_calls: std::collections::HashSet<(String, String)>,
+    /// (session, request id) -> the seq of a request not answered yet.
+    open_requests: BTreeMap<(String, String), Seq>,
+    /// Each session whose last word was its end (`session/ended` or
+    /// `session/closed`), and that end's seq.
+    at_end: HashMap<String, Seq>,
     conflicts: Vec<Conflict>,
     violations: Vec<Violation>,
 }
@@ -231,6 +242,8 @@ impl Checker {
             EventData::PermissionRequested(p) => {
                 self.permissions
                     .insert((session.to_string(), p.request_id.clone()), false);
+                self.open_requests
+                    .insert((session.to_string(), p.request_id.clone()), seq);
             }
             EventData::PermissionResolved(p) => {
                 let key = (session.to_string(), p.request_id.clone());
@@ -248,6 +261,8 @@ impl Checker {
                     ),
                     Some(resolved) => *resolved = true,
                 }
+                self.open_requests
+                    .remove(&(session.to_string(), p.request_id.clone()));
             }
             EventData::PermissionAlreadyResolved(p) => {
                 let key = (session.to_string(), p.request_id.clone());
@@ -265,14 +280,21 @@ impl Checker {
                 if let Some(session) = &event.session {
                     self.ended_sessions.entry(session.clone()).or_insert(seq);
                 }
+                if matches!(event.data, EventData::SessionClosed(_)) {
+                    self.at_end.insert(session.to_string(), seq);
+                }
             }
+            EventData::SessionEnded(_) => {
+                self.at_end.insert(session.to_string(), seq);
+            }
+            // The agent took the session up again.
+            EventData::SessionCreated(_) | EventData::SessionPrompt(_) => {
+                self.at_end.remove(session);
+            }
+            EventData::SessionUpdate(update) => self.call(update, session, seq),
             // Held to nothing of their own: the chain, the stream index and the
             // session's end above hold them.
             EventData::DiscoveryWarning(_)
-            | EventData::SessionCreated(_)
-            | EventData::SessionEnded(_)
-            | EventData::SessionPrompt(_)
-            | EventData::SessionUpdate(_)
             | EventData::ModelSwitched(_)
             | EventData::ModelSwitchFailed(_)
             | EventData::SessionCancelled(_)
@@ -284,6 +306,54 @@ impl Checker {
             | EventData::LogIdentity(_)
             | EventData::ImportCheckpoint(_)
             | EventData::Unknown(_) => {}
+        }
+    }
+
+    /// A tool call opens with `tool_call` and settles with a completed or
+    /// failed `tool_call_update`.
+    fn call(&mut self, update: &serde_json::Value, session: &str, seq: Seq) {
+        let Some(id) = update["toolCallId"].as_str() else {
+            return;
+        };
+        let key = (session.to_string(), id.to_string());
+        let settles = matches!(update["status"].as_str(), Some("completed" | "failed"));
+        match update["sessionUpdate"].as_str() {
+            Some("tool_call" | "tool_call_update") if settles => {
+                self.open_calls.remove(&key);
+                self.settled_calls.insert(key);
+            }
+            Some("tool_call") if !self.settled_calls.contains(&key) => {
+                let title = update["title"].as_str().unwrap_or("tool").to_string();
+                self.open_calls.entry(key).or_insert((seq, title));
+            }
+            _ => {}
+        }
+    }
+
+    /// A session that ended holds no call that never settled and no request
+    /// never answered: the record would not say whether it ran.
+    fn left_open(&mut self) {
+        let calls = std::mem::take(&mut self.open_calls);
+        for ((session, id), (seq, title)) in calls {
+            if let Some(end) = self.at_end.get(&session).copied() {
+                self.flag(
+                    Some(end),
+                    format!(
+                        "session {session} ended at seq {end} with tool call {id} ({title}, seq {seq}) never settled: whether it ran is not recorded; import the agent's transcript (`cmdlog import --from AGENT`) to settle it from there"
+                    ),
+                );
+            }
+        }
+        let requests = std::mem::take(&mut self.open_requests);
+        for ((session, id), seq) in requests {
+            if let Some(end) = self.at_end.get(&session).copied() {
+                self.flag(
+                    Some(end),
+                    format!(
+                        "session {session} ended at seq {end} with permission request {id} (seq {seq}) never answered"
+                    ),
+                );
+            }
         }
     }
 

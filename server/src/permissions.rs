@@ -12,7 +12,7 @@ use cmdlog_acp::{
     check_tool_call_update, option_ids,
 };
 use cmdlog_engine::EventData;
-use cmdlog_engine::event::{PermissionRequested, PermissionResolved};
+use cmdlog_engine::event::{Decider, PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
 use crate::sessions::client_id;
@@ -112,6 +112,7 @@ async fn resolve(
                 request_id: request_id.to_string(),
                 decision: outcome.clone(),
                 voter,
+                decided_by: Some(Decider::User),
                 ..Default::default()
             }),
         )

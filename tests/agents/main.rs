@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use cmdlog_test_support::Workspace;
 
 mod fidelity;
+mod interactive;
 mod kills;
 mod modes;
 mod real;

@@ -205,3 +205,161 @@ fn a_gemini_reply_is_read_from_its_chat_and_a_payload_names_no_other_file() {
         assert_eq!(of(&all, s, "turn_complete").len(), 1, "{s}");
     }
 }
+
+#[test]
+fn an_interactive_denial_is_settled_by_what_follows_and_an_approval_names_the_user() {
+    let w = Workspace::new();
+    let s = "i1";
+    let approved = json!({"command": "echo approved"});
+    let denied = json!({"command": "touch denied.txt"});
+    let agent = "claude-code";
+    // As Claude Code 2.1.332 reports an interactive session: the dialog's
+    // approval shows only as the call's result; its denial as nothing at all.
+    send(
+        &w,
+        agent,
+        s,
+        "UserPromptSubmit",
+        json!({"prompt": "one", "prompt_id": "p1"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": approved, "tool_use_id": "toolu_a"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "PermissionRequest",
+        json!({"tool_name": "Bash", "tool_input": approved}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_input": approved, "tool_use_id": "toolu_a", "tool_response": {"stdout": "approved"}}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "Stop",
+        json!({"last_assistant_message": "done"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "UserPromptSubmit",
+        json!({"prompt": "two", "prompt_id": "p2"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": denied, "tool_use_id": "toolu_d"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "PermissionRequest",
+        json!({"tool_name": "Bash", "tool_input": denied}),
+    );
+    // Denied in the dialog: no hook. The next prompt shows it did not run.
+    send(
+        &w,
+        agent,
+        s,
+        "UserPromptSubmit",
+        json!({"prompt": "three", "prompt_id": "p3"}),
+    );
+    // Interrupted while running: no hook either, until the session ends.
+    send(
+        &w,
+        agent,
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "sleep 9"}, "tool_use_id": "toolu_i"}),
+    );
+    send(
+        &w,
+        agent,
+        s,
+        "SessionEnd",
+        json!({"reason": "prompt_input_exit"}),
+    );
+    let all = events(&w);
+    let settled: Vec<(String, String, String)> = of(&all, s, "tool_call_update")
+        .iter()
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["toolCallId"].as_str().unwrap().to_string(),
+                d["status"].as_str().unwrap().to_string(),
+                d["rawOutput"]["settled"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want =
+        |id: &str, status: &str, why: &str| (id.to_string(), status.to_string(), why.to_string());
+    assert_eq!(
+        settled,
+        [
+            want("toolu_a", "completed", ""),
+            want("toolu_d", "failed", "denied"),
+            want("toolu_i", "failed", "unreported"),
+        ],
+        "every call settled once, saying why"
+    );
+    // The denial is settled just before the prompt that showed it.
+    let order: Vec<String> = all
+        .iter()
+        .filter(|e| e["session"] == s)
+        .map(|e| {
+            e["data"]["sessionUpdate"]
+                .as_str()
+                .map(|u| format!("{u}:{}", e["data"]["toolCallId"].as_str().unwrap_or("")))
+                .unwrap_or_else(|| e["type"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let at = |x: &str| {
+        order
+            .iter()
+            .position(|o| o == x)
+            .unwrap_or_else(|| panic!("{x} in {order:?}"))
+    };
+    assert!(
+        at("tool_call_update:toolu_d") < order.iter().rposition(|o| o == "session/prompt").unwrap()
+    );
+    let resolved = of(&all, s, "permission/resolved");
+    let answers: Vec<(&str, &str, &str)> = resolved
+        .iter()
+        .map(|e| {
+            (
+                e["data"]["request_id"].as_str().unwrap(),
+                e["data"]["decision"]["optionId"].as_str().unwrap(),
+                e["data"]["decided_by"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("ask-toolu_a", "allow", "user"),
+            ("ask-toolu_d", "reject", "user")
+        ],
+        "every request answered, and by whom"
+    );
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use cmdlog_engine::event::{AcpDirection, PermissionResolved, SessionEnded};
+use cmdlog_engine::event::{AcpDirection, Decider, PermissionResolved, SessionEnded};
 use cmdlog_engine::{BUILTIN_PROVIDER, CancellationToken, Engine, EventData, Mode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -386,6 +386,8 @@ impl Proxy {
                             EventData::PermissionResolved(PermissionResolved {
                                 request_id,
                                 decision,
+                                // The editor asked its user.
+                                decided_by: Some(Decider::User),
                                 ..Default::default()
                             }),
                         );

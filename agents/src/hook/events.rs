@@ -16,7 +16,7 @@ use super::{
     with_input,
 };
 use crate::kind::{text, tool_kind};
-use crate::plan::{PlannedData, Tie};
+use crate::plan::{PlannedData, Settling, Tie};
 
 /// What plans one hook event's payload.
 pub(crate) type Planner = fn(&mut Planning);
@@ -35,6 +35,7 @@ pub(crate) const PLANNERS: &[(&[&str], Planner)] = &[
     (&["Interrupt"], turn_interrupted),
     (&["SessionEnd"], session_ended),
     (&["StopFailure"], turn_failed),
+    (&["Notification"], notified),
 ];
 
 fn ready(d: EventData) -> PlannedData {
@@ -85,6 +86,8 @@ fn prompt_submitted(p: &mut Planning) {
     }
     if submitted.is_some_and(|s| s.trim_start().starts_with('/')) {
         p.ties.push((p.items.len(), Tie::FromLatestRun));
+    } else {
+        p.settle_open(Settling::NextPrompt);
     }
     p.items.push(ready(EventData::SessionPrompt(SessionPrompt {
         text: prompt,
@@ -147,6 +150,7 @@ fn prompt_expanded(p: &mut Planning) {
 
 fn tool_started(p: &mut Planning) {
     let tool = text(p.payload, "tool_name").unwrap_or("tool");
+    p.ties.push((p.items.len(), Tie::OpensCall));
     p.items.push(update(json!({
         "sessionUpdate": "tool_call",
         "toolCallId": tool_call_id(p.payload),
@@ -169,6 +173,7 @@ fn tool_finished(p: &mut Planning) {
         "rawOutput": p.payload.get("tool_response").cloned().unwrap_or(Value::Null),
     });
     with_input(&mut call, p.payload);
+    p.ties.push((p.items.len(), Tie::Granted));
     p.items.push(update(call));
 }
 
@@ -180,6 +185,7 @@ fn tool_failed(p: &mut Planning) {
         "rawOutput": {"error": p.payload.get("error").cloned().unwrap_or(Value::Null)},
     });
     with_input(&mut call, p.payload);
+    p.ties.push((p.items.len(), Tie::Granted));
     p.items.push(update(call));
 }
 
@@ -200,6 +206,11 @@ fn tool_batch(p: &mut Planning) {
             "status": if failed { "failed" } else { "completed" },
             "rawOutput": call.get("tool_response").cloned().unwrap_or(Value::Null),
         });
+        // The agent's own word for a call that did not run (Qwen Code:
+        // `cancelled` when the user refused it in the dialog).
+        if let Some(status) = call["status"].as_str().filter(|_| failed) {
+            settled["_meta"] = json!({"status": status});
+        }
         with_input(&mut settled, call);
         p.ties.push((p.items.len(), Tie::SettleIfOpen));
         p.items.push(update(settled));
@@ -243,6 +254,7 @@ fn turn_ended(p: &mut Planning) {
             "content": {"type": "text", "text": message},
         })));
     }
+    p.settle_open(Settling::TurnEnd);
     p.items.push(update(json!({
         "sessionUpdate": "turn_complete",
         "stopReason": "end_turn",
@@ -251,6 +263,7 @@ fn turn_ended(p: &mut Planning) {
 
 /// Codex: the user interrupted the turn (no Stop follows).
 fn turn_interrupted(p: &mut Planning) {
+    p.settle_open(Settling::Interrupted);
     p.items.push(update(json!({
         "sessionUpdate": "turn_complete",
         "stopReason": "cancelled",
@@ -261,6 +274,7 @@ fn turn_interrupted(p: &mut Planning) {
 /// it said.
 fn session_ended(p: &mut Planning) {
     let details = rest_of(p.payload, &["reason"]);
+    p.settle_open(Settling::SessionEnd);
     p.items.push(ready(EventData::SessionEnded(SessionEnded {
         reason: text(p.payload, "reason").map(str::to_string),
         details: (!details.is_empty()).then_some(Value::Object(details)),
@@ -268,6 +282,7 @@ fn session_ended(p: &mut Planning) {
 }
 
 fn turn_failed(p: &mut Planning) {
+    p.settle_open(Settling::TurnEnd);
     p.items.push(update(json!({
         "sessionUpdate": "turn_error",
         "message": p.payload.get("error").map(|e| match e {
@@ -276,6 +291,25 @@ fn turn_failed(p: &mut Planning) {
         }).unwrap_or_else(|| "the turn failed".into()),
         "code": p.payload.get("error_details").cloned().unwrap_or(Value::Null),
     })));
+}
+
+/// Gemini CLI's dialog for a call (`ToolPermission`) is its only word that it
+/// asked: a permission request for the call it just announced (`BeforeTool`
+/// comes before the dialog). Other notifications are kept as they came.
+fn notified(p: &mut Planning) {
+    if p.agent != crate::kind::AgentKind::Gemini
+        || text(p.payload, "notification_type") != Some("ToolPermission")
+    {
+        return kept(p);
+    }
+    let details = p.payload.get("details").cloned().unwrap_or(Value::Null);
+    let mut request = permission_request(p.payload, "ask");
+    request.tool_call = Some(json!({
+        "title": details["title"].as_str().unwrap_or("tool"),
+        "rawInput": details,
+    }));
+    p.ties.push((p.items.len(), Tie::LatestCall));
+    p.items.push(ready(EventData::PermissionRequested(request)));
 }
 
 /// Everything else — SessionStart, notifications, compaction, model calls —

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::{AgentKind, session_key, text, tool_kind};
-use crate::plan::{Planned, PlannedData, Tie};
+use crate::plan::{Planned, PlannedData, Settling, Tie};
 
 /// What one payload becomes.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +130,18 @@ pub(crate) struct Planning<'a> {
     pub named: ByIndex<String>,
 }
 
+impl Planning<'_> {
+    /// Ties the next event to settle what its session left open (`tie.rs`):
+    /// unless a subagent sent the payload (Claude Code names it `agent_id`),
+    /// whose turn is not its parent's.
+    fn settle_open(&mut self, why: Settling) {
+        if text(self.payload, "agent_id").is_some_and(|a| !a.is_empty()) {
+            return;
+        }
+        self.ties.push((self.items.len(), Tie::SettleOpen(why)));
+    }
+}
+
 fn finish(
     payload: &Value,
     session: Option<String>,
@@ -210,11 +222,16 @@ fn tool_call_id(payload: &Value) -> String {
     {
         return id.to_string();
     }
-    let basis = format!(
-        "{}\n{}",
+    derived_call_id(
         text(payload, "tool_name").unwrap_or(""),
-        payload.get("tool_input").cloned().unwrap_or(Value::Null)
-    );
+        payload.get("tool_input").unwrap_or(&Value::Null),
+    )
+}
+
+/// The id cmdlog gives a call whose payload names none: from its tool and
+/// input, the same before and after the call.
+pub(crate) fn derived_call_id(tool: &str, input: &Value) -> String {
+    let basis = format!("{tool}\n{input}");
     let mut hex = cmdlog_store::BlobHash::of(basis.as_bytes()).to_hex();
     hex.truncate(16);
     format!("tool-{hex}")

@@ -31,6 +31,8 @@ pub(crate) fn batches(
         .clone()
         .or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
+    let mut transcript = transcript;
+    transcript.turn_facts();
     let mode = transcript.mode;
     let mut skipped = 0;
     let mut out: Vec<Batch> = Vec::new();

@@ -78,6 +78,7 @@ lenient_map! {
         phase: Str<'a> = "phase",
         raw_command: Str<'a> = "rawCommand",
         sent_to_model: Bool = "sentToModel",
+        hidden_invocation: Bool = "hiddenInvocation",
         display_text: Str<'a> = "displayText",
     }
 }
@@ -153,19 +154,64 @@ struct OpenCommand {
     line: String,
     /// Whether its expansion goes to the model (then the next `user` record).
     sent_to_model: bool,
+    /// Whether it opens a dialog (`hiddenInvocation`: `/model`): its first
+    /// `result` shows nothing, and a second one, after the user chose, what it
+    /// did.
+    dialog: bool,
     /// What its `result` record showed.
-    output: Option<String>,
+    output: Option<Shown>,
+}
+
+/// What a command's `result` showed, and whether it was an error.
+struct Shown {
+    text: String,
+    error: bool,
 }
 
 impl OpenCommand {
     fn settle(self, t: &mut Transcript, prompt: Option<String>) {
-        t.run(self.key, self.at, &self.line, prompt, self.output);
+        let name = self.line.trim().trim_start_matches('/');
+        let name = name.split_whitespace().next().unwrap_or("").to_string();
+        let outcome = match self.output {
+            Some(Shown { text, error: true }) => cmdlog_engine::event::Outcome::error(text),
+            shown => cmdlog_engine::event::Outcome::Success {
+                text: shown.map(|s| s.text),
+                prompt,
+                source_event_seq: None,
+            },
+        };
+        let switched = match &outcome {
+            cmdlog_engine::event::Outcome::Success {
+                text: Some(text), ..
+            } if name == "model" => switched_to(text),
+            _ => None,
+        };
+        t.run_as(self.key.clone(), self.at, &self.line, outcome);
+        // `/model` chose a model: the session's switch, a fact of its own.
+        if let Some(model) = switched {
+            t.push(
+                format!("{}#switch", self.key),
+                self.at,
+                cmdlog_engine::EventData::ModelSwitched(cmdlog_engine::event::ModelSwitched {
+                    model,
+                }),
+            );
+        }
     }
 }
 
+/// The model a `/model` result says is in use now (`Using model: NAME`).
+fn switched_to(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Using model:"))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+}
+
 /// The `result` record's items as text: their `text`, or (an item that shows
-/// something else, `/about`'s system info) the item as JSON.
-fn result_output(payload: &Value) -> Option<String> {
+/// something else, `/about`'s system info) the item as JSON; an error when an
+/// item is one.
+fn result_output(payload: &Value) -> Option<Shown> {
     let items = payload["outputHistoryItems"].as_array()?;
     let shown: Vec<String> = items
         .iter()
@@ -174,7 +220,11 @@ fn result_output(payload: &Value) -> Option<String> {
             None => i.to_string(),
         })
         .collect();
-    (!shown.is_empty()).then(|| shown.join("\n"))
+    let error = items.iter().any(|i| i["type"] == "error");
+    (!shown.is_empty()).then(|| Shown {
+        text: shown.join("\n"),
+        error,
+    })
 }
 
 /// What the user said in a `user` record: what the UI showed when Qwen kept it
@@ -198,6 +248,8 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut lines = JsonLines::new(bytes);
     let mut open: Option<OpenCommand> = None;
+    // Where the items of the last prompt (or the run it expanded) begin.
+    let mut prompt_from: Option<usize> = None;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let r: Record<'_> = match decode(bytes) {
             Ok(r) => r,
@@ -223,6 +275,23 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
         let subtype = r.subtype.as_deref();
         let payload = &r.system_payload;
         let phase = payload.phase.as_deref();
+        // The line after a prompt that names its id (`<session>########<n>`):
+        // the hooks' `prompt_id` for the same prompt.
+        if (kind, subtype) == ("system", Some("file_history_snapshot"))
+            && let Some(from) = prompt_from.take()
+        {
+            let snapshot = field("systemPayload");
+            t.with_prompt_id(
+                from,
+                snapshot
+                    .pointer("/snapshots/0/promptId")
+                    .and_then(Value::as_str),
+            );
+        }
+        let before = t.items.len();
+        if kind == "user" && matches!(subtype, None | Some("mid_turn_user_message")) {
+            prompt_from = Some(before);
+        }
         if let Some(mut command) = open.take() {
             match (kind, subtype, phase) {
                 // The expansion the model received.
@@ -230,17 +299,23 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                     command.settle(&mut t, Some(user_text(&r)));
                     continue;
                 }
-                ("system", Some("slash_command"), Some("result")) => {
+                ("system", Some("slash_command"), Some("result"))
+                    if payload.raw_command.as_deref() == Some(command.line.as_str()) =>
+                {
                     command.output = result_output(&field("systemPayload"));
-                    if command.sent_to_model {
+                    if command.sent_to_model || (command.dialog && command.output.is_none()) {
                         open = Some(command);
                     } else {
                         command.settle(&mut t, None);
                     }
                     continue;
                 }
-                // Qwen's own records between the command and its expansion.
-                ("system", sub, _) if sub != Some("slash_command") && command.sent_to_model => {
+                // Qwen's own records between the command and its expansion,
+                // or while its dialog is open.
+                ("system", sub, _)
+                    if sub != Some("slash_command")
+                        && (command.sent_to_model || command.dialog) =>
+                {
                     open = Some(command);
                 }
                 _ => command.settle(&mut t, None),
@@ -254,6 +329,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                         at,
                         line: raw.to_string(),
                         sent_to_model: payload.sent_to_model.0.unwrap_or(true),
+                        dialog: payload.hidden_invocation.0.unwrap_or(false),
                         output: None,
                     })
                 }

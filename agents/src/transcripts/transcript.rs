@@ -102,6 +102,16 @@ impl Transcript {
         prompt: Option<String>,
         text: Option<String>,
     ) {
+        let outcome = Outcome::Success {
+            text,
+            prompt,
+            source_event_seq: None,
+        };
+        self.run_as(key, at, line, outcome);
+    }
+
+    /// A slash command the agent ran, settled as `outcome`.
+    pub(crate) fn run_as(&mut self, key: String, at: Option<u64>, line: &str, outcome: Outcome) {
         let line = line.trim();
         let body = line.strip_prefix('/').unwrap_or(line);
         let (name, rest) = match body.find(char::is_whitespace) {
@@ -129,11 +139,7 @@ impl Transcript {
             at,
             data: PlannedData::DoneOf {
                 run_index,
-                outcome: Outcome::Success {
-                    text,
-                    prompt,
-                    source_event_seq: None,
-                },
+                outcome,
                 agent_check: None,
             },
             fact: None,
@@ -154,6 +160,45 @@ impl Transcript {
                 }
                 PlannedData::Ready(EventData::CommandRun(_)) => {
                     item.fact = Some(format!("command:{id}"))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Names each turn's end (`turn_end:<prompt id>`) and its last reply
+    /// before the end (`reply:<prompt id>`) by the prompt the turn answers,
+    /// where the transcript names the prompt's id: the join keys the hooks'
+    /// turn end (`Stop`) uses for the same (`facts.rs`).
+    pub(crate) fn turn_facts(&mut self) {
+        let mut prompt: Option<String> = None;
+        let mut last_reply: Option<usize> = None;
+        for i in 0..self.items.len() {
+            let item = &mut self.items[i];
+            match &item.data {
+                PlannedData::Ready(EventData::SessionPrompt(p)) => {
+                    prompt = p.prompt_id.clone();
+                    last_reply = None;
+                }
+                PlannedData::Update(Update::AgentMessageChunk { .. }) => last_reply = Some(i),
+                PlannedData::Ready(EventData::SessionUpdate(u)) => {
+                    match u["sessionUpdate"].as_str() {
+                        Some("agent_message_chunk") => last_reply = Some(i),
+                        Some("turn_complete") => {
+                            if let Some(id) = prompt.as_deref() {
+                                if item.fact.is_none() {
+                                    item.fact = crate::facts::tool("turn_end", id);
+                                }
+                                if let Some(r) = last_reply.take()
+                                    && self.items[r].fact.is_none()
+                                {
+                                    self.items[r].fact = crate::facts::tool("reply", id);
+                                }
+                            }
+                            last_reply = None;
+                        }
+                        _ => {}
+                    }
                 }
                 _ => {}
             }

@@ -25,8 +25,8 @@ pub use runs::{
     Outcome, RunRelease,
 };
 pub use session::{
-    AcpDirection, AcpMessage, AgentEvent, AgentObserved, Delivery, IDENTITY_STREAM, IMPORT_STREAM,
-    ImportCheckpoint, LogIdentity, ModelRequest, ModelSwitchFailed, ModelSwitched,
+    AcpDirection, AcpMessage, AgentEvent, AgentObserved, Decider, Delivery, IDENTITY_STREAM,
+    IMPORT_STREAM, ImportCheckpoint, LogIdentity, ModelRequest, ModelSwitchFailed, ModelSwitched,
     PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
     SessionEnded, SessionPrompt, WalDiscarded,
 };

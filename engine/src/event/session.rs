@@ -87,6 +87,40 @@ pub struct PermissionResolved {
     /// The prompt whose turn asked (`permission/already_resolved`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_id: Option<String>,
+    /// Who decided, when a source said or the sequence shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<Decider>,
+}
+
+/// Who answered a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decider {
+    /// A person: in the agent's dialog, or a client's vote.
+    User,
+    /// A permission rule or the session's approval mode (the agent's
+    /// settings: `config`), without asking.
+    Rule,
+    /// A hook that answered for the user.
+    Hook,
+    /// The agent's automatic reviewer (an auto mode's classifier).
+    Classifier,
+    /// A name this release does not know, kept readable.
+    #[serde(other)]
+    Other,
+}
+
+impl Decider {
+    /// Its name in the log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decider::User => "user",
+            Decider::Rule => "rule",
+            Decider::Hook => "hook",
+            Decider::Classifier => "classifier",
+            Decider::Other => "other",
+        }
+    }
 }
 
 /// `session/model_switched`

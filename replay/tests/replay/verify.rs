@@ -259,6 +259,59 @@ fn each_broken_invariant_is_named_at_its_seq() {
 }
 
 #[test]
+fn an_ended_session_with_a_call_or_request_left_open_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = new_log(&dir);
+    let append = |s: &str, d| log.append(vec![ev(Some(s), d)]).unwrap().first;
+    let call = |id: &str| {
+        EventData::SessionUpdate(serde_json::json!({
+            "sessionUpdate": "tool_call", "toolCallId": id, "title": "Bash", "status": "pending"}))
+    };
+    let settle = |id: &str| {
+        EventData::SessionUpdate(serde_json::json!({
+            "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed"}))
+    };
+    let ask = |id: &str| {
+        EventData::PermissionRequested(PermissionRequested {
+            request_id: id.into(),
+            options: serde_json::Value::Null,
+            tool_call: None,
+        })
+    };
+    // a: a call and its request left open, then the end.
+    append("a", call("c1"));
+    append("a", ask("r1"));
+    let end_a = append("a", EventData::SessionEnded(SessionEnded::default()));
+    // b: settled before its end; c: open, but not ended; d: open at an end,
+    // settled after it (an import that came later).
+    append("b", call("c2"));
+    append("b", settle("c2"));
+    append("b", EventData::SessionEnded(SessionEnded::default()));
+    append("c", call("c3"));
+    append("d", call("c4"));
+    append("d", EventData::SessionEnded(SessionEnded::default()));
+    append("d", settle("c4"));
+    let found = violations(&log);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(
+        found.iter().all(|(s, _)| *s == Some(end_a)),
+        "named at the end: {found:#?}"
+    );
+    assert!(
+        found[0]
+            .1
+            .contains("tool call c1 (Bash, seq 1) never settled"),
+        "{found:#?}"
+    );
+    assert!(
+        found[1]
+            .1
+            .contains("permission request r1 (seq 2) never answered"),
+        "{found:#?}"
+    );
+}
+
+#[test]
 fn an_edited_record_is_named_by_seq() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");

@@ -1,0 +1,268 @@
+//! Interactive sessions as the agents' terminal UIs report them (the pinned
+//! releases driven under tmux: tests/agents-real/interactive-*.test.mjs), in
+//! payloads and chats written for these tests from what those runs showed:
+//! a call approved and one denied in the dialog, `/model`, a turn's end; then
+//! the agent's chat imported into the log the hooks wrote, which must add no
+//! second event for a fact the hooks stated.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::{events, hook};
+use cmdlog_test_support::Workspace;
+
+fn send(w: &Workspace, agent: &str, payload: Value) {
+    let name = payload["hook_event_name"].clone();
+    assert!(hook(w, agent, &payload).status.success(), "{name}");
+}
+
+/// Each fact stated by more than one event of the session (not counting the
+/// `agent/observed` that names the first).
+fn doubled(all: &[Value], session: &str) -> Vec<(String, Vec<u64>)> {
+    let mut by_fact: HashMap<String, Vec<u64>> = HashMap::new();
+    for e in all.iter().filter(|e| e["session"] == session) {
+        if e["type"] == "agent/observed" {
+            continue;
+        }
+        if let Some(fact) = e["observed"]["fact"].as_str() {
+            by_fact
+                .entry(fact.to_string())
+                .or_default()
+                .push(e["seq"].as_u64().unwrap());
+        }
+    }
+    let mut out: Vec<_> = by_fact.into_iter().filter(|(_, s)| s.len() > 1).collect();
+    out.sort();
+    out
+}
+
+/// The kinds of the session's events that state what happened (not the
+/// agents' bookkeeping, not cmdlog's own), from `from_seq` on.
+fn stated_since(all: &[Value], session: &str, from_seq: u64) -> Vec<String> {
+    all.iter()
+        .filter(|e| e["session"] == session && e["seq"].as_u64().unwrap() >= from_seq)
+        .filter(|e| e["type"] != "agent/observed" && e["type"] != "import/checkpoint")
+        .filter(|e| e["data"]["bookkeeping"] != true)
+        .map(|e| match e["data"]["sessionUpdate"].as_str() {
+            Some(u) => format!("{}:{u}", e["type"].as_str().unwrap()),
+            None => e["type"].as_str().unwrap().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_qwen_session_in_its_ui_is_recorded_once_and_its_chat_adds_only_what_hooks_missed() {
+    let w = Workspace::new();
+    let sid = "5e55-q";
+    let pid = |n: u32| format!("{sid}########{n}");
+    let p = |name: &str, n: Option<u32>, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "timestamp": "2026-12-07T04:08:50Z"});
+        if let Some(n) = n {
+            v["prompt_id"] = json!(pid(n));
+        }
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let approved =
+        json!({"command": "touch a.txt", "is_background": false, "description": "run it"});
+    let denied = json!({"command": "touch d.txt", "is_background": false, "description": "run it"});
+    // As Qwen Code 0.24.4 sends them in its UI: the request before the call,
+    // naming no call; a denial reported only by the batch, as cancelled.
+    for payload in [
+        p(
+            "UserPromptSubmit",
+            Some(0),
+            json!({"prompt": "hello", "submitted_prompt": "hello"}),
+        ),
+        p(
+            "Stop",
+            Some(0),
+            json!({"last_assistant_message": "hi there"}),
+        ),
+        p(
+            "UserPromptSubmit",
+            Some(1),
+            json!({"prompt": "make a", "submitted_prompt": "make a"}),
+        ),
+        p(
+            "PermissionRequest",
+            Some(1),
+            json!({"tool_name": "run_shell_command", "tool_input": approved}),
+        ),
+        p(
+            "PreToolUse",
+            None,
+            json!({"tool_name": "run_shell_command", "tool_input": approved, "tool_use_id": "toolu_1", "tool_call_id": "call_1"}),
+        ),
+        p(
+            "PostToolUse",
+            None,
+            json!({"tool_name": "run_shell_command", "tool_input": approved, "tool_use_id": "toolu_1", "tool_call_id": "call_1", "tool_response": {"llmContent": "ok"}}),
+        ),
+        p(
+            "PostToolBatch",
+            None,
+            json!({"tool_calls": [{"tool_name": "run_shell_command", "tool_input": approved, "tool_use_id": "call_1", "tool_call_id": "call_1", "status": "success", "tool_response": {"execution_status": "success"}}]}),
+        ),
+        p("UserPromptSubmit", Some(1), json!({"prompt": ""})),
+        p("Stop", Some(1), json!({"last_assistant_message": "made a"})),
+        p(
+            "UserPromptSubmit",
+            Some(2),
+            json!({"prompt": "make d", "submitted_prompt": "make d"}),
+        ),
+        p(
+            "PermissionRequest",
+            Some(2),
+            json!({"tool_name": "run_shell_command", "tool_input": denied}),
+        ),
+        p(
+            "PostToolBatch",
+            None,
+            json!({"tool_calls": [{"tool_name": "run_shell_command", "tool_input": denied, "tool_use_id": "call_2", "tool_call_id": "call_2", "status": "cancelled", "tool_response": {"execution_status": "not_started"}}]}),
+        ),
+        p("SessionEnd", None, json!({"reason": "prompt_input_exit"})),
+    ] {
+        send(&w, "qwen", payload);
+    }
+    let hooks_only = events(&w);
+    let head = hooks_only.last().unwrap()["seq"].as_u64().unwrap();
+    let requested: Vec<&Value> = hooks_only
+        .iter()
+        .filter(|e| e["type"] == "permission/requested")
+        .collect();
+    let answers: Vec<(String, String, String)> = hooks_only
+        .iter()
+        .filter(|e| e["type"] == "permission/resolved")
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["request_id"].as_str().unwrap().to_string(),
+                d["decision"]["optionId"].as_str().unwrap().to_string(),
+                d["decided_by"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let ids: Vec<String> = requested
+        .iter()
+        .map(|r| r["data"]["request_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (ids[0].clone(), "allow".into(), "user".into()),
+            (ids[1].clone(), "reject".into(), "user".into()),
+        ],
+        "each request answered, by the user: {hooks_only:#?}"
+    );
+    let linked = hooks_only
+        .iter()
+        .find(|e| e["data"]["sessionUpdate"] == "tool_call" && e["data"]["toolCallId"] == "call_1")
+        .unwrap();
+    assert_eq!(
+        linked["data"]["_meta"]["permissionRequest"], ids[0],
+        "the call names the request asked before it"
+    );
+    assert!(
+        doubled(&hooks_only, sid).is_empty(),
+        "{:?}",
+        doubled(&hooks_only, sid)
+    );
+
+    // Qwen's chat of the same session: each prompt followed by the line that
+    // names its prompt id; `/model` through its dialog; the denied call.
+    let common = format!(r#""sessionId":"{sid}","cwd":"/p","version":"0.24.4""#);
+    let mut n = 0;
+    let mut line = |rest: String| {
+        n += 1;
+        format!(
+            r#"{{"uuid":"r{n}","timestamp":"2026-12-07T04:08:{:02}.000Z",{common},{rest}}}"#,
+            50 + n / 4
+        )
+    };
+    let user = |text: &str| {
+        format!(r#""type":"user","message":{{"role":"user","parts":[{{"text":"{text}"}}]}}"#)
+    };
+    let snapshot = |n: u32| {
+        format!(
+            r#""type":"system","subtype":"file_history_snapshot","systemPayload":{{"snapshots":[{{"promptId":"{}","trackedFileBackups":{{}}}}]}}"#,
+            pid(n)
+        )
+    };
+    let say = |text: &str| {
+        format!(
+            r#""type":"assistant","model":"m1","message":{{"role":"model","parts":[{{"text":"{text}"}}]}}"#
+        )
+    };
+    let call = |id: &str, cmd: &str| {
+        format!(
+            r#""type":"assistant","model":"m1","message":{{"role":"model","parts":[{{"functionCall":{{"id":"{id}","name":"run_shell_command","args":{{"command":"{cmd}"}}}}}}]}}"#
+        )
+    };
+    let result = |id: &str, status: &str| {
+        format!(
+            r#""type":"tool_result","message":{{"role":"user","parts":[{{"functionResponse":{{"id":"{id}","response":{{"output":"x"}}}}}}]}},"toolCallResult":{{"callId":"{id}","status":"{status}"}}"#
+        )
+    };
+    let slash = |phase: &str, extra: &str| {
+        format!(
+            r#""type":"system","subtype":"slash_command","systemPayload":{{"phase":"{phase}","rawCommand":"/model"{extra}}}"#
+        )
+    };
+    let lines = vec![
+        line(user("hello")),
+        line(snapshot(0)),
+        line(say("hi there")),
+        line(user("make a")),
+        line(snapshot(1)),
+        line(call("call_1", "touch a.txt")),
+        line(result("call_1", "success")),
+        line(say("made a")),
+        line(user("make d")),
+        line(snapshot(2)),
+        line(call("call_2", "touch d.txt")),
+        line(result("call_2", "cancelled")),
+        line(slash(
+            "invocation",
+            r#","sentToModel":false,"hiddenInvocation":true"#,
+        )),
+        line(slash("result", r#","outputHistoryItems":[]"#)),
+        line(slash(
+            "result",
+            r#","outputHistoryItems":[{"type":"info","text":"authType: openai\nUsing model: m2"}]"#,
+        )),
+    ];
+    let file = w
+        .home
+        .path()
+        .join(format!(".qwen/projects/-p/chats/{sid}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "qwen"]);
+    let all = events(&w);
+    assert!(
+        doubled(&all, sid).is_empty(),
+        "facts doubled by the import: {:?}",
+        doubled(&all, sid)
+    );
+    assert_eq!(
+        stated_since(&all, sid, head + 1),
+        ["command/run", "command/done", "session/model_switched"],
+        "the import adds only what the hooks did not see: {all:#?}"
+    );
+    let switched = all
+        .iter()
+        .find(|e| e["type"] == "session/model_switched")
+        .unwrap();
+    assert_eq!(switched["data"]["model"], "m2");
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
