@@ -461,6 +461,7 @@ fn replay_and_reopen(rows: &mut Vec<Row>) {
                 batch.push(
                     new(EventData::SessionCreated(SessionCreated {
                         mode: Some(Mode::NonInteractive),
+                        parent: None,
                     }))
                     .to_record(),
                 );

@@ -97,7 +97,16 @@ impl Batch {
         }
         let mut created = Vec::new();
         for s in sessions {
-            if is_new(&s)? {
+            // A session the batch begins itself (a subagent's, naming its
+            // parent) needs no other beginning.
+            let begun = self
+                .events
+                .iter()
+                .find(|p| p.session.as_ref() == Some(&s))
+                .is_some_and(|p| {
+                    matches!(p.data, PlannedData::Ready(EventData::SessionCreated(_)))
+                });
+            if !begun && is_new(&s)? {
                 created.push(Planned {
                     session: Some(s),
                     // Seen by the same source, stating no fact of its own.
@@ -108,6 +117,7 @@ impl Batch {
                         .map(|o| Observed { fact: None, ..o }),
                     data: PlannedData::Ready(EventData::SessionCreated(SessionCreated {
                         mode: self.mode,
+                        parent: None,
                     })),
                     tie: None,
                 });

@@ -106,9 +106,18 @@ impl Facts {
                 let fields = probe
                     .data
                     .and_then(|d| serde_json::from_str::<Map<String, Value>>(d.get()).ok())
-                    // A field the first event left empty is one a later source adds.
+                    // A field the first event left empty is one a later source adds;
+                    // so is what cmdlog inferred (a call settled for want of a
+                    // result: `rawOutput.settled`), which a source that saw the
+                    // call end says better.
                     .map(|m| {
+                        let inferred = m
+                            .get("rawOutput")
+                            .is_some_and(|o| o.get("settled").is_some());
                         m.into_iter()
+                            .filter(move |(k, _)| {
+                                !(inferred && matches!(k.as_str(), "rawOutput" | "status"))
+                            })
                             .filter(|(_, v)| !says_nothing(v))
                             .map(|(k, v)| (k, value_hash(&v)))
                             .collect()

@@ -71,8 +71,9 @@ pub enum Scope {
     User,
 }
 
-/// Claude Code's hook events (and Qwen Code's, which follows them).
-const CLAUDE_STYLE: &[(&str, u64)] = &[
+/// Claude Code's: its subagents' start and stop, and its model switches
+/// (`PostModelSwitch`, since 2.1.2xx: an older release ignores the name).
+const CLAUDE: &[(&str, u64)] = &[
     ("SessionStart", 10),
     ("UserPromptSubmit", 10),
     ("UserPromptExpansion", 10),
@@ -84,6 +85,28 @@ const CLAUDE_STYLE: &[(&str, u64)] = &[
     ("PermissionDenied", 10),
     ("Stop", 10),
     ("StopFailure", 10),
+    ("SubagentStart", 10),
+    ("SubagentStop", 10),
+    ("PostModelSwitch", 10),
+    ("SessionEnd", 5),
+];
+
+/// Qwen Code took Claude Code's hook events, names and seconds alike; it has
+/// subagents, and no model-switch hook.
+const QWEN: &[(&str, u64)] = &[
+    ("SessionStart", 10),
+    ("UserPromptSubmit", 10),
+    ("UserPromptExpansion", 10),
+    ("PreToolUse", 10),
+    ("PostToolUse", 10),
+    ("PostToolUseFailure", 10),
+    ("PostToolBatch", 10),
+    ("PermissionRequest", 10),
+    ("PermissionDenied", 10),
+    ("Stop", 10),
+    ("StopFailure", 10),
+    ("SubagentStart", 10),
+    ("SubagentStop", 10),
     ("SessionEnd", 5),
 ];
 
@@ -100,6 +123,8 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("PermissionRequest", 10),
             ("PostToolUse", 10),
             ("Stop", 10),
+            ("SubagentStart", 10),
+            ("SubagentStop", 10),
             ("Interrupt", 3),
             ("SessionEnd", 3),
         ],
@@ -112,8 +137,8 @@ pub fn events(agent: AgentKind) -> &'static [(&'static str, u64)] {
             ("Notification", 10_000),
             ("SessionEnd", 5_000),
         ],
-        // Qwen Code took Claude Code's hook events, names and seconds alike.
-        AgentKind::ClaudeCode | AgentKind::Qwen => CLAUDE_STYLE,
+        AgentKind::ClaudeCode => CLAUDE,
+        AgentKind::Qwen => QWEN,
     }
 }
 

@@ -59,6 +59,12 @@ pub(crate) enum Tie {
     SettleOpen(Settling),
     /// A call's result: a permission request still open for it was granted.
     Granted,
+    /// A model the payload names: the session's switch if it had another,
+    /// else nothing (the first time, the model is kept as bookkeeping).
+    IfModelChanged,
+    /// A subagent's session: the call that started it is its parent's latest
+    /// pending call.
+    SubagentCall,
     /// A permission request for the session's latest pending call (Gemini
     /// CLI's notification names the call by what its dialog shows).
     LatestCall,

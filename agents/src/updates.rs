@@ -28,6 +28,51 @@ pub(crate) fn tool_call(id: &str, name: &str, input: Value) -> Value {
     })
 }
 
+/// An `agent_message_chunk` of `text`.
+pub(crate) fn message(text: &str) -> Value {
+    to_value(Update::message_of(Text::Plain(text.to_string())))
+}
+
+/// A turn's end (`turn_complete`), for `stop_reason` (`end_turn`, `cancelled`).
+pub(crate) fn turn_complete(stop_reason: &str) -> Value {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct TurnComplete<'a> {
+        session_update: &'static str,
+        stop_reason: &'a str,
+    }
+    to_value(TurnComplete {
+        session_update: "turn_complete",
+        stop_reason,
+    })
+}
+
+/// A call announced (`tool_call`, pending) by its id, tool and input.
+pub(crate) fn call(id: &Value, title: &Value, kind: &Value, input: &Value) -> Value {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Call<'a> {
+        session_update: &'static str,
+        tool_call_id: &'a Value,
+        title: &'a Value,
+        kind: &'a Value,
+        status: &'static str,
+        raw_input: &'a Value,
+    }
+    to_value(Call {
+        session_update: "tool_call",
+        tool_call_id: id,
+        title,
+        kind,
+        status: "pending",
+        raw_input: input,
+    })
+}
+
+fn to_value(update: impl Serialize) -> Value {
+    serde_json::to_value(update).expect("an update serializes")
+}
+
 /// A `tool_call_update` that settles a call.
 pub(crate) fn tool_done(id: &str, failed: bool, output: Value) -> Value {
     json!({

@@ -245,25 +245,7 @@ impl Checker {
                 self.open_requests
                     .insert((session.to_string(), p.request_id.clone()), seq);
             }
-            EventData::PermissionResolved(p) => {
-                let key = (session.to_string(), p.request_id.clone());
-                match self.permissions.get_mut(&key) {
-                    None => self.flag(
-                        Some(seq),
-                        format!(
-                            "permission {} resolved without an earlier request",
-                            p.request_id
-                        ),
-                    ),
-                    Some(true) => self.flag(
-                        Some(seq),
-                        format!("permission {} resolved twice", p.request_id),
-                    ),
-                    Some(resolved) => *resolved = true,
-                }
-                self.open_requests
-                    .remove(&(session.to_string(), p.request_id.clone()));
-            }
+            EventData::PermissionResolved(p) => self.resolved(seq, session, &p.request_id),
             EventData::PermissionAlreadyResolved(p) => {
                 let key = (session.to_string(), p.request_id.clone());
                 if self.permissions.get(&key) != Some(&true) {
@@ -307,6 +289,20 @@ impl Checker {
             | EventData::ImportCheckpoint(_)
             | EventData::Unknown(_) => {}
         }
+    }
+
+    /// A resolution follows its request, once.
+    fn resolved(&mut self, seq: Seq, session: &str, request_id: &str) {
+        let key = (session.to_string(), request_id.to_string());
+        match self.permissions.get_mut(&key) {
+            None => self.flag(
+                Some(seq),
+                format!("permission {request_id} resolved without an earlier request"),
+            ),
+            Some(true) => self.flag(Some(seq), format!("permission {request_id} resolved twice")),
+            Some(resolved) => *resolved = true,
+        }
+        self.open_requests.remove(&key);
     }
 
     /// A tool call opens with `tool_call` and settles with a completed or

@@ -37,8 +37,14 @@ export const isMessages = (req) => req.method === "POST" && pathOf(req) === "/v1
  * Starts the fake API. Returns the model server (`url`, `requests`, `close`)
  * and `calls()`, the recorded model calls (each request has `reply`: the
  * blocks the fake answered with).
+ *
+ * `script` (optional; the headless suite passes none): a function of
+ * `{req, body, userText, results, tools, id}` asked first for every model
+ * call; it returns the blocks to answer with (`text` and `tool_use` blocks;
+ * the stop reason is `tool_use` when one is there), or nothing for the plan()
+ * answer above. `id()` makes a fresh `toolu_fake…` id.
  */
-export async function fakeAnthropic() {
+export async function fakeAnthropic({ script } = {}) {
   let counter = 0;
   const next = () => String(++counter).padStart(4, "0");
 
@@ -63,16 +69,20 @@ export async function fakeAnthropic() {
       .join("\n")
       .replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, "")
       .trim();
-    let step = plan(userText, results.length > 0, results.map(resultText).join("\n"));
-    const hasBash = (body.tools ?? []).some((t) => t && t.name === "Bash");
-    if (step.tool && !hasBash) step = { text: `no Bash tool offered for: ${step.tool}` };
-    const blocks = step.tool
-      ? [{ type: "tool_use", id: `toolu_fake${next()}`, name: "Bash", input: { command: step.tool, description: "Run the requested command" } }]
-      : [{ type: "text", text: step.text.trim() }];
+    const scripted = script?.({ req, body, userText, results, tools: body.tools ?? [], id: () => `toolu_fake${next()}` });
+    let blocks = Array.isArray(scripted) && scripted.length ? scripted : undefined;
+    if (!blocks) {
+      let step = plan(userText, results.length > 0, results.map(resultText).join("\n"));
+      const hasBash = (body.tools ?? []).some((t) => t && t.name === "Bash");
+      if (step.tool && !hasBash) step = { text: `no Bash tool offered for: ${step.tool}` };
+      blocks = step.tool
+        ? [{ type: "tool_use", id: `toolu_fake${next()}`, name: "Bash", input: { command: step.tool, description: "Run the requested command" } }]
+        : [{ type: "text", text: step.text.trim() }];
+    }
     req.reply = blocks;
     const id = `msg_fake${next()}`;
     const model = body.model ?? "claude-fake";
-    const stop = step.tool ? "tool_use" : "end_turn";
+    const stop = blocks.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn";
     const usage = { input_tokens: 12, output_tokens: 6, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
     if (!body.stream) {
       return { json: { id, type: "message", role: "assistant", model, content: blocks, stop_reason: stop, stop_sequence: null, usage } };

@@ -74,6 +74,24 @@ function response(parts, finishReason = "STOP") {
   return { candidates: [candidate], usageMetadata: USAGE, modelVersion: "fake-gemini" };
 }
 
+/** The function declarations a request offers the model, by name. */
+export function declaredTools(body) {
+  const out = {};
+  for (const t of Array.isArray(body?.tools) ? body.tools : []) {
+    for (const d of t.functionDeclarations ?? []) out[d.name] = d;
+  }
+  return out;
+}
+
+/**
+ * Whether a request is a subagent's (Gemini's local agents, run by the
+ * `invoke_agent` tool): they are offered `complete_task`, the main
+ * conversation never is.
+ */
+export function isSubagentRequest(body) {
+  return "complete_task" in declaredTools(body);
+}
+
 /** The model's parts for a conversation, by the harness's plan. */
 function answerParts(body) {
   const gc = body?.generationConfig ?? body?.config ?? {};
@@ -81,10 +99,24 @@ function answerParts(body) {
   if (gc.responseMimeType === "application/json" && schema) {
     return [{ text: JSON.stringify(fromSchema(schema)) }];
   }
+  // A subagent's turn: finish at once, with `complete_task` and arguments its
+  // schema accepts (the interactive suite's subagent step).
+  const tools = declaredTools(body);
+  if (tools.complete_task) {
+    const d = tools.complete_task;
+    const args = fromSchema(d.parametersJsonSchema ?? d.parameters ?? { type: "object" });
+    return [{ functionCall: { name: "complete_task", args } }];
+  }
   const fr = lastFunctionResponse(body);
   const output = fr ? (fr.response?.output ?? fr.response?.error ?? JSON.stringify(fr.response)) : "";
   const p = plan(lastUserText(body), Boolean(fr), output);
   if (p.tool) return [{ functionCall: { name: "run_shell_command", args: { command: p.tool } } }];
+  // `AGENT:<name> <prompt>` (interactive suite): one `invoke_agent` call, when
+  // the request offers that tool.
+  const agent = /AGENT:(\S+)\s+(.+)$/m.exec(p.text ? (lastUserText(body) ?? "") : "");
+  if (agent && tools.invoke_agent) {
+    return [{ functionCall: { name: "invoke_agent", args: { agent_name: agent[1], prompt: agent[2].trim() } } }];
+  }
   return [{ text: p.text }];
 }
 

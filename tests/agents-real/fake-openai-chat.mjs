@@ -54,12 +54,12 @@ export function toolNames(body) {
  * requests (chat completions that are not the classifier's), in order. Each
  * chat request gets `answer`: `{text}` or `{call: {id, name, args}}`.
  */
-export async function fakeOpenAIChat({ deny = "DENYME" } = {}) {
+export async function fakeOpenAIChat({ deny = "DENYME", models = [MODEL] } = {}) {
   let n = 0;
   const server = await modelServer((req) => {
     const url = req.url.split("?")[0];
     if (req.method === "GET" && url.endsWith("/models")) {
-      return { json: { object: "list", data: [{ id: MODEL, object: "model", created: 0, owned_by: "cmdlog" }] } };
+      return { json: { object: "list", data: models.map((id) => ({ id, object: "model", created: 0, owned_by: "cmdlog" })) } };
     }
     if (req.method !== "POST" || !url.endsWith("/chat/completions")) return null;
     n += 1;
@@ -78,7 +78,17 @@ export async function fakeOpenAIChat({ deny = "DENYME" } = {}) {
       const msgs = body.messages ?? [];
       const last = msgs[msgs.length - 1] ?? {};
       const p = plan(lastUserText(body), last.role === "tool", textOf(last.content));
-      answer = p.tool
+      // `AGENT:<task>` asks for one call of Qwen's subagent tool (`agent`),
+      // run in the foreground so its result comes back as the call's result.
+      const sub = last.role === "tool" ? null : /AGENT:(.+)$/m.exec(lastUserText(body));
+      if (sub && toolNames(body).includes("agent")) {
+        answer = {
+          call: {
+            name: "agent",
+            args: { description: "fake sub task", prompt: sub[1].trim(), subagent_type: "general-purpose", run_in_background: false },
+          },
+        };
+      } else answer = p.tool
         ? { call: { name: "run_shell_command", args: { command: p.tool, is_background: false, description: "run it" } } }
         : { text: p.text };
     }

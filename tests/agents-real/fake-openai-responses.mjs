@@ -106,6 +106,58 @@ export function execCommandStream(id, cmd) {
   ];
 }
 
+/**
+ * One call of any function tool (`arguments` as a JSON string); `namespace`
+ * names the tool's namespace when Codex offered it inside one (Codex 0.171
+ * offers its sub-agent tools as the namespace `multi_agent_v1`).
+ */
+export function functionCallStream(id, name, args, { namespace } = {}) {
+  const item = {
+    type: "function_call",
+    id: `fc_${id}`,
+    call_id: `call_${id}`,
+    name,
+    ...(namespace ? { namespace } : {}),
+    arguments: JSON.stringify(args),
+    status: "completed",
+  };
+  return [
+    frame({ type: "response.created", response: { id } }),
+    frame({
+      type: "response.output_item.added",
+      output_index: 0,
+      item: { ...item, arguments: "", status: "in_progress" },
+    }),
+    frame({ type: "response.output_item.done", output_index: 0, item }),
+    frame({ type: "response.completed", response: { id, usage: usage(200, 20) } }),
+  ];
+}
+
+/** Where a tool of that name is offered in a request: `{namespace?}`, or null. */
+export function offeredTool(body, name) {
+  for (const t of body?.tools ?? []) {
+    if (t?.name === name && t.type !== "namespace") return {};
+    if (t?.type === "namespace" && (t.tools ?? []).some((x) => x?.name === name)) return { namespace: t.name };
+  }
+  return null;
+}
+
+/**
+ * Markers of the interactive scenario (tests/agents-real/interactive-codex.test.mjs),
+ * read before harness.plan(): `ESCALATE:<cmd>` asks for `exec_command` with
+ * `sandbox_permissions: "require_escalated"` and a `justification` (so that
+ * Codex asks the user, whatever the sandbox), `SPAWN:<task>` for
+ * `spawn_agent {message: <task>}`. Null when the text carries neither.
+ */
+export const JUSTIFICATION = "The test needs this command to run outside the sandbox";
+function interactiveStep(text) {
+  let m = /ESCALATE:(.+)$/m.exec(text ?? "");
+  if (m) return { tool: "exec_command", args: { cmd: m[1].trim(), sandbox_permissions: "require_escalated", justification: JUSTIFICATION } };
+  m = /SPAWN:(.+)$/m.exec(text ?? "");
+  if (m) return { tool: "spawn_agent", args: { message: m[1].trim() } };
+  return null;
+}
+
 /** The Codex session a request belongs to (its `session-id` header, else the body's cache key). */
 export function sessionOf(request) {
   return request.headers?.["session-id"] ?? request.body?.prompt_cache_key;
@@ -128,6 +180,18 @@ export async function fakeResponses() {
     const input = Array.isArray(body?.input) ? body.input : [];
     const last = input[input.length - 1];
     const isToolResult = /(^|_)call_output$/.test(last?.type ?? "");
+    const special = isToolResult ? null : interactiveStep(lastUserText(body));
+    if (special) {
+      const where = offeredTool(body, special.tool);
+      if (!where) {
+        const offered = (body?.tools ?? []).map((t) => t?.name ?? t?.type);
+        const text = `no ${special.tool} tool offered; tools: ${offered.join(",")}`;
+        answers.push({ session, id, text });
+        return { sse: textStream(id, text) };
+      }
+      answers.push({ session, id, tool: special.args.cmd ?? special.tool, name: special.tool, args: special.args, callId: `call_${id}` });
+      return { sse: functionCallStream(id, special.tool, special.args, where) };
+    }
     const step = plan(lastUserText(body), isToolResult, isToolResult ? outputText(last) : "");
     if (step.tool !== undefined) {
       const offered = (body?.tools ?? []).map((t) => t?.name ?? t?.type);

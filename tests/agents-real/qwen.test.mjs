@@ -106,6 +106,10 @@ const HOOK_EVENTS = {
   StopFailure: null,
   SessionEnd: null,
   PermissionRequest: null,
+  // A subagent's start and stop: none in these runs (the interactive suite,
+  // interactive-qwen.test.mjs, runs one).
+  SubagentStart: null,
+  SubagentStop: null,
 };
 
 const cleanups = [];

@@ -266,3 +266,146 @@ fn a_qwen_session_in_its_ui_is_recorded_once_and_its_chat_adds_only_what_hooks_m
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+#[test]
+fn a_codex_session_in_its_ui_joins_its_rollout_on_turn_ids_and_a_refusal_fails() {
+    let w = Workspace::new();
+    let sid = "01a2b3c4-0000-7000-8000-0000000c0dea";
+    let p = |name: &str, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "model": "m1"});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let asked = json!({"command": "touch x.txt"});
+    // As Codex 0.171 sends them in its UI: the request after the call, the
+    // justification in its input; a refusal interrupts the turn.
+    for payload in [
+        p(
+            "UserPromptSubmit",
+            json!({"prompt": "hello", "turn_id": "t1"}),
+        ),
+        p(
+            "Stop",
+            json!({"turn_id": "t1", "last_assistant_message": "hi"}),
+        ),
+        p(
+            "UserPromptSubmit",
+            json!({"prompt": "make x", "turn_id": "t2"}),
+        ),
+        p(
+            "PreToolUse",
+            json!({"turn_id": "t2", "tool_name": "Bash", "tool_input": asked, "tool_use_id": "call_1"}),
+        ),
+        p(
+            "PermissionRequest",
+            json!({"turn_id": "t2", "tool_name": "Bash", "tool_input": {"command": "touch x.txt", "description": "to make x"}}),
+        ),
+        p("Interrupt", json!({"turn_id": "t2"})),
+    ] {
+        send(&w, "codex", payload);
+    }
+    let hooks_only = events(&w);
+    let head = hooks_only.last().unwrap()["seq"].as_u64().unwrap();
+    let answer = hooks_only
+        .iter()
+        .find(|e| e["type"] == "permission/resolved")
+        .expect("the refused request is answered");
+    assert_eq!(
+        answer["data"]["request_id"], "ask-call_1",
+        "tied to its call"
+    );
+    assert_eq!(answer["data"]["decision"]["outcome"], "cancelled");
+    assert_eq!(answer["data"]["decided_by"], "user");
+    let settled = hooks_only
+        .iter()
+        .find(|e| e["data"]["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(settled["data"]["status"], "failed");
+    assert_eq!(settled["data"]["rawOutput"]["settled"], "interrupted");
+
+    let line = |ts: &str, kind: &str, payload: Value| {
+        json!({"timestamp": format!("2026-12-07T04:22:{ts}Z"), "type": kind, "payload": payload})
+            .to_string()
+    };
+    let user = |turn: &str, text: &str| {
+        json!({"type": "item_completed", "thread_id": sid, "turn_id": turn,
+            "item": {"type": "UserMessage", "id": format!("u-{turn}"), "content": [{"type": "text", "text": text}]}})
+    };
+    let agent = |turn: &str, text: &str| {
+        json!({"type": "item_completed", "thread_id": sid, "turn_id": turn,
+            "item": {"type": "AgentMessage", "id": format!("a-{turn}"), "content": [{"type": "Text", "text": text}]}})
+    };
+    let lines = [
+        line(
+            "17.000",
+            "session_meta",
+            json!({"id": sid, "source": "vscode", "originator": "codex-tui"}),
+        ),
+        line(
+            "17.100",
+            "turn_context",
+            json!({"turn_id": "t1", "model": "m1"}),
+        ),
+        line("17.200", "event_msg", user("t1", "hello")),
+        line("17.300", "event_msg", agent("t1", "hi")),
+        line(
+            "17.400",
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": "t1", "last_agent_message": "hi"}),
+        ),
+        line(
+            "18.100",
+            "turn_context",
+            json!({"turn_id": "t2", "model": "m1"}),
+        ),
+        line("18.200", "event_msg", user("t2", "make x")),
+        line(
+            "18.300",
+            "response_item",
+            json!({"type": "function_call", "name": "exec_command", "call_id": "call_1",
+            "arguments": "{\"cmd\":\"touch x.txt\",\"justification\":\"to make x\"}"}),
+        ),
+        line(
+            "19.300",
+            "response_item",
+            json!({"type": "function_call_output", "call_id": "call_1",
+            "output": "Wall time: 1.0 seconds\naborted by user"}),
+        ),
+        line(
+            "19.400",
+            "event_msg",
+            json!({"type": "turn_aborted", "turn_id": "t2", "reason": "interrupted"}),
+        ),
+        line(
+            "20.100",
+            "turn_context",
+            json!({"turn_id": "t3", "model": "m2"}),
+        ),
+    ];
+    let file = w.home.path().join(format!(
+        ".codex/sessions/2026/12/07/rollout-2026-12-07T04-22-17-{sid}.jsonl"
+    ));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "codex"]);
+    let all = events(&w);
+    assert!(
+        doubled(&all, sid).is_empty(),
+        "facts doubled by the import: {:?}",
+        doubled(&all, sid)
+    );
+    assert_eq!(
+        stated_since(&all, sid, head + 1),
+        ["session/model_switched"],
+        "the import adds only what the hooks did not see: {all:#?}"
+    );
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -8,7 +8,11 @@
 //! `cmdlog acp`, compared message by message (docs/cli.md, `acp`); and the
 //! real `qwen serve` beside `cmdlog serve --agent "qwen --acp"`, one script
 //! through the published `@qwen-code/sdk`, frames compared, with kill -9 of
-//! the agent and of the daemon mid-turn (docs/http.md).
+//! the agent and of the daemon mid-turn (docs/http.md); and each of the four
+//! in its real terminal UI under tmux (`interactive-*.test.mjs`): first-run
+//! screens answered, a prompt, a custom command, a call approved and one
+//! denied in the dialog, `/model`, `/clear`, a subagent, exit — then the
+//! record checked, and the agent's files imported into it.
 //!
 //! It needs the suite's packages: `npm install --prefix tests/agents-real --no-save` (CI runs
 //! it and sets CMDLOG_REQUIRE_AGENT_TESTS=1, so a missing install fails there).
@@ -30,6 +34,10 @@ fn the_published_agents_agree_with_cmdlog() {
             "acp-parity.test.mjs",
             "serve-parity.test.mjs",
             "otel.test.mjs",
+            "interactive-claude.test.mjs",
+            "interactive-codex.test.mjs",
+            "interactive-gemini.test.mjs",
+            "interactive-qwen.test.mjs",
         ],
         installed: &[
             "@anthropic-ai/claude-code/package.json",

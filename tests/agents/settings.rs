@@ -25,7 +25,7 @@ fn hooks_install_keeps_comments_and_unknown_keys_and_refuses_broken_files() {
         "a dry run writes nothing"
     );
     let done = w.ok(&["hooks", "install", "qwen"]);
-    assert!(done.contains("hooked 12 event(s)"), "{done}");
+    assert!(done.contains("hooked 14 event(s)"), "{done}");
     let after = std::fs::read_to_string(&path).unwrap();
     for kept in ["// mine", "\"customThing\"", "notify-send done", "\"opus\""] {
         assert!(after.contains(kept), "{kept}: {after}");

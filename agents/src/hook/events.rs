@@ -7,7 +7,8 @@
 
 use cmdlog_engine::EventData;
 use cmdlog_engine::event::{
-    AgentEvent, Delivery, Outcome, PermissionResolved, SessionEnded, SessionPrompt,
+    AgentEvent, Delivery, ModelSwitched, Outcome, Parent, PermissionResolved, SessionCreated,
+    SessionEnded, SessionPrompt,
 };
 use serde_json::{Value, json};
 
@@ -17,6 +18,7 @@ use super::{
 };
 use crate::kind::{text, tool_kind};
 use crate::plan::{PlannedData, Settling, Tie};
+use crate::updates;
 
 /// What plans one hook event's payload.
 pub(crate) type Planner = fn(&mut Planning);
@@ -36,6 +38,9 @@ pub(crate) const PLANNERS: &[(&[&str], Planner)] = &[
     (&["SessionEnd"], session_ended),
     (&["StopFailure"], turn_failed),
     (&["Notification"], notified),
+    (&["SubagentStart"], subagent_started),
+    (&["SubagentStop"], subagent_stopped),
+    (&["PostModelSwitch"], model_switched),
 ];
 
 fn ready(d: EventData) -> PlannedData {
@@ -51,6 +56,11 @@ fn prompt_submitted(p: &mut Planning) {
     let payload = p.payload;
     let prompt = text(payload, "prompt").unwrap_or("").to_string();
     let submitted = text(payload, "submitted_prompt").filter(|s| !s.is_empty());
+    if crate::transcripts::agents_own(&prompt) {
+        // Claude Code's own words in the user's place (a subagent's
+        // `<task-notification>`): shown, not a prompt anyone typed.
+        return kept(p);
+    }
     if prompt.is_empty() && submitted.is_none() {
         // Qwen Code sends one after each tool result: nothing was prompted.
         p.items.push(ready(EventData::AgentEvent(AgentEvent {
@@ -151,14 +161,12 @@ fn prompt_expanded(p: &mut Planning) {
 fn tool_started(p: &mut Planning) {
     let tool = text(p.payload, "tool_name").unwrap_or("tool");
     p.ties.push((p.items.len(), Tie::OpensCall));
-    p.items.push(update(json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": tool_call_id(p.payload),
-        "title": tool,
-        "kind": tool_kind(tool),
-        "status": "pending",
-        "rawInput": p.payload.get("tool_input").cloned().unwrap_or(Value::Null),
-    })));
+    p.items.push(update(updates::call(
+        &tool_call_id(p.payload).into(),
+        &tool.into(),
+        &tool_kind(tool).into(),
+        p.payload.get("tool_input").unwrap_or(&Value::Null),
+    )));
 }
 
 fn tool_finished(p: &mut Planning) {
@@ -209,7 +217,7 @@ fn tool_batch(p: &mut Planning) {
         // The agent's own word for a call that did not run (Qwen Code:
         // `cancelled` when the user refused it in the dialog).
         if let Some(status) = call["status"].as_str().filter(|_| failed) {
-            settled["_meta"] = json!({"status": status});
+            settled["_meta"]["status"] = status.into();
         }
         with_input(&mut settled, call);
         p.ties.push((p.items.len(), Tie::SettleIfOpen));
@@ -249,25 +257,16 @@ fn turn_ended(p: &mut Planning) {
         .or_else(|| text(p.payload, "prompt_response"))
         .filter(|m| !m.is_empty());
     if let Some(message) = last {
-        p.items.push(update(json!({
-            "sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": message},
-        })));
+        p.items.push(update(updates::message(message)));
     }
     p.settle_open(Settling::TurnEnd);
-    p.items.push(update(json!({
-        "sessionUpdate": "turn_complete",
-        "stopReason": "end_turn",
-    })));
+    p.items.push(update(updates::turn_complete("end_turn")));
 }
 
 /// Codex: the user interrupted the turn (no Stop follows).
 fn turn_interrupted(p: &mut Planning) {
     p.settle_open(Settling::Interrupted);
-    p.items.push(update(json!({
-        "sessionUpdate": "turn_complete",
-        "stopReason": "cancelled",
-    })));
+    p.items.push(update(updates::turn_complete("cancelled")));
 }
 
 /// The agent ended its session (and may resume it): why, and the rest of what
@@ -304,12 +303,85 @@ fn notified(p: &mut Planning) {
     }
     let details = p.payload.get("details").cloned().unwrap_or(Value::Null);
     let mut request = permission_request(p.payload, "ask");
+    let id = request.tool_call.as_ref().map(|c| c["toolCallId"].clone());
     request.tool_call = Some(json!({
+        "toolCallId": id,
         "title": details["title"].as_str().unwrap_or("tool"),
         "rawInput": details,
     }));
     p.ties.push((p.items.len(), Tie::LatestCall));
     p.items.push(ready(EventData::PermissionRequested(request)));
+}
+
+/// A subagent started (the parent's payload, naming it `agent_id`): the
+/// parent keeps its word, and the subagent's session begins, naming the
+/// parent and (tied to the parent's pending call) the call that started it.
+fn subagent_started(p: &mut Planning) {
+    kept(p);
+    let Some(child) = text(p.payload, "agent_id").filter(|a| !a.is_empty()) else {
+        return;
+    };
+    let parent = text(p.payload, "session_id").unwrap_or("");
+    let at = p.items.len();
+    p.elsewhere.push((at, child.to_string()));
+    p.ties.push((at, Tie::SubagentCall));
+    p.named.push((at, format!("subagent:{child}")));
+    p.items
+        .push(ready(EventData::SessionCreated(SessionCreated {
+            mode: None,
+            parent: Some(Parent {
+                session: crate::kind::session_key(p.agent, parent),
+                tool_call_id: None,
+                agent_type: text(p.payload, "agent_type").map(str::to_string),
+            }),
+        })));
+}
+
+/// A subagent stopped: the parent keeps its word; the subagent's session
+/// ends with its last message.
+fn subagent_stopped(p: &mut Planning) {
+    kept(p);
+    let Some(child) = text(p.payload, "agent_id").filter(|a| !a.is_empty()) else {
+        return;
+    };
+    // The subagent's turn answers the prompt of its parent's turn (its
+    // transcript names that prompt's id).
+    let turn = text(p.payload, "prompt_id").filter(|id| !id.is_empty());
+    if let Some(message) = text(p.payload, "last_assistant_message").filter(|m| !m.is_empty()) {
+        p.elsewhere.push((p.items.len(), child.to_string()));
+        if let Some(id) = turn {
+            p.named.push((p.items.len(), format!("reply:{id}")));
+        }
+        p.items.push(update(updates::message(message)));
+    }
+    // Its turn ends: named by that prompt, else by the subagent's own last
+    // prompt (Codex's child sends its UserPromptSubmit).
+    p.elsewhere.push((p.items.len(), child.to_string()));
+    if let Some(id) = turn {
+        p.named.push((p.items.len(), format!("turn_end:{id}")));
+    }
+    p.settle_open(Settling::TurnEnd);
+    p.items.push(update(updates::turn_complete("end_turn")));
+    p.elsewhere.push((p.items.len(), child.to_string()));
+    p.settle_open(Settling::SessionEnd);
+    p.items.push(ready(EventData::SessionEnded(SessionEnded {
+        reason: Some("subagent_stop".into()),
+        details: p
+            .payload
+            .get("agent_transcript_path")
+            .map(|t| json!({"agent_transcript_path": t})),
+    })));
+}
+
+/// Claude Code switched the session's model (`/model`): the switch, from
+/// the model it left (`from_model`) to the one it uses now (`to_model`).
+fn model_switched(p: &mut Planning) {
+    match text(p.payload, "to_model").filter(|m| !m.is_empty()) {
+        Some(model) => p.items.push(ready(EventData::ModelSwitched(ModelSwitched {
+            model: model.to_string(),
+        }))),
+        None => kept(p),
+    }
 }
 
 /// Everything else — SessionStart, notifications, compaction, model calls —

@@ -78,8 +78,14 @@ pub(crate) fn plan(
         })
         .flatten();
     let event = text(payload, "hook_event_name").unwrap_or("unknown");
-    let session = text(payload, "session_id")
-        .filter(|s| !s.is_empty())
+    // A subagent's payloads name its parent's session and the subagent
+    // (`agent_id`): they belong to the subagent's own session. Its start and
+    // stop are the parent's word about it.
+    let subagent = text(payload, "agent_id")
+        .filter(|a| !a.is_empty())
+        .filter(|_| !matches!(event, "SubagentStart" | "SubagentStop"));
+    let session = subagent
+        .or_else(|| text(payload, "session_id").filter(|s| !s.is_empty()))
         .map(|s| session_key(agent, s));
     let observed = Some(Observed {
         source: format!("{} hook", agent.name()),
@@ -96,20 +102,27 @@ pub(crate) fn plan(
         expansion: None,
         ties: Vec::new(),
         named: Vec::new(),
+        elsewhere: Vec::new(),
     };
     let planner = events::PLANNERS
         .iter()
         .find(|(names, _)| names.contains(&event))
         .map_or(events::kept as events::Planner, |(_, planner)| *planner);
     planner(&mut planning);
+    planning.model_first();
     let Planning {
         items,
         expansion,
         ties,
         named,
+        elsewhere,
         ..
     } = planning;
-    finish(payload, session, observed, items, expansion, (ties, named))
+    let mut plan = finish(payload, session, observed, items, expansion, (ties, named));
+    for (i, other) in elsewhere {
+        plan.events[i].session = Some(session_key(agent, &other));
+    }
+    plan
 }
 
 /// A payload being planned: what each event's planner (`events.rs`) reads and
@@ -128,16 +141,57 @@ pub(crate) struct Planning<'a> {
     pub ties: ByIndex<Tie>,
     /// Facts the data does not name (`facts.rs`), by index in `items`.
     pub named: ByIndex<String>,
+    /// Events of another session than the payload's (a subagent's, by the
+    /// agent's id for it), by index in `items`.
+    pub elsewhere: ByIndex<String>,
 }
 
 impl Planning<'_> {
-    /// Ties the next event to settle what its session left open (`tie.rs`):
-    /// unless a subagent sent the payload (Claude Code names it `agent_id`),
-    /// whose turn is not its parent's.
-    fn settle_open(&mut self, why: Settling) {
-        if text(self.payload, "agent_id").is_some_and(|a| !a.is_empty()) {
+    /// A payload that names the session's model (Codex names it in every
+    /// one): a switch first, if the model is not the one the session had
+    /// (`tie.rs`), since no hook reports `/model` itself.
+    fn model_first(&mut self) {
+        let Some(model) = text(self.payload, "model").filter(|m| !m.is_empty()) else {
+            return;
+        };
+        // A session's start keeps the model it names as it is.
+        if self.items.is_empty() || self.event == "SessionStart" {
             return;
         }
+        self.items.insert(
+            0,
+            PlannedData::Ready(EventData::ModelSwitched(
+                cmdlog_engine::event::ModelSwitched {
+                    model: model.to_string(),
+                },
+            )),
+        );
+        for item in &mut self.items {
+            if let PlannedData::DoneOf { run_index, .. } = item {
+                *run_index += 1;
+            }
+        }
+        for (i, _) in self.ties.iter_mut() {
+            *i += 1;
+        }
+        for (i, _) in self.named.iter_mut() {
+            *i += 1;
+        }
+        for (i, _) in self.elsewhere.iter_mut() {
+            *i += 1;
+        }
+        if let Some(e) = self.expansion.as_mut() {
+            e.done_index += 1;
+        }
+        self.ties.push((0, Tie::IfModelChanged));
+        // The switch is the turn's: its transcript says the turn's model too.
+        if let Some(turn) = text(self.payload, "turn_id").filter(|t| !t.is_empty()) {
+            self.named.push((0, format!("model:{turn}")));
+        }
+    }
+
+    /// Ties the next event to settle what its session left open (`tie.rs`).
+    fn settle_open(&mut self, why: Settling) {
         self.ties.push((self.items.len(), Tie::SettleOpen(why)));
     }
 }

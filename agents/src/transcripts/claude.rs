@@ -18,6 +18,18 @@ use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::AgentKind;
 
+/// Whether a user line's text is Claude Code's own, not typed: the notice of
+/// an interruption (`[Request interrupted by user…]`), a background task's
+/// (a subagent's) `<task-notification>`.
+pub(crate) fn agents_own(text: &str) -> bool {
+    let text = text.trim_start();
+    text.starts_with("[Request interrupted by user") || text.starts_with("<task-notification>")
+}
+
+fn at_of(line: &Line<'_>) -> Option<u64> {
+    line.timestamp.as_deref().and_then(parse_time)
+}
+
 /// The text between `<tag>` and `</tag>`.
 fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     let open = format!("<{name}>");
@@ -48,6 +60,11 @@ struct Line<'a> {
     /// The prompt the line belongs to (user lines): the hooks' `prompt_id`
     /// and the telemetry's `prompt.id`.
     prompt_id: Str<'a>,
+    /// The subagent that wrote the line (a subagent's own transcript).
+    agent_id: Str<'a>,
+    /// What the tool returned (a tool result line): the object the hooks'
+    /// `PostToolUse` carries as `tool_response`.
+    tool_use_result: Option<&'a RawValue>,
 }
 
 impl<'a> Shape<'a> for Line<'a> {
@@ -64,6 +81,8 @@ impl<'a> Shape<'a> for Line<'a> {
                 "timestamp" => line.timestamp = map.next_value()?,
                 "entrypoint" => line.entrypoint = map.next_value()?,
                 "promptId" => line.prompt_id = map.next_value()?,
+                "agentId" => line.agent_id = map.next_value()?,
+                "toolUseResult" => line.tool_use_result = map.next_value()?,
                 "isMeta" => line.is_meta = map.next_value()?,
                 "isSidechain" => line.is_sidechain = map.next_value()?,
                 "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
@@ -201,8 +220,46 @@ fn assistant(t: &mut Transcript, key: &str, at: Option<u64>, message: &Message<'
     }
 }
 
-pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
+/// The tool results of a user line, if it holds any: each call's settling.
+/// One result whose tool returned an object (`toolUseResult`) is settled with
+/// that object, as the hooks' `PostToolUse` has it; else with its content.
+fn results(t: &mut Transcript, line: &Line<'_>, key: &str, at: Option<u64>) -> bool {
+    let results: Vec<_> = line
+        .message
+        .content
+        .blocks()
+        .iter()
+        .filter(|b| b.is("tool_result"))
+        .collect();
+    let returned = line
+        .tool_use_result
+        .filter(|r| r.get().starts_with('{'))
+        .filter(|_| results.len() == 1);
+    for (i, r) in results.iter().enumerate() {
+        t.update_raw(
+            format!("{key}/{i}"),
+            at,
+            Update::tool_done(
+                r.tool_use_id.as_deref().unwrap_or(""),
+                r.is_error.0,
+                returned.or(r.content).unwrap_or(RawValue::NULL),
+            ),
+        );
+    }
+    !results.is_empty()
+}
+
+/// A subagent's transcript (`<session>/subagents/agent-<id>.jsonl`): the
+/// session that delegated to it, and what its `.meta.json` says of the call
+/// that did.
+pub(crate) struct Subagent {
+    pub parent: String,
+    pub meta: Value,
+}
+
+pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut t = Transcript::default();
+    let mut began = subagent.is_none();
     let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String, Option<String>)> = None;
@@ -225,6 +282,14 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
             let key = format!("line {number}");
             t.other(AgentKind::ClaudeCode, key, None, "unknown", whole());
             continue;
+        }
+        if !began {
+            // The subagent's own session, begun with where it came from.
+            began = true;
+            if let (Some(sub), Some(id)) = (&subagent, line.agent_id.as_deref()) {
+                t.session = Some(id.to_string());
+                t.begin_subagent(id, &sub.parent, &sub.meta, at_of(&line));
+            }
         }
         if t.session.is_none() {
             t.session = line.session_id.as_deref().map(str::to_string);
@@ -275,7 +340,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
             t.run(ckey, cat, &cline, None, None);
             t.with_prompt_id(from, pid.as_deref());
         }
-        if line.is_sidechain.0 {
+        if line.is_sidechain.0 && subagent.is_none() {
             t.other(AgentKind::ClaudeCode, key, at, "sidechain", whole());
             continue;
         }
@@ -291,24 +356,11 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                     ));
                     continue;
                 }
-                let mut results = message
-                    .content
-                    .blocks()
-                    .iter()
-                    .filter(|b| b.is("tool_result"))
-                    .peekable();
-                if results.peek().is_some() {
-                    for (i, r) in results.enumerate() {
-                        t.update_raw(
-                            format!("{key}/{i}"),
-                            at,
-                            Update::tool_done(
-                                r.tool_use_id.as_deref().unwrap_or(""),
-                                r.is_error.0,
-                                r.content.unwrap_or(RawValue::NULL),
-                            ),
-                        );
-                    }
+                if results(&mut t, &line, &key, at) {
+                } else if kind == "user" && !meta && body.as_deref().is_some_and(agents_own) {
+                    // Claude Code's own words in the user's place: an
+                    // interruption, a background task's notice.
+                    t.noted(AgentKind::ClaudeCode, key, at, "user/notice", whole());
                 } else if kind == "user"
                     && !meta
                     && let Some(b) = body.filter(|b| !b.trim_start().starts_with("<local-command"))
@@ -360,7 +412,7 @@ mod tests {
 
     /// Each item as the JSON its event's data encodes to.
     fn items(text: &str) -> (Transcript, Vec<(String, Value)>) {
-        let t = read(text.as_bytes().to_vec());
+        let t = read(text.as_bytes().to_vec(), None);
         let out = t
             .items
             .iter()

@@ -49,6 +49,8 @@ lenient_map! {
         text: RawStr<'a> = "text",
         error: Raw<'a> = "error",
         call_id: Str<'a> = "call_id",
+        turn_id: Str<'a> = "turn_id",
+        model: Str<'a> = "model",
         name: Str<'a> = "name",
         arguments: RawStr<'a> = "arguments",
         input: Raw<'a> = "input",
@@ -154,6 +156,8 @@ fn raw_of(value: &Value) -> Box<RawValue> {
 pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut calls = Calls::default();
+    // The model the turns ran on, as each turn's context says.
+    let mut model: Option<String> = None;
     let mut lines = JsonLines::new(bytes);
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let line: Line<'_> = match decode(bytes) {
@@ -185,7 +189,10 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
             }
             ("event_msg", "item_completed") => {
                 let item = || whole().get_mut("item").map(Value::take).unwrap_or_default();
+                let from = t.items.len();
                 completed_item(&mut t, &mut calls, key, at, &payload.item, item);
+                // A prompt's turn id is the hooks' `turn_id` for it.
+                t.with_prompt_id(from, payload.turn_id.as_deref());
             }
             ("event_msg", "user_message") => {
                 let message = payload.message.text().unwrap_or_default();
@@ -243,14 +250,18 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
             ("response_item", "function_call_output" | "custom_tool_call_output") => {
                 let id = payload.call_id.as_deref().unwrap_or("");
                 let output = payload.output.unwrap_or(RawValue::NULL);
-                let failed = calls.failed.contains(id) || exit_code(output).is_some_and(|c| c != 0);
+                let failed = calls.failed.contains(id)
+                    || exit_code(output).is_some_and(|c| c != 0)
+                    || aborted(output);
                 t.update_raw(key, at, Update::tool_done(id, failed, output));
             }
+            // Each turn says its model: a new one is the session's switch
+            // (`/model`), a fact of its own.
+            ("turn_context", _) => turn_model(&mut t, &mut model, payload, key, at),
             // The model's copy of messages and reasoning (the prompt and reply are
             // read from the event_msg items above), and what repeats each turn.
             ("response_item", "message" | "reasoning")
-            | ("event_msg", "token_count" | "exec_command_end" | "task_started")
-            | ("turn_context", _) => {}
+            | ("event_msg", "token_count" | "exec_command_end" | "task_started") => {}
             (kind, inner) => {
                 let event = if inner.is_empty() {
                     kind.to_string()
@@ -270,6 +281,31 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
             .map(str::to_string);
     }
     t
+}
+
+/// Each turn says its model: a new one is the session's switch (`/model`), a
+/// fact of its own, named by the turn as the hooks name it.
+fn turn_model(
+    t: &mut Transcript,
+    model: &mut Option<String>,
+    payload: &Payload<'_>,
+    key: String,
+    at: Option<u64>,
+) {
+    let Some(now) = payload.model.as_deref().filter(|m| !m.is_empty()) else {
+        return;
+    };
+    if model.as_deref().is_some_and(|m| m != now) {
+        t.push(
+            format!("{key}#model"),
+            at,
+            cmdlog_engine::EventData::ModelSwitched(cmdlog_engine::event::ModelSwitched {
+                model: now.to_string(),
+            }),
+        );
+        t.name_last(payload.turn_id.as_deref().map(|id| format!("model:{id}")));
+    }
+    *model = Some(now.to_string());
 }
 
 /// One `item_completed` of Codex 0.171; `whole` gives it as written.
@@ -329,6 +365,15 @@ fn completed_item(
             t.other(AgentKind::Codex, key, at, &event, whole());
         }
     }
+}
+
+/// Whether a tool output says the user stopped the call (Codex ends it with
+/// `aborted by user` when the approval dialog is refused or the turn
+/// interrupted).
+fn aborted(output: &RawValue) -> bool {
+    RawStr(Some(output))
+        .text()
+        .is_some_and(|text| text.trim_end().ends_with("aborted by user"))
 }
 
 /// A shell run's exit code in a tool output: the older `{metadata: {exit_code}}`

@@ -35,11 +35,32 @@ pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript>
 /// Parses the bytes of `agent`'s transcript file `path`.
 pub(crate) fn parse(agent: AgentKind, path: &Path, bytes: Vec<u8>) -> Transcript {
     match agent {
-        AgentKind::ClaudeCode => claude::read(bytes),
+        AgentKind::ClaudeCode => claude::read(bytes, claude_subagent(path)),
         AgentKind::Codex => codex::read(path, bytes),
         AgentKind::Gemini => gemini::read(path, bytes),
         AgentKind::Qwen => qwen::read(bytes),
     }
+}
+
+/// A Claude Code subagent's transcript (`<session>/subagents/agent-<id>.jsonl`):
+/// its parent session (the folder's name) and its `.meta.json` beside it
+/// (read capped; a file that is not there, or too big, or not JSON, says
+/// nothing).
+fn claude_subagent(path: &Path) -> Option<claude::Subagent> {
+    let folder = path.parent()?;
+    if folder.file_name()? != "subagents" {
+        return None;
+    }
+    let parent = folder.parent()?.file_name()?.to_str()?.to_string();
+    let stem = path.file_stem()?.to_str()?;
+    let meta_path = folder.join(format!("{stem}.meta.json"));
+    let meta = std::fs::symlink_metadata(&meta_path)
+        .ok()
+        .filter(|m| m.is_file() && m.len() <= 64 * 1024)
+        .and_then(|_| std::fs::read(&meta_path).ok())
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    Some(claude::Subagent { parent, meta })
 }
 
 /// Where `agent` keeps its transcripts, from its documented defaults.
@@ -82,9 +103,7 @@ pub(crate) fn is_transcript(agent: AgentKind, path: &Path) -> bool {
         .and_then(|p| p.file_name())
         .is_some_and(|n| n == "chats");
     match agent {
-        AgentKind::ClaudeCode => {
-            name.ends_with(".jsonl") && !path.components().any(|c| c.as_os_str() == "subagents")
-        }
+        AgentKind::ClaudeCode => name.ends_with(".jsonl"),
         AgentKind::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
         AgentKind::Gemini => {
             in_chats

@@ -71,6 +71,8 @@ struct Record<'a> {
     display_content: Content<'a>,
     thoughts: List<Thought<'a>>,
     tool_calls: List<ToolCall<'a>>,
+    /// The model that wrote a reply.
+    model: Str<'a>,
     /// A `$set`, and the messages it sets.
     set: Option<Set<'a>>,
     rewind_to: Str<'a>,
@@ -92,6 +94,7 @@ impl<'a> Shape<'a> for Record<'a> {
                 "displayContent" => r.display_content = map.next_value_seed(Seed::new())?,
                 "thoughts" => r.thoughts = map.next_value()?,
                 "toolCalls" => r.tool_calls = map.next_value()?,
+                "model" => r.model = map.next_value()?,
                 "$set" => r.set = Some(map.next_value_seed(Seed::new())?),
                 "$rewindTo" => r.rewind_to = map.next_value()?,
                 _ => return Ok(false),
@@ -390,8 +393,35 @@ fn read_lines<'a>(bytes: &'a [u8], t: &mut Transcript, messages: &mut Messages<'
     }
 }
 
+/// A reply by another model than the replies before it: the session's switch
+/// (`/model` writes no record of its own). Returns the model now.
+fn switched<'a>(
+    t: &mut Transcript,
+    had: Option<&'a str>,
+    now: Option<&'a str>,
+    key: &str,
+    at: Option<u64>,
+) -> Option<&'a str> {
+    let Some(now) = now.filter(|m| !m.is_empty()) else {
+        return had;
+    };
+    if had.is_some_and(|had| had != now) {
+        t.push(
+            format!("{key}#model"),
+            at,
+            cmdlog_engine::EventData::ModelSwitched(cmdlog_engine::event::ModelSwitched {
+                model: now.to_string(),
+            }),
+        );
+    }
+    Some(now)
+}
+
 /// The transcript's items, from the messages as they stand.
 fn items(mut t: Transcript, messages: Messages<'_>) -> Transcript {
+    // The model of the replies so far: a reply by another is the session's
+    // switch (`/model` writes no record of its own).
+    let mut model: Option<&str> = None;
     for (i, m) in messages.list.iter().enumerate() {
         let key = m
             .id_text()
@@ -414,6 +444,7 @@ fn items(mut t: Transcript, messages: Messages<'_>) -> Transcript {
                 }
             }
             "gemini" => {
+                model = switched(&mut t, model, m.model.as_deref(), &key, at);
                 let rewritten_thoughts = m.content.text(true);
                 if !rewritten_thoughts.is_empty() {
                     t.update_raw(

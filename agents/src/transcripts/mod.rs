@@ -17,6 +17,7 @@ mod lenient;
 mod qwen;
 mod transcript;
 
+pub(crate) use claude::agents_own;
 pub use files::{TranscriptRead, default_roots, files, read_transcript};
 pub(crate) use gemini::last_reply as gemini_last_reply;
 pub use importer::{ImportError, ImportSummary, import};

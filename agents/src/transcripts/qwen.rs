@@ -18,8 +18,8 @@
 
 use cmdlog_engine::event::Delivery;
 use serde::de::MapAccess;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::lenient::{
     Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, decode, fields, lenient_map,
@@ -244,6 +244,42 @@ fn user_text(r: &Record<'_>) -> String {
         .collect()
 }
 
+/// What the model said in an `assistant` record: its text and thoughts, its
+/// calls; a reply without a call ends the turn.
+fn said(t: &mut Transcript, r: &Record<'_>, key: &str, at: Option<u64>) {
+    let mut called = false;
+    for (i, p) in r.parts.iter().enumerate() {
+        let k = format!("{key}/{i}");
+        if let Some(text) = p.text.0 {
+            let text = Text::Raw(text.to_owned());
+            let update = if p.thought.0 {
+                Update::thought_of(text)
+            } else {
+                Update::message_of(text)
+            };
+            t.update_raw(k, at, update);
+        } else if let Some(call) = &p.function_call {
+            called = true;
+            t.update_raw(
+                k,
+                at,
+                Update::tool_call(
+                    call.id.as_deref().unwrap_or(""),
+                    call.name.as_deref().unwrap_or("tool"),
+                    call.args.unwrap_or(RawValue::NULL),
+                ),
+            );
+        }
+    }
+    if !called {
+        t.update(
+            format!("{key}/end"),
+            at,
+            crate::updates::turn_complete("end_turn"),
+        );
+    }
+}
+
 pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut lines = JsonLines::new(bytes);
@@ -350,39 +386,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                 let event = format!("user/{sub}");
                 t.noted(AgentKind::Qwen, key, at, &event, whole());
             }
-            ("assistant", _) => {
-                let mut called = false;
-                for (i, p) in r.parts.iter().enumerate() {
-                    let k = format!("{key}/{i}");
-                    if let Some(text) = p.text.0 {
-                        let text = Text::Raw(text.to_owned());
-                        let update = if p.thought.0 {
-                            Update::thought_of(text)
-                        } else {
-                            Update::message_of(text)
-                        };
-                        t.update_raw(k, at, update);
-                    } else if let Some(call) = &p.function_call {
-                        called = true;
-                        t.update_raw(
-                            k,
-                            at,
-                            Update::tool_call(
-                                call.id.as_deref().unwrap_or(""),
-                                call.name.as_deref().unwrap_or("tool"),
-                                call.args.unwrap_or(RawValue::NULL),
-                            ),
-                        );
-                    }
-                }
-                if !called {
-                    t.update(
-                        format!("{key}/end"),
-                        at,
-                        json!({"sessionUpdate": "turn_complete", "stopReason": "end_turn"}),
-                    );
-                }
-            }
+            ("assistant", _) => said(&mut t, &r, &key, at),
             ("tool_result", _) => {
                 let result = &r.tool_call_result;
                 let id = result

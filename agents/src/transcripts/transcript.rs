@@ -166,6 +166,36 @@ impl Transcript {
         }
     }
 
+    /// Begins a subagent's session (`id`): the session that delegated to it
+    /// and, from its `meta` (Claude Code's `.meta.json`: `toolUseId`,
+    /// `agentType`), the call that did. States the fact `subagent:<id>`, as
+    /// the hooks' `SubagentStart` does.
+    pub(crate) fn begin_subagent(&mut self, id: &str, parent: &str, meta: &Value, at: Option<u64>) {
+        let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_string);
+        self.items.push(Item {
+            key: format!("{id}#began"),
+            at,
+            data: PlannedData::Ready(EventData::SessionCreated(
+                cmdlog_engine::event::SessionCreated {
+                    mode: None,
+                    parent: Some(cmdlog_engine::event::Parent {
+                        session: parent.to_string(),
+                        tool_call_id: text("toolUseId"),
+                        agent_type: text("agentType"),
+                    }),
+                },
+            )),
+            fact: Some(format!("subagent:{id}")),
+        });
+    }
+
+    /// Names the fact the last item states.
+    pub(crate) fn name_last(&mut self, fact: Option<String>) {
+        if let Some(item) = self.items.last_mut() {
+            item.fact = fact;
+        }
+    }
+
     /// Names each turn's end (`turn_end:<prompt id>`) and its last reply
     /// before the end (`reply:<prompt id>`) by the prompt the turn answers,
     /// where the transcript names the prompt's id: the join keys the hooks'
@@ -178,6 +208,16 @@ impl Transcript {
             match &item.data {
                 PlannedData::Ready(EventData::SessionPrompt(p)) => {
                     prompt = p.prompt_id.clone();
+                    last_reply = None;
+                }
+                // A turn the agent began itself, naming its prompt id.
+                PlannedData::Ready(EventData::AgentEvent(e))
+                    if !e.bookkeeping
+                        && e.data["promptId"]
+                            .as_str()
+                            .is_some_and(|id| Some(id) != prompt.as_deref()) =>
+                {
+                    prompt = e.data["promptId"].as_str().map(str::to_string);
                     last_reply = None;
                 }
                 PlannedData::Update(Update::AgentMessageChunk { .. }) => last_reply = Some(i),

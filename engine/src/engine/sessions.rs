@@ -65,7 +65,10 @@ impl Engine {
                     at: self.now(),
                     session: Some(session.into()),
                     agent: Some(agent.into()),
-                    data: EventData::SessionCreated(SessionCreated { mode: Some(mode) }),
+                    data: EventData::SessionCreated(SessionCreated {
+                        mode: Some(mode),
+                        parent: None,
+                    }),
                 }])
                 .await?;
                 Ok(true)

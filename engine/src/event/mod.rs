@@ -27,7 +27,7 @@ pub use runs::{
 pub use session::{
     AcpDirection, AcpMessage, AgentEvent, AgentObserved, Decider, Delivery, IDENTITY_STREAM,
     IMPORT_STREAM, ImportCheckpoint, LogIdentity, ModelRequest, ModelSwitchFailed, ModelSwitched,
-    PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
+    Parent, PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
     SessionEnded, SessionPrompt, WalDiscarded,
 };
 
@@ -475,6 +475,15 @@ mod tests {
         }));
         round_trip(EventData::SessionCreated(SessionCreated {
             mode: Some(Mode::Acp),
+            parent: None,
+        }));
+        round_trip(EventData::SessionCreated(SessionCreated {
+            mode: None,
+            parent: Some(Parent {
+                session: "p".into(),
+                tool_call_id: Some("toolu_1".into()),
+                agent_type: Some("general-purpose".into()),
+            }),
         }));
         round_trip(EventData::SessionClosed(SessionEnded::default()));
         round_trip(EventData::SessionEnded(SessionEnded {

@@ -13,6 +13,23 @@ pub struct SessionCreated {
     /// The session's mode, fixed at creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
+    /// The session whose tool call started this one: a subagent's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
+}
+
+/// Where a subagent's session came from: the session that delegated to it,
+/// and the tool call that did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Parent {
+    /// The delegating session's id (its log key).
+    pub session: String,
+    /// The tool call that started the subagent, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The kind of agent (`general-purpose`, `Explore`, …), as the agent names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
 }
 
 /// `session/closed`, `session/died`, `session/ended`

@@ -1,0 +1,73 @@
+// Checks the interactive suites share (interactive-*.test.mjs): what an
+// import of the agent's own files into the log its hooks wrote may add.
+//
+// One fact, one event: the import may add what the hooks could not see (a
+// built-in command's run, a model switch the agent reports no hook for, the
+// prompt a subagent was given, the agent's notices, its bookkeeping), and
+// `agent/observed` for each fact the hooks stated first — never a second event
+// for a prompt, reply, run, call, settling or model switch the hooks recorded.
+import { kindOf } from "./harness.mjs";
+
+/** What identifies a fact an event states, by its content, or null. */
+function factKey(e) {
+  const k = kindOf(e);
+  const s = e.session;
+  switch (k) {
+    case "session/prompt":
+      return `${s} prompt ${e.data.text}`;
+    case "session/update:agent_message_chunk":
+      return `${s} reply ${e.data.content?.text}`;
+    case "session/update:tool_call":
+      return `${s} call ${e.data.toolCallId}`;
+    case "session/update:tool_call_update":
+      return ["completed", "failed"].includes(e.data.status) ? `${s} settled ${e.data.toolCallId}` : null;
+    case "command/run":
+      return `${s} run /${e.data.name}${e.data.raw_input ?? ""}`;
+    case "session/model_switched":
+      return `${s} model ${e.data.model}`;
+    case "permission/requested":
+      return `${s} request ${e.data.request_id}`;
+    case "permission/resolved":
+      return `${s} answer ${e.data.request_id}`;
+    default:
+      return null;
+  }
+}
+
+/**
+ * The events an import into the hooks' log added that state again what the
+ * hooks recorded (by content, whatever the join keys said), as lines to show;
+ * empty when there are none. Also each fact the hooks' log holds twice.
+ */
+export function statedTwice(hooksLog, afterImport) {
+  const before = new Map();
+  const problems = [];
+  for (const e of hooksLog) {
+    const key = factKey(e);
+    if (!key) continue;
+    if (before.has(key)) problems.push(`hooks: ${key} at seq ${before.get(key)} and ${e.seq}`);
+    else before.set(key, e.seq);
+  }
+  const head = Math.max(0, ...hooksLog.map((e) => e.seq));
+  const added = new Map();
+  for (const e of afterImport.filter((x) => x.seq > head)) {
+    const key = factKey(e);
+    if (!key) continue;
+    if (before.has(key)) problems.push(`import: ${key} at seq ${e.seq}, stated by the hooks at seq ${before.get(key)}`);
+    else if (added.has(key)) problems.push(`import: ${key} at seq ${added.get(key)} and ${e.seq}`);
+    else added.set(key, e.seq);
+  }
+  return problems;
+}
+
+/** The kinds of what the import added that is not bookkeeping nor a fold, counted. */
+export function addedKinds(hooksLog, afterImport) {
+  const head = Math.max(0, ...hooksLog.map((e) => e.seq));
+  const out = {};
+  for (const e of afterImport.filter((x) => x.seq > head)) {
+    if (["agent/observed", "import/checkpoint"].includes(e.type)) continue;
+    if (e.type === "agent/event" && e.data?.bookkeeping) continue;
+    out[kindOf(e)] = (out[kindOf(e)] ?? 0) + 1;
+  }
+  return out;
+}
