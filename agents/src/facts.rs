@@ -17,6 +17,14 @@ use serde_json::{Map, Value};
 use crate::limits::FACT_CACHE_SESSIONS;
 use crate::plan::{Planned, PlannedData};
 
+/// What a fact joined by its content begins with (`said:<kind>:<hash>`):
+/// Gemini CLI's hooks name no prompt or call, and its chat's ids no hook
+/// knows, so what it said is joined by what was said, in order ([`said`]).
+pub(crate) const SAID: &str = "said:";
+
+/// An event's top-level fields, each with a hash of its value.
+type Fields = Vec<(String, u64)>;
+
 /// What a session already states, by fact, and which keys the sources asked
 /// for already delivered (a telemetry request sent again, an item imported
 /// before). Read once, then brought up to date with the records appended
@@ -27,6 +35,15 @@ pub(crate) struct Facts {
     /// top-level fields, each with a hash of its value (a later source that
     /// states the fact's content differently is told apart: design R15).
     known: HashMap<String, (Seq, Vec<(String, u64)>)>,
+    /// What was said, joined by its content (`said:…`: Gemini CLI's, whose
+    /// hooks name nothing): every event stating each, in order, with its
+    /// source — the n-th time one source says it is the n-th time another did.
+    said: HashMap<String, Vec<(Seq, String, Fields)>>,
+    /// (source, `said:` fact) → how many of the other sources' events of it
+    /// that source's have been folded into: as the log shows…
+    matched: HashMap<(String, String), usize>,
+    /// …and since it was last read (appended by then: cleared on refresh).
+    matched_since: HashMap<(String, String), usize>,
     /// source → the `observed.key`s it delivered, for the sources wanted.
     keys: HashMap<String, HashSet<String>>,
     wanted: Keys,
@@ -72,6 +89,7 @@ impl Facts {
 
     /// Reads the records of `session` appended since the last read.
     pub(crate) fn refresh(&mut self, log: &Log, session: &str) -> Result<(), ReadError> {
+        self.matched_since.clear();
         #[derive(serde::Deserialize)]
         struct Probe<'a> {
             #[serde(default)]
@@ -98,10 +116,18 @@ impl Facts {
                     .insert(key.clone());
             }
             if probe.type_name == "agent/observed" {
+                if let Some(fact) = probe
+                    .data
+                    .and_then(|d| serde_json::from_str::<AgentObserved>(d.get()).ok())
+                    .map(|o| o.fact)
+                    .filter(|f| f.starts_with(SAID))
+                {
+                    *self.matched.entry((observed.source, fact)).or_default() += 1;
+                }
                 continue;
             }
             if let Some(fact) = observed.fact
-                && !self.known.contains_key(&fact)
+                && (fact.starts_with(SAID) || !self.known.contains_key(&fact))
             {
                 let fields = probe
                     .data
@@ -123,7 +149,15 @@ impl Facts {
                             .collect()
                     })
                     .unwrap_or_default();
-                self.known.insert(fact, (record.seq, fields));
+                if fact.starts_with(SAID) {
+                    let source = observed.source.clone();
+                    self.said
+                        .entry(fact)
+                        .or_default()
+                        .push((record.seq, source, fields));
+                } else {
+                    self.known.insert(fact, (record.seq, fields));
+                }
             }
         }
         Ok(())
@@ -142,7 +176,7 @@ impl Facts {
     /// Each planned event in `session` that states a fact the session already
     /// holds becomes an `agent/observed` of the event that stated it. Returns
     /// how many did.
-    pub(crate) fn fold_into(&self, session: &str, events: &mut [Planned]) -> usize {
+    pub(crate) fn fold_into(&mut self, session: &str, events: &mut [Planned]) -> usize {
         let mut folded = 0;
         // A run that is a fact already held takes its settling with it: the
         // agent's run was recorded once, with its outcome.
@@ -180,9 +214,33 @@ impl Facts {
             if matches!(p.data, PlannedData::Ready(EventData::AgentEvent(_))) {
                 continue;
             }
-            let Some((of, first)) = self.known.get(&fact) else {
+            let source = p
+                .observed
+                .as_ref()
+                .map(|o| o.source.clone())
+                .unwrap_or_default();
+            let found = if fact.starts_with(SAID) {
+                let key = (source.clone(), fact.clone());
+                let n = self.matched.get(&key).copied().unwrap_or(0)
+                    + self.matched_since.get(&key).copied().unwrap_or(0);
+                self.said
+                    .get(&fact)
+                    .and_then(|all| all.iter().filter(|(_, s, _)| *s != source).nth(n))
+                    .map(|(seq, _, fields)| (*seq, fields.clone()))
+            } else {
+                self.known
+                    .get(&fact)
+                    .map(|(seq, fields)| (*seq, fields.clone()))
+            };
+            let Some((of, first)) = found else {
                 continue;
             };
+            if fact.starts_with(SAID) {
+                *self
+                    .matched_since
+                    .entry((source, fact.clone()))
+                    .or_default() += 1;
+            }
             let mut adds = Map::new();
             let mut differs = Map::new();
             for (k, v) in data_fields(&p.data) {
@@ -203,7 +261,7 @@ impl Facts {
             let p = &mut events[i];
             p.observed = p.observed.take().map(|o| Observed { fact: None, ..o });
             p.data = PlannedData::Ready(EventData::AgentObserved(AgentObserved {
-                of: *of,
+                of,
                 fact,
                 adds,
                 differs,
@@ -244,7 +302,7 @@ impl FactCache {
     }
 
     /// What `session` states, up to date with the log.
-    pub(crate) fn facts(&mut self, log: &Log, session: &str) -> Result<&Facts, ReadError> {
+    pub(crate) fn facts(&mut self, log: &Log, session: &str) -> Result<&mut Facts, ReadError> {
         if let Some(i) = self.order.iter().position(|s| s == session) {
             let s = self.order.remove(i).expect("found above");
             self.order.push_back(s);
@@ -350,6 +408,90 @@ pub(crate) fn states_facts(events: &[Planned]) -> bool {
     events
         .iter()
         .any(|p| p.observed.as_ref().is_some_and(|o| o.fact.is_some()))
+}
+
+/// Names what each event said by its content (`said:<kind>:<hash>`), where
+/// nothing names it otherwise: a prompt by its text, a call and its settling
+/// by its tool and input, a reply by its text, a turn's end by the reply it
+/// ends with. For Gemini CLI, on both sides: its hooks' payloads and its chat.
+pub(crate) fn said<'a>(events: impl Iterator<Item = (&'a PlannedData, &'a mut Option<String>)>) {
+    // A call's content by its id (a chat's settling names only the id).
+    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut last_reply: Option<String> = None;
+    for (data, fact) in events {
+        let update = match data {
+            PlannedData::Ready(EventData::SessionUpdate(u)) => Some(u.clone()),
+            PlannedData::Update(u) => serde_json::to_value(u).ok(),
+            _ => None,
+        };
+        let named = match (data, &update) {
+            (PlannedData::Ready(EventData::SessionPrompt(p)), _) => {
+                last_reply = None;
+                Some(format!("prompt:{}", content_hash(p.text.trim())))
+            }
+            (_, Some(u)) => match u["sessionUpdate"].as_str() {
+                Some("tool_call") => {
+                    let call = call_hash(&u["title"], &u["rawInput"]);
+                    calls.insert(
+                        u["toolCallId"].as_str().unwrap_or("").to_string(),
+                        call.clone(),
+                    );
+                    Some(format!("call:{call}"))
+                }
+                Some("tool_call_update")
+                    if matches!(u["status"].as_str(), Some("completed" | "failed")) =>
+                {
+                    let call = if u["title"].is_string() {
+                        call_hash(&u["title"], &u["rawInput"])
+                    } else {
+                        calls
+                            .get(u["toolCallId"].as_str().unwrap_or(""))
+                            .cloned()
+                            .unwrap_or_default()
+                    };
+                    Some(format!("result:{call}"))
+                }
+                Some("agent_message_chunk") => {
+                    let reply = content_hash(u["content"]["text"].as_str().unwrap_or("").trim());
+                    last_reply = Some(reply.clone());
+                    Some(format!("reply:{reply}"))
+                }
+                Some("turn_complete") => last_reply.take().map(|r| format!("turn_end:{r}")),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(named) = named {
+            *fact = Some(format!("{SAID}{named}"));
+        }
+    }
+}
+
+/// What a settling of the call of `title` and `input` said, by its content,
+/// where its id is cmdlog's own (Gemini CLI's hooks name no call).
+pub(crate) fn said_result(id: &str, title: &Value, input: &Value) -> Option<String> {
+    id.starts_with("tool-")
+        .then(|| format!("{SAID}result:{}", call_hash(title, input)))
+}
+
+fn call_hash(title: &Value, input: &Value) -> String {
+    content_hash(&format!("{title}\n{}", normal(input)))
+}
+
+/// A JSON value as one text, whatever the order of its keys was.
+fn normal(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.starts_with('{') => serde_json::from_str::<Value>(s)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| s.clone()),
+        other => other.to_string(),
+    }
+}
+
+fn content_hash(text: &str) -> String {
+    let mut hex = blake3::hash(text.as_bytes()).to_hex().to_string();
+    hex.truncate(16);
+    hex
 }
 
 /// The fact a prompt states: its prompt id.

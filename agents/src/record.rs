@@ -117,6 +117,13 @@ pub(crate) fn batch_for(
     if agent == AgentKind::Gemini && payload["hook_event_name"] == "AfterAgent" {
         gemini_reply_from_chat(&payload, &mut plan.events);
     }
+    if agent == AgentKind::Gemini {
+        crate::facts::said(
+            plan.events
+                .iter_mut()
+                .filter_map(|p| Some((&p.data, &mut p.observed.as_mut()?.fact))),
+        );
+    }
     let session = plan.session.clone();
     batch.extend(plan.events);
     batch.extend(

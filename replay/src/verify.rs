@@ -136,6 +136,10 @@ struct Checker {
     by_stream: BTreeMap<String, Vec<Seq>>,
     /// (session, fact) -> the seq of the event that states it first.
     facts: HashMap<(String, String), Seq>,
+    /// Each (session, fact, seq) of a fact joined by content (`said:…`): said
+    /// again, each time is an event of its own, and a later source's names
+    /// the one it saw.
+    said: std::collections::HashSet<(String, String, Seq)>,
     /// (session, tool call id) -> the seq and title of a call not settled yet.
     open_calls: BTreeMap<(String, String), (Seq, String)>,
     /// (session, tool call id) of the calls settled: a source that reports
@@ -194,6 +198,9 @@ impl Checker {
         if let Some(fact) = event.observed.as_ref().and_then(|o| o.fact.clone())
             && !matches!(event.data, EventData::AgentObserved(_))
         {
+            if fact.starts_with("said:") {
+                self.said.insert((session.clone(), fact.clone(), seq));
+            }
             self.facts.entry((session.clone(), fact)).or_insert(seq);
         }
         self.event(&event, &session);
@@ -363,7 +370,10 @@ impl Checker {
             .facts
             .get(&(session.to_string(), base.clone()))
             .copied();
-        if first != Some(o.of) {
+        let said = self
+            .said
+            .contains(&(session.to_string(), base.clone(), o.of));
+        if first != Some(o.of) && !said {
             let message = format!(
                 "agent/observed names seq {} for {base} in session {session}, but {}",
                 o.of,

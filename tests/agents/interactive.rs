@@ -18,7 +18,9 @@ fn send(w: &Workspace, agent: &str, payload: Value) {
 }
 
 /// Each fact stated by more than one event of the session (not counting the
-/// `agent/observed` that names the first).
+/// `agent/observed` that names the first). What is joined by its content
+/// (`said:`) may be said again by the same source — the same prompt typed
+/// twice — but never stated by two sources.
 fn doubled(all: &[Value], session: &str) -> Vec<(String, Vec<u64>)> {
     let mut by_fact: HashMap<String, Vec<u64>> = HashMap::new();
     for e in all.iter().filter(|e| e["session"] == session) {
@@ -26,13 +28,43 @@ fn doubled(all: &[Value], session: &str) -> Vec<(String, Vec<u64>)> {
             continue;
         }
         if let Some(fact) = e["observed"]["fact"].as_str() {
+            let key = if fact.starts_with("said:") {
+                format!(
+                    "{fact} (by {})",
+                    e["observed"]["source"].as_str().unwrap_or("")
+                )
+            } else {
+                fact.to_string()
+            };
             by_fact
-                .entry(fact.to_string())
+                .entry(key)
                 .or_default()
                 .push(e["seq"].as_u64().unwrap());
         }
     }
-    let mut out: Vec<_> = by_fact.into_iter().filter(|(_, s)| s.len() > 1).collect();
+    let said_by_two: Vec<String> = {
+        let mut sources: HashMap<String, usize> = HashMap::new();
+        for k in by_fact.keys().filter(|k| k.starts_with("said:")) {
+            *sources
+                .entry(k.split(" (by ").next().unwrap().to_string())
+                .or_default() += 1;
+        }
+        sources
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(f, _)| f)
+            .collect()
+    };
+    let mut out: Vec<_> = by_fact
+        .into_iter()
+        .filter(|(k, s)| {
+            if k.starts_with("said:") {
+                said_by_two.iter().any(|f| k.starts_with(f.as_str()))
+            } else {
+                s.len() > 1
+            }
+        })
+        .collect();
     out.sort();
     out
 }
@@ -402,6 +434,134 @@ fn a_codex_session_in_its_ui_joins_its_rollout_on_turn_ids_and_a_refusal_fails()
         ["session/model_switched"],
         "the import adds only what the hooks did not see: {all:#?}"
     );
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn a_gemini_chat_rewritten_after_a_denial_keeps_what_happened_and_joins_its_hooks_by_content() {
+    let w = Workspace::new();
+    let sid = "6e61-g";
+    let p = |name: &str, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "transcript_path": "", "timestamp": "2026-12-07T04:08:00Z"});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let shell =
+        |cmd: &str| json!({"tool_name": "run_shell_command", "tool_input": {"command": cmd}});
+    // As Gemini CLI 0.61 sends them in its UI: the dialog only as a
+    // notification; nothing at all for a denial; three ends at exit.
+    for payload in [
+        p("BeforeAgent", json!({"prompt": "hello"})),
+        p(
+            "AfterAgent",
+            json!({"prompt": "hello", "prompt_response": "hi there"}),
+        ),
+        p("BeforeAgent", json!({"prompt": "make d"})),
+        p("BeforeTool", shell("touch d.txt")),
+        p(
+            "Notification",
+            json!({"notification_type": "ToolPermission", "message": "confirm", "details": {"type": "exec", "title": "Confirm Shell Command", "command": "touch d.txt"}}),
+        ),
+        p("BeforeAgent", json!({"prompt": "hello"})),
+        p(
+            "AfterAgent",
+            json!({"prompt": "hello", "prompt_response": "hi there"}),
+        ),
+        p("SessionEnd", json!({"reason": "exit"})),
+        p("SessionEnd", json!({"reason": "exit"})),
+        p("SessionEnd", json!({"reason": "exit"})),
+    ] {
+        send(&w, "gemini", payload);
+    }
+    let hooks_only = events(&w);
+    let head = hooks_only.last().unwrap()["seq"].as_u64().unwrap();
+    let of = |all: &[Value], t: &str| {
+        all.iter()
+            .filter(|e| e["session"] == sid && e["type"] == t)
+            .count()
+    };
+    assert_eq!(
+        of(&hooks_only, "session/ended"),
+        1,
+        "one end: {hooks_only:#?}"
+    );
+    let resolved: Vec<&Value> = hooks_only
+        .iter()
+        .filter(|e| e["type"] == "permission/resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "the dialog's request is answered");
+    assert_eq!(resolved[0]["data"]["decision"]["optionId"], "reject");
+
+    // The chat: each record, then the denial's rewrite — the history again
+    // under new ids, stamped with the rewrite's time — and its $set.
+    let rec = |id: &str, ts: &str, rest: &str| {
+        format!(r#"{{"id":"{id}","timestamp":"2026-12-07T04:{ts}Z",{rest}}}"#)
+    };
+    let user = |t: &str| format!(r#""type":"user","content":[{{"text":"{t}"}}]"#);
+    let reply =
+        |t: &str, model: &str| format!(r#""type":"gemini","model":"{model}","content":"{t}""#);
+    let mut lines = vec![
+        format!(
+            r#"{{"sessionId":"{sid}","projectHash":"p","startTime":"2026-12-07T04:07:00Z","kind":"main"}}"#
+        ),
+        rec("u1", "08:01.000", &user("hello")),
+        rec("g1", "08:02.000", &reply("hi there", "m1")),
+        rec("u2", "08:10.000", &user("make d")),
+        rec(
+            "g2",
+            "08:11.000",
+            r#""type":"gemini","model":"m1","content":"","toolCalls":[{"id":"run_1","name":"run_shell_command","args":{"command":"touch d.txt"},"status":"cancelled","result":[{"functionResponse":{"id":"run_1","response":{"error":"[Operation Cancelled] Reason: User denied execution."}}}]}]"#,
+        ),
+        rec(
+            "i1",
+            "08:20.000",
+            r#""type":"info","content":"Request cancelled.""#,
+        ),
+    ];
+    // The rewrite's copies (API shape, no model, the rewrite's time).
+    for (id, rest) in [
+        ("c1", user("hello")),
+        (
+            "c2",
+            r#""type":"gemini","content":[{"text":"hi there"}]"#.to_string(),
+        ),
+    ] {
+        lines.push(rec(id, "08:20.001", &rest));
+    }
+    lines.push(r#"{"$set":{"messages":[{"id":"c1","type":"user","content":[{"text":"hello"}]},{"id":"c2","type":"gemini","content":[{"text":"hi there"}]}]}}"#.to_string());
+    lines.push(rec("u3", "08:30.000", &user("hello")));
+    lines.push(rec("g3", "08:31.000", &reply("hi there", "m2")));
+    let file = w.home.path().join(format!(
+        ".gemini/tmp/p/chats/session-2026-12-07T04-07-{sid}.jsonl"
+    ));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "gemini"]);
+    let all = events(&w);
+    assert!(doubled(&all, sid).is_empty(), "{:?}", doubled(&all, sid));
+    assert_eq!(
+        stated_since(&all, sid, head + 1),
+        ["session/model_switched"],
+        "the import adds only the switch (the same prompt twice is joined twice, in order): {all:#?}"
+    );
+    let observed = all.iter().filter(|e| e["type"] == "agent/observed").count();
+    assert!(
+        observed >= 8,
+        "every original record joined to its hook: {observed}"
+    );
+    assert!(
+        all.iter().any(|e| e["data"]["event"] == "chat_rewritten"),
+        "the rewrite kept as what it is"
+    );
+    assert_eq!(of(&all, "session/ended"), 1);
     let verify = w.run(&["verify"]);
     assert!(
         verify.status.success(),

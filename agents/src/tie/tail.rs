@@ -145,8 +145,8 @@ impl SessionTail {
     /// not run (`why`); the tail then holds nothing open.
     pub(super) fn settle_open(&mut self, why: Settling, like: &Planned) -> Vec<Planned> {
         let mut out = Vec::new();
-        for (id, title, _) in std::mem::take(&mut self.pending) {
-            let title = title.as_str().unwrap_or("the call").to_string();
+        for (id, tool, input) in std::mem::take(&mut self.pending) {
+            let title = tool.as_str().unwrap_or("the call").to_string();
             let request = self.open_requests.remove(&id);
             let (settled, reason) = match (why, &request) {
                 (Settling::Interrupted, _) => (
@@ -172,7 +172,8 @@ impl SessionTail {
                 "status": "failed",
                 "rawOutput": {"settled": settled, "reason": reason, "by": source},
             }));
-            let fact = crate::facts::of_data(&PlannedData::Ready(update.clone()));
+            let fact = crate::facts::of_data(&PlannedData::Ready(update.clone()))
+                .or_else(|| crate::facts::said_result(&id, &tool, &input));
             out.push(beside(like, fact, update));
             self.settled.insert(id.clone());
             if let Some(request_id) = request {

@@ -33,6 +33,9 @@ pub(crate) fn batches(
         .unwrap_or_default();
     let mut transcript = transcript;
     transcript.turn_facts();
+    if agent == AgentKind::Gemini {
+        crate::facts::said(transcript.items.iter_mut().map(|i| (&i.data, &mut i.fact)));
+    }
     let mode = transcript.mode;
     let mut skipped = 0;
     let mut out: Vec<Batch> = Vec::new();

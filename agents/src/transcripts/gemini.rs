@@ -261,6 +261,9 @@ lenient_map! {
 struct Messages<'a> {
     list: Vec<Record<'a>>,
     by_id: HashMap<String, usize>,
+    /// The rewrites the chat went through (Gemini CLI 0.61 after a denied
+    /// call or a cancelled request): how many copies each wrote, and when.
+    rewrites: Vec<(usize, Option<String>)>,
 }
 
 impl<'a> Messages<'a> {
@@ -305,6 +308,34 @@ impl<'a> Messages<'a> {
             self.list.truncate(i);
             self.reindex();
         }
+    }
+
+    /// A `$set` of all the messages that names exactly the records appended
+    /// last, after others, is a rewrite (Gemini CLI 0.61 after a denied call
+    /// or a cancelled request): the whole history written again as new
+    /// records, in the model's shape, stamped with the rewrite's time, the
+    /// denied turn left out. What happened is the records before them: those
+    /// are kept, the copies set aside (and counted). Returns whether it was.
+    fn rewrite(&mut self, all: &[Record<'a>]) -> bool {
+        let n = all.len();
+        if n == 0 || self.list.len() <= n {
+            return false;
+        }
+        let tail = &self.list[self.list.len() - n..];
+        let copies = all
+            .iter()
+            .zip(tail)
+            .all(|(set, put)| set.id_text().is_some() && set.id_text() == put.id_text());
+        if !copies {
+            return false;
+        }
+        let at = tail
+            .first()
+            .and_then(|r| r.timestamp.as_deref().map(str::to_string));
+        self.list.truncate(self.list.len() - n);
+        self.reindex();
+        self.rewrites.push((n, at));
+        true
     }
 
     /// The messages after a `$set` of all of them: the records read earlier,
@@ -373,8 +404,10 @@ fn read_lines<'a>(bytes: &'a [u8], t: &mut Transcript, messages: &mut Messages<'
                     .items
                     .into_iter()
                     .filter_map(|raw| Record::parse(raw.get()).ok())
-                    .collect();
-                messages.replace_all(all);
+                    .collect::<Vec<_>>();
+                if !messages.rewrite(&all) {
+                    messages.replace_all(all);
+                }
             }
             continue;
         }
@@ -514,7 +547,25 @@ fn items(mut t: Transcript, messages: Messages<'_>) -> Transcript {
             ),
         }
     }
+    rewritten(&mut t, &messages.rewrites);
     t
+}
+
+/// Each rewrite of the chat, as what it is: the agent's bookkeeping, its
+/// copies not read as what happened.
+fn rewritten(t: &mut Transcript, rewrites: &[(usize, Option<String>)]) {
+    for (i, (copies, at)) in rewrites.iter().enumerate() {
+        t.other(
+            AgentKind::Gemini,
+            format!("rewrite {i}"),
+            at.as_deref().and_then(parse_time),
+            "chat_rewritten",
+            Value::Object(serde_json::Map::from_iter([(
+                "copies".to_string(),
+                Value::from(*copies),
+            )])),
+        );
+    }
 }
 
 /// Largest chat file read for [`last_reply`].

@@ -159,7 +159,7 @@ pub fn import(
                     .filter_map(|p| p.observed.as_ref()?.key.clone()),
             );
         }
-        let facts = facts_by_session.get(&session).expect("inserted above");
+        let facts = facts_by_session.get_mut(&session).expect("inserted above");
         for mut batch in chunks {
             summary.observed += facts.fold_into(&session, &mut batch.events);
             batch.create_sessions(|s| Ok(!created.contains(s) && !log.has_stream(s)?))?;
