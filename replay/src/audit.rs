@@ -1,7 +1,7 @@
-//! The audit index: sessions at a glance, a timeline of runs, one event in its
-//! context. Reads only the log; no clock, no filesystem.
+//! The audit index: a timeline of runs, one event in its context (sessions at
+//! a glance: `sessions.rs`). Reads only the log; no clock, no filesystem.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -54,132 +54,6 @@ pub(crate) fn each_event(
         Some(e) => Err(e.into()),
         None => Ok(()),
     }
-}
-
-/// One session at a glance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SessionSummary {
-    /// The session id.
-    pub id: String,
-    /// First event time, unix ms ([`Event::time`](cmdlog_engine::Event::time): the
-    /// agent's own, for what an agent reported).
-    pub first_at: u64,
-    /// Last event time, unix ms (as `first_at`).
-    pub last_at: u64,
-    /// Events in it.
-    pub events: u64,
-    /// Command runs.
-    pub runs: u64,
-    /// Runs that settled as errors (interrupted ones included).
-    pub errors: u64,
-    /// Runs closed as interrupted by crash recovery.
-    pub interrupted: u64,
-    /// Agents seen.
-    pub agents: BTreeSet<String>,
-    /// `closed` or `died`, if it ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended: Option<String>,
-    /// Facts two capture paths stated differently in it (`agent/observed`
-    /// with `differs`): both contents are in the log.
-    pub conflicts: u64,
-}
-
-/// Every session, by the time of its first event (the agent's own time for
-/// what an agent reported: a session imported later sits where it happened),
-/// then by first appearance.
-pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSummary>, AuditError> {
-    let mut by_id: BTreeMap<String, SessionSummary> = BTreeMap::new();
-    let mut order = Vec::new();
-    // When each session's agent ended it: only what happened after that time
-    // takes it up again (an import appended later does not).
-    let mut ended_at: BTreeMap<String, u64> = BTreeMap::new();
-    each_event(
-        log,
-        None,
-        |e| {
-            let Some(id) = &e.session else { return };
-            let s = by_id.entry(id.clone()).or_insert_with(|| {
-                order.push(id.clone());
-                SessionSummary {
-                    id: id.clone(),
-                    first_at: e.time(),
-                    last_at: e.time(),
-                    events: 0,
-                    runs: 0,
-                    errors: 0,
-                    interrupted: 0,
-                    agents: BTreeSet::new(),
-                    ended: None,
-                    conflicts: 0,
-                }
-            });
-            s.events += 1;
-            s.first_at = s.first_at.min(e.time());
-            s.last_at = s.last_at.max(e.time());
-            if let Some(a) = &e.agent
-                && !s.agents.contains(a)
-            {
-                s.agents.insert(a.clone());
-            }
-            // An agent's session resumed after it ended it.
-            if matches!(
-                e.data,
-                EventData::SessionPrompt(_) | EventData::CommandRun(_)
-            ) && s.ended.as_deref() == Some("ended")
-                && ended_at.get(id).is_none_or(|at| e.time() > *at)
-            {
-                s.ended = None;
-            }
-            match &e.data {
-                EventData::CommandRun(_) => s.runs += 1,
-                EventData::CommandDone(d) => {
-                    if let Outcome::Error { interrupted, .. } = d.outcome {
-                        s.errors += 1;
-                        s.interrupted += u64::from(interrupted);
-                    }
-                }
-                EventData::SessionClosed(_) => s.ended = Some("closed".into()),
-                EventData::SessionDied(_) => s.ended = Some("died".into()),
-                EventData::SessionEnded(_) => {
-                    s.ended = Some("ended".into());
-                    let at = ended_at.entry(id.clone()).or_default();
-                    *at = (*at).max(e.time());
-                }
-                EventData::AgentObserved(o) if !o.differs.is_empty() => s.conflicts += 1,
-                // Neither starts nor ends a session's runs.
-                EventData::AgentObserved(_)
-                | EventData::Registered(_)
-                | EventData::Unregistered(_)
-                | EventData::DiscoveryWarning(_)
-                | EventData::AttachmentAdmitted(_)
-                | EventData::SessionCreated(_)
-                | EventData::SessionPrompt(_)
-                | EventData::SessionUpdate(_)
-                | EventData::PermissionRequested(_)
-                | EventData::PermissionResolved(_)
-                | EventData::PermissionAlreadyResolved(_)
-                | EventData::ModelSwitched(_)
-                | EventData::ModelSwitchFailed(_)
-                | EventData::SessionCancelled(_)
-                | EventData::WalDiscarded(_)
-                | EventData::AcpMessage(_)
-                | EventData::AgentEvent(_)
-                | EventData::ModelRequest(_)
-                | EventData::Redacted(_)
-                | EventData::LogIdentity(_)
-                | EventData::ImportCheckpoint(_)
-                | EventData::Unknown(_) => {}
-            }
-        },
-        progress,
-    )?;
-    let mut all: Vec<SessionSummary> = order
-        .into_iter()
-        .filter_map(|id| by_id.remove(&id))
-        .collect();
-    // Stable: sessions of the same first time keep their order in the log.
-    all.sort_by_key(|s| s.first_at);
-    Ok(all)
 }
 
 /// Which runs an audit shows.
@@ -409,18 +283,6 @@ impl Conflict {
                 .unwrap_or_default(),
             fields: o.differs.keys().cloned().collect(),
         })
-    }
-}
-
-impl SessionSummary {
-    /// What `sessions` says after the row of a session with conflicts, else "".
-    pub fn conflicts_note(&self) -> String {
-        match self.conflicts {
-            0 => String::new(),
-            n => format!(
-                "  [{n} fact(s) stated differently by two capture paths: both kept, `cmdlog verify` lists them]"
-            ),
-        }
     }
 }
 

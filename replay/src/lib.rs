@@ -25,6 +25,7 @@ mod registry_view;
 mod report;
 mod report_conversation;
 mod session_view;
+mod sessions;
 mod tiles;
 mod verify;
 
@@ -32,8 +33,8 @@ pub use archive::{
     ExportError, ExportSummary, ImportError, ImportSummary, export, import, import_file,
 };
 pub use audit::{
-    AuditError, AuditFilter, AuditFold, AuditRow, Conflict, Related, SessionSummary, Shown, audit,
-    audit_with_conflicts, sessions, show,
+    AuditError, AuditFilter, AuditFold, AuditRow, Conflict, Related, Shown, audit,
+    audit_with_conflicts, show,
 };
 pub use checkpoint::{
     CheckpointError, ConsistencyProof, InclusionProof, SavedCheck, SignedCheckpoint, check_saved,
@@ -50,6 +51,7 @@ pub use html::escape_html;
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::render_report;
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
+pub use sessions::{SessionSummary, as_tree, sessions};
 pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};
 

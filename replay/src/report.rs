@@ -10,9 +10,10 @@ use cmdlog_engine::event::Outcome;
 use cmdlog_engine::{Mode, Seq};
 use cmdlog_store::Log;
 
-use crate::audit::{AuditError, AuditFilter, AuditRow, audit, sessions};
+use crate::audit::{AuditError, AuditFilter, AuditRow, audit};
 use crate::html::escape_html;
 use crate::registry_view::RegistryView;
+use crate::sessions::sessions;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:2em}\

@@ -569,3 +569,106 @@ fn a_gemini_chat_rewritten_after_a_denial_keeps_what_happened_and_joins_its_hook
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+#[test]
+fn a_claude_subagent_runs_as_a_session_of_its_own_under_the_call_that_started_it() {
+    let w = Workspace::new();
+    let sid = "7c1a-parent";
+    let p = |name: &str, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "prompt_id": "p1"});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let sub = json!({"agent_id": "a7160f17ab425b300", "agent_type": "general-purpose"});
+    let with = |mut v: Value| {
+        for (k, x) in sub.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let task = json!({"description": "a sub task", "prompt": "touch s.txt", "subagent_type": "general-purpose"});
+    let touch = json!({"command": "touch s.txt"});
+    // As Claude Code 2.1.332 sends them: the subagent's own payloads name it
+    // (`agent_id`) under its parent's session id.
+    for payload in [
+        p("UserPromptSubmit", json!({"prompt": "delegate"})),
+        p(
+            "PreToolUse",
+            json!({"tool_name": "Agent", "tool_input": task, "tool_use_id": "toolu_a"}),
+        ),
+        p("SubagentStart", sub.clone()),
+        p(
+            "PostToolUse",
+            json!({"tool_name": "Agent", "tool_input": task, "tool_use_id": "toolu_a", "tool_response": {"status": "async_launched", "agentId": "a7160f17ab425b300"}}),
+        ),
+        with(p(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": touch, "tool_use_id": "toolu_s"}),
+        )),
+        p("Stop", json!({"last_assistant_message": "launched"})),
+        with(p(
+            "PermissionRequest",
+            json!({"tool_name": "Bash", "tool_input": touch}),
+        )),
+        with(p(
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_input": touch, "tool_use_id": "toolu_s", "tool_response": {"stdout": ""}}),
+        )),
+        with(p(
+            "SubagentStop",
+            json!({"last_assistant_message": "done it", "agent_transcript_path": "/x/subagents/agent-a7160f17ab425b300.jsonl"}),
+        )),
+    ] {
+        send(&w, "claude-code", payload);
+    }
+    let all = events(&w);
+    let child = "a7160f17ab425b300";
+    let created = all
+        .iter()
+        .find(|e| e["session"] == child && e["type"] == "session/created")
+        .expect("the subagent's session");
+    assert_eq!(
+        created["data"]["parent"],
+        json!({"session": sid, "tool_call_id": "toolu_a", "agent_type": "general-purpose"})
+    );
+    let of = |s: &str, kind: &str| {
+        all.iter()
+            .filter(|e| {
+                e["session"] == s && (e["type"] == kind || e["data"]["sessionUpdate"] == kind)
+            })
+            .count()
+    };
+    assert_eq!(of(child, "tool_call"), 1, "its call is its own: {all:#?}");
+    assert_eq!(
+        of(sid, "tool_call"),
+        1,
+        "the parent's only call is the Agent call"
+    );
+    assert_eq!(
+        of(child, "permission/resolved"),
+        1,
+        "its request answered in its session"
+    );
+    assert_eq!(of(child, "session/ended"), 1);
+    assert_eq!(of(sid, "session/ended"), 0, "the parent goes on");
+    let listed = w.ok(&["sessions"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    let parent_at = lines
+        .iter()
+        .position(|l| l.starts_with(sid))
+        .expect(&listed);
+    assert!(
+        lines[parent_at + 1].starts_with(&format!("└ {child}"))
+            && lines[parent_at + 1].contains("(via toolu_a)"),
+        "the subagent under its parent: {listed}"
+    );
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -1,0 +1,222 @@
+//! `sessions`: every session at a glance — its span, runs, errors, agents,
+//! whether it ended — and the tree a subagent's session makes under the
+//! session that delegated to it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::{Event, EventData, Seq};
+use cmdlog_store::Log;
+
+use crate::audit::{AuditError, each_event};
+
+/// One session at a glance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// First event time, unix ms ([`Event::time`](cmdlog_engine::Event::time): the
+    /// agent's own, for what an agent reported).
+    pub first_at: u64,
+    /// Last event time, unix ms (as `first_at`).
+    pub last_at: u64,
+    /// Events in it.
+    pub events: u64,
+    /// Command runs.
+    pub runs: u64,
+    /// Runs that settled as errors (interrupted ones included).
+    pub errors: u64,
+    /// Runs closed as interrupted by crash recovery.
+    pub interrupted: u64,
+    /// Agents seen.
+    pub agents: BTreeSet<String>,
+    /// `closed` or `died`, if it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    /// Facts two capture paths stated differently in it (`agent/observed`
+    /// with `differs`): both contents are in the log.
+    pub conflicts: u64,
+    /// The session that delegated to it, for a subagent's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The parent's tool call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+/// The sessions as a tree: each in the order given, a subagent's session
+/// right after the session that delegated to it (after that session's
+/// earlier subagents), with its depth. A parent that is not in the list
+/// leaves its subagent's session at the top.
+pub fn as_tree(list: &[SessionSummary]) -> Vec<(usize, &SessionSummary)> {
+    let ids: BTreeSet<&str> = list.iter().map(|s| s.id.as_str()).collect();
+    let mut children: BTreeMap<&str, Vec<&SessionSummary>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for s in list {
+        match s
+            .parent
+            .as_deref()
+            .filter(|p| ids.contains(p) && *p != s.id)
+        {
+            Some(p) => children.entry(p).or_default().push(s),
+            None => roots.push(s),
+        }
+    }
+    let mut out = Vec::with_capacity(list.len());
+    let mut stack: Vec<(usize, &SessionSummary)> =
+        roots.into_iter().rev().map(|s| (0, s)).collect();
+    while let Some((depth, s)) = stack.pop() {
+        out.push((depth, s));
+        if let Some(kids) = children.remove(s.id.as_str()) {
+            stack.extend(kids.into_iter().rev().map(|k| (depth + 1, k)));
+        }
+    }
+    // Parents that name each other (a log made by hand): each shown once.
+    for kids in children.into_values() {
+        out.extend(kids.into_iter().map(|k| (0, k)));
+    }
+    out
+}
+
+/// Every session, by the time of its first event (the agent's own time for
+/// what an agent reported: a session imported later sits where it happened),
+/// then by first appearance.
+pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSummary>, AuditError> {
+    let mut by_id: BTreeMap<String, SessionSummary> = BTreeMap::new();
+    let mut order = Vec::new();
+    // When each session's agent ended it: only what happened after that time
+    // takes it up again (an import appended later does not).
+    let mut ended_at: BTreeMap<String, u64> = BTreeMap::new();
+    each_event(
+        log,
+        None,
+        |e| {
+            let Some(id) = &e.session else { return };
+            let s = by_id.entry(id.clone()).or_insert_with(|| {
+                order.push(id.clone());
+                SessionSummary::new(id, e.time())
+            });
+            s.see(&e, ended_at.entry(id.clone()).or_default());
+        },
+        progress,
+    )?;
+    let mut all: Vec<SessionSummary> = order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .collect();
+    // Stable: sessions of the same first time keep their order in the log.
+    all.sort_by_key(|s| s.first_at);
+    Ok(all)
+}
+
+impl SessionSummary {
+    fn new(id: &str, at: u64) -> SessionSummary {
+        SessionSummary {
+            id: id.to_string(),
+            first_at: at,
+            last_at: at,
+            events: 0,
+            runs: 0,
+            errors: 0,
+            interrupted: 0,
+            agents: BTreeSet::new(),
+            ended: None,
+            conflicts: 0,
+            parent: None,
+            via: None,
+        }
+    }
+
+    /// One more event of the session; `ended_at` is when its agent last
+    /// ended it (0: never).
+    fn see(&mut self, e: &Event, ended_at: &mut u64) {
+        self.events += 1;
+        self.first_at = self.first_at.min(e.time());
+        self.last_at = self.last_at.max(e.time());
+        if let Some(a) = &e.agent
+            && !self.agents.contains(a)
+        {
+            self.agents.insert(a.clone());
+        }
+        // An agent's session resumed after it ended it.
+        if matches!(
+            e.data,
+            EventData::SessionPrompt(_) | EventData::CommandRun(_)
+        ) && self.ended.as_deref() == Some("ended")
+            && e.time() > *ended_at
+        {
+            self.ended = None;
+        }
+        match &e.data {
+            EventData::CommandRun(_) => self.runs += 1,
+            EventData::CommandDone(d) => {
+                if let Outcome::Error { interrupted, .. } = d.outcome {
+                    self.errors += 1;
+                    self.interrupted += u64::from(interrupted);
+                }
+            }
+            EventData::SessionClosed(_) => self.ended = Some("closed".into()),
+            EventData::SessionDied(_) => self.ended = Some("died".into()),
+            EventData::SessionEnded(_) => {
+                self.ended = Some("ended".into());
+                *ended_at = (*ended_at).max(e.time());
+            }
+            EventData::AgentObserved(o) if !o.differs.is_empty() => self.conflicts += 1,
+            EventData::SessionCreated(c) => {
+                if let Some(parent) = &c.parent {
+                    self.parent = Some(parent.session.clone());
+                    self.via = parent.tool_call_id.clone();
+                }
+            }
+            // Neither starts nor ends a session's runs.
+            EventData::AgentObserved(_)
+            | EventData::Registered(_)
+            | EventData::Unregistered(_)
+            | EventData::DiscoveryWarning(_)
+            | EventData::AttachmentAdmitted(_)
+            | EventData::SessionPrompt(_)
+            | EventData::SessionUpdate(_)
+            | EventData::PermissionRequested(_)
+            | EventData::PermissionResolved(_)
+            | EventData::PermissionAlreadyResolved(_)
+            | EventData::ModelSwitched(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::SessionCancelled(_)
+            | EventData::WalDiscarded(_)
+            | EventData::AcpMessage(_)
+            | EventData::AgentEvent(_)
+            | EventData::ModelRequest(_)
+            | EventData::Redacted(_)
+            | EventData::LogIdentity(_)
+            | EventData::ImportCheckpoint(_)
+            | EventData::Unknown(_) => {}
+        }
+    }
+
+    /// Its id as `sessions` shows it at `depth` of the tree.
+    pub fn tree_id(&self, depth: usize) -> String {
+        match depth {
+            0 => self.id.clone(),
+            d => format!("{}└ {}", "  ".repeat(d - 1), self.id),
+        }
+    }
+
+    /// What `sessions` says after a session's row: the call that started it
+    /// (a subagent's), the facts two capture paths stated differently.
+    pub fn notes(&self) -> String {
+        let via = self.via.as_deref().map(|c| format!("  (via {c})"));
+        let conflicts = match self.conflicts {
+            0 => None,
+            n => Some(format!(
+                "  [{n} fact(s) stated differently by two capture paths: both kept, `cmdlog verify` lists them]"
+            )),
+        };
+        format!(
+            "{}{}",
+            via.unwrap_or_default(),
+            conflicts.unwrap_or_default()
+        )
+    }
+}
