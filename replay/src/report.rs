@@ -68,6 +68,63 @@ fn registry_table(out: &mut String, view: &RegistryView) {
     out.push_str("</table>");
 }
 
+/// The whole log's sessions, a subagent's under the session that delegated
+/// to it.
+fn sessions_table(out: &mut String, log: &Log) -> Result<(), AuditError> {
+    let list = sessions(log, |_| {})?;
+    out.push_str("<h2>Sessions</h2><table><tr><th>session</th><th>first</th><th>last</th><th>runs</th><th>errors</th><th>agents</th></tr>");
+    for (depth, s) in crate::sessions::as_tree(&list) {
+        let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            escape_html(&s.tree_id(depth)),
+            escape_html(&s.notes()),
+            utc(s.first_at),
+            utc(s.last_at),
+            s.runs,
+            s.errors,
+            escape_html(&agents.join(", "))
+        );
+    }
+    out.push_str("</table>");
+    Ok(())
+}
+
+/// A session's subagents, each its own conversation nested under the session
+/// that delegated to it, with the call that started it; and, for a
+/// subagent's session, the session it works for.
+fn subagents(out: &mut String, log: &Log, session: &str) -> Result<(), AuditError> {
+    let list = sessions(log, |_| {})?;
+    if let Some(me) = list.iter().find(|s| s.id == session)
+        && let Some(parent) = &me.parent
+    {
+        let _ = write!(
+            out,
+            "<p class=\"meta\">a subagent of session {}{}</p>",
+            escape_html(parent),
+            escape_html(&me.notes())
+        );
+    }
+    for child in list
+        .iter()
+        .filter(|s| s.parent.as_deref() == Some(session) && s.id != session)
+    {
+        let _ = write!(
+            out,
+            "<section class=\"subagent\"><h2>Subagent {}{}</h2>",
+            escape_html(&child.id),
+            escape_html(&child.notes())
+        );
+        crate::report_conversation::render(
+            out,
+            &crate::conversation::conversation(log, &child.id)?,
+        );
+        out.push_str("</section>");
+    }
+    Ok(())
+}
+
 /// Renders the report of `session` (or of the whole log) as one HTML document.
 pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditError> {
     let filter = AuditFilter {
@@ -106,26 +163,15 @@ pub fn render_report(log: &Log, session: Option<&str>) -> Result<String, AuditEr
         head.hash.to_hex(),
         rows.len()
     );
-    if session.is_none() {
-        let list = sessions(log, |_| {})?;
-        out.push_str("<h2>Sessions</h2><table><tr><th>session</th><th>first</th><th>last</th><th>runs</th><th>errors</th><th>agents</th></tr>");
-        for s in &list {
-            let agents: Vec<&str> = s.agents.iter().map(String::as_str).collect();
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                escape_html(&s.id),
-                utc(s.first_at),
-                utc(s.last_at),
-                s.runs,
-                s.errors,
-                escape_html(&agents.join(", "))
+    match session {
+        None => sessions_table(&mut out, log)?,
+        Some(s) => {
+            crate::report_conversation::render(
+                &mut out,
+                &crate::conversation::conversation(log, s)?,
             );
+            subagents(&mut out, log, s)?;
         }
-        out.push_str("</table>");
-    }
-    if let Some(s) = session {
-        crate::report_conversation::render(&mut out, &crate::conversation::conversation(log, s)?);
     }
     out.push_str("<h2>Timeline of runs</h2><table><tr><th>time (UTC)</th><th>seq</th><th>session</th><th>command</th><th>outcome</th><th>duration</th></tr>");
     let longest = rows

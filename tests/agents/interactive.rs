@@ -665,6 +665,66 @@ fn a_claude_subagent_runs_as_a_session_of_its_own_under_the_call_that_started_it
             && lines[parent_at + 1].contains("(via toolu_a)"),
         "the subagent under its parent: {listed}"
     );
+    // Its transcript (under the parent's, with its .meta.json) imported into
+    // the same log states nothing again.
+    let head = all.last().unwrap()["seq"].as_u64().unwrap();
+    let dir = w
+        .home
+        .path()
+        .join(format!(".claude/projects/-p/{sid}/subagents"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |rest: &str| {
+        format!(
+            r#"{{"sessionId":"{sid}","agentId":"{child}","isSidechain":true,"timestamp":"2026-12-07T04:10:00.000Z",{rest}}}"#
+        )
+    };
+    let lines = [
+        line(
+            r#""type":"user","uuid":"s1","promptId":"p1","message":{"role":"user","content":"touch s.txt"}"#,
+        ),
+        line(
+            r#""type":"assistant","uuid":"s2","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_s","name":"Bash","input":{"command":"touch s.txt"}}]}"#,
+        ),
+        line(
+            r#""type":"user","uuid":"s3","promptId":"p1","toolUseResult":{"stdout":""},"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s","content":""}]}"#,
+        ),
+        line(
+            r#""type":"assistant","uuid":"s4","message":{"role":"assistant","content":[{"type":"text","text":"done it"}]}"#,
+        ),
+    ];
+    std::fs::write(
+        dir.join(format!("agent-{child}.jsonl")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("agent-{child}.meta.json")),
+        r#"{"agentType":"general-purpose","toolUseId":"toolu_a"}"#,
+    )
+    .unwrap();
+    w.ok(&["import", "--from", "claude-code"]);
+    let all = events(&w);
+    assert!(
+        doubled(&all, child).is_empty(),
+        "{:?}",
+        doubled(&all, child)
+    );
+    assert_eq!(
+        stated_since(&all, child, head + 1),
+        ["session/prompt"],
+        "only the task it was given, which no hook reports: {all:#?}"
+    );
+    // Its report nests the subagent's own conversation under it.
+    let report = w.ws.path().join("parent.html");
+    w.ok(&["report", "--session", sid, "-o", report.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&report).unwrap();
+    let nested = html
+        .find(&format!("Subagent {child}"))
+        .expect("the subagent's section");
+    assert!(
+        html[nested..].contains("done it"),
+        "its last reply, in its section"
+    );
     let verify = w.run(&["verify"]);
     assert!(
         verify.status.success(),

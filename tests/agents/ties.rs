@@ -91,6 +91,14 @@ fn a_call_denied_for_want_of_permission_is_settled_and_its_request_answered() {
         [("toolu_1", "completed"), ("toolu_2", "failed")],
         "each call settled once; the denied one failed"
     );
+    // What the batch said again of the call that ran is kept as Claude Code's
+    // bookkeeping, without a status it did not give.
+    let again = all
+        .iter()
+        .find(|e| e["session"] == "d1" && e["data"]["event"] == "PostToolBatch")
+        .expect("the batch's word on the call PostToolUse settled");
+    assert_eq!(again["data"]["data"]["toolCallId"], "toolu_1");
+    assert!(again["data"]["data"].get("status").is_none(), "{again}");
     let requested = of(&all, "d1", "permission/requested");
     assert_eq!(requested.len(), 1);
     assert_eq!(

@@ -214,9 +214,10 @@ fn tool_batch(p: &mut Planning) {
             "status": if failed { "failed" } else { "completed" },
             "rawOutput": call.get("tool_response").cloned().unwrap_or(Value::Null),
         });
-        // The agent's own word for a call that did not run (Qwen Code:
-        // `cancelled` when the user refused it in the dialog).
-        if let Some(status) = call["status"].as_str().filter(|_| failed) {
+        // The agent's own word for how the call ended, where it gave one
+        // (Qwen Code: `cancelled` when the user refused it in the dialog;
+        // Claude Code gives none, and the status above is cmdlog's).
+        if let Some(status) = call["status"].as_str() {
             settled["_meta"]["status"] = status.into();
         }
         with_input(&mut settled, call);

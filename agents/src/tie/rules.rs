@@ -158,7 +158,15 @@ fn settle_if_open(tail: &mut SessionTail, u: &Value, like: &Planned, placed: &mu
 /// than once per exit) is kept as its bookkeeping, stating no fact.
 fn said_again(planned: &mut Planned, agent: &str, event: &str) -> Placed {
     let said = match &mut planned.data {
-        PlannedData::Ready(EventData::SessionUpdate(u)) => std::mem::take(u),
+        PlannedData::Ready(EventData::SessionUpdate(u)) => {
+            // A status the agent did not give is not kept as its word.
+            if u.pointer("/_meta/status").is_none()
+                && let Some(m) = u.as_object_mut()
+            {
+                m.remove("status");
+            }
+            std::mem::take(u)
+        }
         PlannedData::Ready(EventData::SessionEnded(end)) => {
             serde_json::to_value(&*end).unwrap_or_default()
         }

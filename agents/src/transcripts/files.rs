@@ -54,10 +54,12 @@ fn claude_subagent(path: &Path) -> Option<claude::Subagent> {
     let parent = folder.parent()?.file_name()?.to_str()?.to_string();
     let stem = path.file_stem()?.to_str()?;
     let meta_path = folder.join(format!("{stem}.meta.json"));
-    let meta = std::fs::symlink_metadata(&meta_path)
+    let expect = cmdlog_common::private_fs::Expect {
+        bytes_max: 64 * 1024,
+        private: false,
+    };
+    let meta = cmdlog_common::private_fs::read_untrusted(&meta_path, expect)
         .ok()
-        .filter(|m| m.is_file() && m.len() <= 64 * 1024)
-        .and_then(|_| std::fs::read(&meta_path).ok())
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     Some(claude::Subagent { parent, meta })

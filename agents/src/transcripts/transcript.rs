@@ -243,6 +243,13 @@ impl Transcript {
                 _ => {}
             }
         }
+        // The transcript ends in a turn no record ended (a subagent's: Claude
+        // Code writes no turn end there): its last reply is the turn's.
+        if let (Some(r), Some(id)) = (last_reply, prompt.as_deref())
+            && self.items[r].fact.is_none()
+        {
+            self.items[r].fact = crate::facts::tool("reply", id);
+        }
     }
 
     /// What a run records of the release whose rules expanded it: Claude Code's,
