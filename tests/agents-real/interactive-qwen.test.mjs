@@ -498,10 +498,12 @@ test("qwen tui: cmdlog's log holds the session once, settled", { skip: SKIP, tim
   await t.test("import --from qwen into the same log states nothing again; it adds only what no hook reports", () => {
     assert.equal(s.imp.status, 0, `import exited ${s.imp.status}: ${s.imp.stderr}`);
     assert.deepEqual(statedTwice(log, s.afterImport), []);
-    // The built-in no hook names (/model) and the switch it made.
+    // The built-in no hook names (/model) and the switch it made; the task
+    // the subagent was given (its own transcript: no hook reports it).
     assert.deepEqual(addedKinds(log, s.afterImport), {
       "command/run": 1,
       "command/done": 1,
+      "session/prompt": 1,
       "session/model_switched": 1,
     });
   });

@@ -732,3 +732,101 @@ fn a_claude_subagent_runs_as_a_session_of_its_own_under_the_call_that_started_it
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+#[test]
+fn a_qwen_subagents_transcript_is_its_own_session_and_joins_its_hooks() {
+    let w = Workspace::new();
+    let sid = "9a9a-q";
+    let child = "general-purpose-call_9";
+    let p = |name: &str, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "prompt_id": format!("{sid}########0")});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let task = json!({"description": "count", "prompt": "count the files", "subagent_type": "general-purpose"});
+    for payload in [
+        p(
+            "UserPromptSubmit",
+            json!({"prompt": "delegate", "submitted_prompt": "delegate"}),
+        ),
+        p(
+            "PreToolUse",
+            json!({"tool_name": "agent", "tool_input": task, "tool_use_id": "toolu_1", "tool_call_id": "call_9"}),
+        ),
+        p(
+            "SubagentStart",
+            json!({"agent_id": child, "agent_type": "general-purpose"}),
+        ),
+        p(
+            "SubagentStop",
+            json!({"agent_id": child, "agent_type": "general-purpose", "last_assistant_message": "3 files"}),
+        ),
+        p(
+            "PostToolUse",
+            json!({"tool_name": "agent", "tool_input": task, "tool_use_id": "toolu_1", "tool_call_id": "call_9", "tool_response": {"llmContent": "3 files"}}),
+        ),
+    ] {
+        send(&w, "qwen", payload);
+    }
+    let hooks_only = events(&w);
+    let head = hooks_only.last().unwrap()["seq"].as_u64().unwrap();
+    // Qwen's transcript of the subagent: subagents/<parent>/agent-<id>.jsonl
+    // and its .meta.json.
+    let dir = w
+        .home
+        .path()
+        .join(format!(".qwen/projects/-p/subagents/{sid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = |uuid: &str, rest: &str| {
+        format!(
+            r#"{{"uuid":"{uuid}","sessionId":"{sid}","agentId":"{child}","isSidechain":true,"timestamp":"2026-12-07T04:10:04.000Z",{rest}}}"#
+        )
+    };
+    let lines = [
+        rec(
+            "s1",
+            r#""type":"user","message":{"role":"user","parts":[{"text":"count the files"}]}"#,
+        ),
+        rec(
+            "s2",
+            r#""type":"assistant","message":{"role":"model","parts":[{"text":"3 files"}]}"#,
+        ),
+    ];
+    std::fs::write(
+        dir.join(format!("agent-{child}.jsonl")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("agent-{child}.meta.json")),
+        format!(r#"{{"agentId":"{child}","agentType":"general-purpose","parentSessionId":"{sid}","toolUseId":"call_9"}}"#),
+    )
+    .unwrap();
+    w.ok(&["import", "--from", "qwen"]);
+    let all = events(&w);
+    let created: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["session"] == child && e["type"] == "session/created")
+        .collect();
+    assert_eq!(created.len(), 1, "begun once: {all:#?}");
+    assert_eq!(created[0]["data"]["parent"]["tool_call_id"], "call_9");
+    assert!(
+        doubled(&all, child).is_empty(),
+        "{:?}",
+        doubled(&all, child)
+    );
+    assert_eq!(
+        stated_since(&all, child, head + 1),
+        ["session/prompt"],
+        "only the task it was given, which no hook reports: {all:#?}"
+    );
+    let verify = w.run(&["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -11,7 +11,7 @@ const SRC_LINES: usize = 4347;
 /// Lines of the longest source file.
 const FILE_LINES: usize = 719;
 /// Lines of the longest function outside tests.
-const FUNCTION_LINES: usize = 141;
+const FUNCTION_LINES: usize = 138;
 /// Functions outside tests over 100 lines.
 const FUNCTIONS_OVER_100: usize = 27;
 /// `json!` outside tests: JSON built by hand where a typed view would say

@@ -347,10 +347,17 @@ fn subagent_stopped(p: &mut Planning) {
     };
     // The subagent's turn answers the prompt of its parent's turn (its
     // transcript names that prompt's id).
-    let turn = text(p.payload, "prompt_id").filter(|id| !id.is_empty());
+    let turn = match p.agent {
+        // Qwen Code's subagent transcript names no prompt: its turn is named
+        // by the subagent, on both sides.
+        crate::kind::AgentKind::Qwen => Some(format!("subagent:{child}")),
+        _ => text(p.payload, "prompt_id")
+            .filter(|id| !id.is_empty())
+            .map(str::to_string),
+    };
     if let Some(message) = text(p.payload, "last_assistant_message").filter(|m| !m.is_empty()) {
         p.elsewhere.push((p.items.len(), child.to_string()));
-        if let Some(id) = turn {
+        if let Some(id) = &turn {
             p.named.push((p.items.len(), format!("reply:{id}")));
         }
         p.items.push(update(updates::message(message)));
@@ -358,7 +365,7 @@ fn subagent_stopped(p: &mut Planning) {
     // Its turn ends: named by that prompt, else by the subagent's own last
     // prompt (Codex's child sends its UserPromptSubmit).
     p.elsewhere.push((p.items.len(), child.to_string()));
-    if let Some(id) = turn {
+    if let Some(id) = &turn {
         p.named.push((p.items.len(), format!("turn_end:{id}")));
     }
     p.settle_open(Settling::TurnEnd);

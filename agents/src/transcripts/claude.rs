@@ -12,7 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::lenient::{Flag, Raw, RawStr, Seed, Shape, Str, TextOrList, decode, lenient_map};
-use super::transcript::{JsonLines, Transcript};
+use super::transcript::{JsonLines, Subagent, Transcript};
 use crate::updates::Update;
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
@@ -247,14 +247,6 @@ fn results(t: &mut Transcript, line: &Line<'_>, key: &str, at: Option<u64>) -> b
         );
     }
     !results.is_empty()
-}
-
-/// A subagent's transcript (`<session>/subagents/agent-<id>.jsonl`): the
-/// session that delegated to it, and what its `.meta.json` says of the call
-/// that did.
-pub(crate) struct Subagent {
-    pub parent: String,
-    pub meta: Value,
 }
 
 pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {

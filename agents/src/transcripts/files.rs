@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::transcript::Transcript;
+use super::transcript::{Subagent, Transcript};
 use super::{claude, codex, gemini, qwen};
 use crate::kind::AgentKind;
 
@@ -35,34 +35,48 @@ pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript>
 /// Parses the bytes of `agent`'s transcript file `path`.
 pub(crate) fn parse(agent: AgentKind, path: &Path, bytes: Vec<u8>) -> Transcript {
     match agent {
-        AgentKind::ClaudeCode => claude::read(bytes, claude_subagent(path)),
+        AgentKind::ClaudeCode => claude::read(bytes, subagent_of(agent, path)),
         AgentKind::Codex => codex::read(path, bytes),
         AgentKind::Gemini => gemini::read(path, bytes),
-        AgentKind::Qwen => qwen::read(bytes),
+        AgentKind::Qwen => qwen::read(bytes, subagent_of(agent, path)),
     }
 }
 
-/// A Claude Code subagent's transcript (`<session>/subagents/agent-<id>.jsonl`):
-/// its parent session (the folder's name) and its `.meta.json` beside it
-/// (read capped; a file that is not there, or too big, or not JSON, says
-/// nothing).
-fn claude_subagent(path: &Path) -> Option<claude::Subagent> {
+/// A subagent's own transcript — Claude Code's `<session>/subagents/agent-<id>.jsonl`,
+/// Qwen Code's `subagents/<session>/agent-<id>.jsonl` — with its parent
+/// session (the folder's name) and its `.meta.json` beside it (read as an
+/// untrusted file: no link followed, at most 64 KiB; a file that is not
+/// there, or is refused, or is not JSON, says nothing).
+fn subagent_of(agent: AgentKind, path: &Path) -> Option<Subagent> {
     let folder = path.parent()?;
-    if folder.file_name()? != "subagents" {
-        return None;
-    }
-    let parent = folder.parent()?.file_name()?.to_str()?.to_string();
+    let parent = subagent_parent(agent, path)?.to_string();
     let stem = path.file_stem()?.to_str()?;
-    let meta_path = folder.join(format!("{stem}.meta.json"));
     let expect = cmdlog_common::private_fs::Expect {
         bytes_max: 64 * 1024,
         private: false,
     };
-    let meta = cmdlog_common::private_fs::read_untrusted(&meta_path, expect)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    Some(claude::Subagent { parent, meta })
+    let meta = cmdlog_common::private_fs::read_untrusted(
+        &folder.join(format!("{stem}.meta.json")),
+        expect,
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice(&b).ok())
+    .unwrap_or_default();
+    Some(Subagent { parent, meta })
+}
+
+/// The session a subagent's transcript at `path` works for, by where it is.
+fn subagent_parent(agent: AgentKind, path: &Path) -> Option<&str> {
+    let folder = path.parent()?;
+    if !path.file_name()?.to_str()?.starts_with("agent-") {
+        return None;
+    }
+    let parent = match agent {
+        AgentKind::ClaudeCode if folder.file_name()? == "subagents" => folder.parent()?,
+        AgentKind::Qwen if folder.parent()?.file_name()? == "subagents" => folder,
+        _ => return None,
+    };
+    parent.file_name()?.to_str()
 }
 
 /// Where `agent` keeps its transcripts, from its documented defaults.
@@ -112,7 +126,9 @@ pub(crate) fn is_transcript(agent: AgentKind, path: &Path) -> bool {
                 && name.starts_with("session-")
                 && (name.ends_with(".jsonl") || name.ends_with(".json"))
         }
-        AgentKind::Qwen => in_chats && name.ends_with(".jsonl"),
+        AgentKind::Qwen => {
+            name.ends_with(".jsonl") && (in_chats || subagent_parent(agent, path).is_some())
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use super::lenient::{
     Bool, Flag, List, Raw, RawStr, Seed, Shape, Str, decode, fields, lenient_map,
 };
-use super::transcript::{JsonLines, Transcript};
+use super::transcript::{JsonLines, Subagent, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
@@ -42,6 +42,8 @@ struct Record<'a> {
     system_payload: SystemPayload<'a>,
     parts: List<Part<'a>>,
     tool_call_result: ToolCallResult<'a>,
+    /// The subagent that wrote it (a subagent's own transcript).
+    agent_id: Str<'a>,
 }
 
 impl<'a> Shape<'a> for Record<'a> {
@@ -51,6 +53,7 @@ impl<'a> Shape<'a> for Record<'a> {
             match key {
                 "uuid" => r.uuid = map.next_value()?,
                 "sessionId" => r.session_id = map.next_value()?,
+                "agentId" => r.agent_id = map.next_value()?,
                 "timestamp" => r.timestamp = map.next_value()?,
                 "type" => r.kind = map.next_value()?,
                 "subtype" => r.subtype = map.next_value()?,
@@ -244,6 +247,50 @@ fn user_text(r: &Record<'_>) -> String {
         .collect()
 }
 
+/// A `tool_result` record: its call settled, with what the UI showed
+/// (`resultDisplay`) or else the parts as written.
+fn tool_result(
+    t: &mut Transcript,
+    r: &Record<'_>,
+    key: String,
+    at: Option<u64>,
+    message: impl FnOnce() -> Value,
+) {
+    let result = &r.tool_call_result;
+    let id = result
+        .call_id
+        .as_deref()
+        .or_else(|| r.parts.iter().find_map(|p| p.response_id.as_deref()))
+        .unwrap_or("");
+    let failed = matches!(result.status.as_deref(), Some("error" | "cancelled"));
+    match result.result_display {
+        Some(shown) => t.update_raw(key, at, Update::tool_done(id, failed, shown)),
+        None => {
+            // The parts as written (none when they are not a list).
+            let parts = match message().get_mut("parts").map(Value::take) {
+                Some(parts @ Value::Array(_)) => parts,
+                _ => Value::Array(Vec::new()),
+            };
+            t.update(key, at, crate::updates::tool_done(id, failed, parts));
+        }
+    }
+}
+
+/// A subagent's session, begun with where it came from (its `.meta.json`:
+/// `parentSessionId`, `toolUseId`, `agentType`). Its one turn is named by the
+/// subagent (`subagent:<id>`), as its hooks' `SubagentStop` names it: no
+/// record of its own says the prompt's id.
+fn begin_subagent(t: &mut Transcript, first: &Record<'_>, sub: &Subagent) {
+    let Some(id) = first.agent_id.as_deref() else {
+        return;
+    };
+    let at = first.timestamp.as_deref().and_then(parse_time);
+    t.session = Some(id.to_string());
+    let parent = sub.meta["parentSessionId"].as_str().unwrap_or(&sub.parent);
+    t.begin_subagent(id, parent, &sub.meta, at);
+    t.turn_of = Some(format!("subagent:{id}"));
+}
+
 /// What the model said in an `assistant` record: its text and thoughts, its
 /// calls; a reply without a call ends the turn.
 fn said(t: &mut Transcript, r: &Record<'_>, key: &str, at: Option<u64>) {
@@ -280,8 +327,9 @@ fn said(t: &mut Transcript, r: &Record<'_>, key: &str, at: Option<u64>) {
     }
 }
 
-pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
+pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut t = Transcript::default();
+    let mut subagent = subagent;
     let mut lines = JsonLines::new(bytes);
     let mut open: Option<OpenCommand> = None;
     // Where the items of the last prompt (or the run it expanded) begin.
@@ -302,6 +350,9 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                 .and_then(|mut v| v.get_mut(name).map(Value::take))
                 .unwrap_or_default()
         };
+        if let Some(sub) = subagent.take() {
+            begin_subagent(&mut t, &r, &sub);
+        }
         if t.session.is_none() {
             t.session = r.session_id.owned();
         }
@@ -387,26 +438,7 @@ pub(crate) fn read(bytes: Vec<u8>) -> Transcript {
                 t.noted(AgentKind::Qwen, key, at, &event, whole());
             }
             ("assistant", _) => said(&mut t, &r, &key, at),
-            ("tool_result", _) => {
-                let result = &r.tool_call_result;
-                let id = result
-                    .call_id
-                    .as_deref()
-                    .or_else(|| r.parts.iter().find_map(|p| p.response_id.as_deref()))
-                    .unwrap_or("");
-                let failed = matches!(result.status.as_deref(), Some("error" | "cancelled"));
-                match result.result_display {
-                    Some(shown) => t.update_raw(key, at, Update::tool_done(id, failed, shown)),
-                    None => {
-                        // The parts as written (none when they are not a list).
-                        let parts = match field("message").get_mut("parts").map(Value::take) {
-                            Some(parts @ Value::Array(_)) => parts,
-                            _ => Value::Array(Vec::new()),
-                        };
-                        t.update(key, at, crate::updates::tool_done(id, failed, parts));
-                    }
-                }
-            }
+            ("tool_result", _) => tool_result(&mut t, &r, key, at, || field("message")),
             (other, sub) => {
                 let event = match sub {
                     Some(sub) => format!("{other}/{sub}"),

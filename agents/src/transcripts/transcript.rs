@@ -22,6 +22,14 @@ pub(crate) struct Item {
     pub fact: Option<String>,
 }
 
+/// A subagent's own transcript (Claude Code's `<session>/subagents/agent-<id>.jsonl`,
+/// Qwen Code's `subagents/<session>/agent-<id>.jsonl`): the session that
+/// delegated to it, and what its `.meta.json` says of the call that did.
+pub(crate) struct Subagent {
+    pub parent: String,
+    pub meta: Value,
+}
+
 /// One transcript file, read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Transcript {
@@ -37,6 +45,9 @@ pub(crate) struct Transcript {
     pub release: Option<String>,
     /// The session's mode, where the transcript says it (docs/agents.md).
     pub mode: Option<Mode>,
+    /// The id its prompts take where no record names one (a Qwen Code
+    /// subagent's: `subagent:<id>`, as its hooks name its turn).
+    pub turn_of: Option<String>,
 }
 
 impl Transcript {
@@ -201,6 +212,15 @@ impl Transcript {
     /// where the transcript names the prompt's id: the join keys the hooks'
     /// turn end (`Stop`) uses for the same (`facts.rs`).
     pub(crate) fn turn_facts(&mut self) {
+        if let Some(turn) = self.turn_of.clone() {
+            for item in &mut self.items {
+                if let PlannedData::Ready(EventData::SessionPrompt(p)) = &mut item.data
+                    && p.prompt_id.is_none()
+                {
+                    p.prompt_id = Some(turn.clone());
+                }
+            }
+        }
         let mut prompt: Option<String> = None;
         let mut last_reply: Option<usize> = None;
         for i in 0..self.items.len() {
