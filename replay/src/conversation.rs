@@ -327,11 +327,19 @@ impl Conversation {
     }
 }
 
-/// The conversation of `session`, from the log.
+/// The conversation of `session`, from the log, in the order things happened:
+/// by each event's time (the agent's own, for what an agent reported), so
+/// what an import added later sits where it happened; events of the same
+/// time keep their order in the log.
 pub fn conversation(log: &Log, session: &str) -> Result<Vec<Entry>, AuditError> {
-    let mut c = Conversation::default();
+    let mut events = Vec::new();
     for record in log.stream(session, 0)? {
-        c.apply(&Event::decode(record.seq, &record.bytes)?);
+        events.push(Event::decode(record.seq, &record.bytes)?);
+    }
+    events.sort_by_key(Event::time);
+    let mut c = Conversation::default();
+    for event in &events {
+        c.apply(event);
     }
     Ok(c.entries)
 }

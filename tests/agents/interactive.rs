@@ -830,3 +830,169 @@ fn a_qwen_subagents_transcript_is_its_own_session_and_joins_its_hooks() {
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+#[test]
+fn a_report_shows_what_an_import_added_where_it_happened() {
+    let w = Workspace::new();
+    let sid = "0de7-q";
+    let pid = |n: u32| format!("{sid}########{n}");
+    let hook = |name: &str, n: u32, at: &str, rest: Value| {
+        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "prompt_id": pid(n), "timestamp": format!("2026-12-07T10:00:{at}Z")});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    for payload in [
+        hook(
+            "UserPromptSubmit",
+            0,
+            "00",
+            json!({"prompt": "first prompt", "submitted_prompt": "first prompt"}),
+        ),
+        hook(
+            "Stop",
+            0,
+            "01",
+            json!({"last_assistant_message": "first reply"}),
+        ),
+        hook(
+            "UserPromptSubmit",
+            1,
+            "20",
+            json!({"prompt": "third prompt", "submitted_prompt": "third prompt"}),
+        ),
+        hook(
+            "Stop",
+            1,
+            "21",
+            json!({"last_assistant_message": "third reply"}),
+        ),
+    ] {
+        send(&w, "qwen", payload);
+    }
+    // The chat holds a built-in command between them, which no hook reports.
+    let common = format!(r#""sessionId":"{sid}","cwd":"/p","version":"0.24.4""#);
+    let rec = |uuid: &str, at: &str, rest: &str| {
+        format!(r#"{{"uuid":"{uuid}","timestamp":"2026-12-07T10:00:{at}.000Z",{common},{rest}}}"#)
+    };
+    let snapshot = |n: u32| {
+        format!(
+            r#""type":"system","subtype":"file_history_snapshot","systemPayload":{{"snapshots":[{{"promptId":"{}"}}]}}"#,
+            pid(n)
+        )
+    };
+    let lines = [
+        rec(
+            "u1",
+            "00",
+            r#""type":"user","message":{"role":"user","parts":[{"text":"first prompt"}]}"#,
+        ),
+        rec("f1", "00", &snapshot(0)),
+        rec(
+            "a1",
+            "01",
+            r#""type":"assistant","message":{"role":"model","parts":[{"text":"first reply"}]}"#,
+        ),
+        rec(
+            "s1",
+            "10",
+            r#""type":"system","subtype":"slash_command","systemPayload":{"phase":"invocation","rawCommand":"/about","sentToModel":false}"#,
+        ),
+        rec(
+            "s2",
+            "10",
+            r#""type":"system","subtype":"slash_command","systemPayload":{"phase":"result","rawCommand":"/about","outputHistoryItems":[{"type":"info","text":"Qwen Code 0.24.4"}]}"#,
+        ),
+        rec(
+            "u2",
+            "20",
+            r#""type":"user","message":{"role":"user","parts":[{"text":"third prompt"}]}"#,
+        ),
+        rec("f2", "20", &snapshot(1)),
+        rec(
+            "a2",
+            "21",
+            r#""type":"assistant","message":{"role":"model","parts":[{"text":"third reply"}]}"#,
+        ),
+    ];
+    let file = w
+        .home
+        .path()
+        .join(format!(".qwen/projects/-p/chats/{sid}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "qwen"]);
+    let report = w.ws.path().join("r.html");
+    w.ok(&["report", "--session", sid, "-o", report.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&report).unwrap();
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} in the report"));
+    assert!(
+        at("first prompt") < at("/about") && at("/about") < at("third prompt"),
+        "the imported run where it happened, between the prompts"
+    );
+}
+
+#[test]
+fn an_import_never_reopens_an_ended_session_and_its_untimed_lines_keep_the_agents_time() {
+    let w = Workspace::new();
+    let sid = "e4d0-c";
+    for payload in [
+        json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": "UserPromptSubmit", "prompt": "one", "prompt_id": "p1"}),
+        json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
+    ] {
+        send(&w, "claude-code", payload);
+    }
+    // The transcript: the prompt the hooks saw, one they did not (earlier
+    // than the end, appended after it), and a line of Claude Code's own
+    // without a time.
+    let line = |rest: &str| format!(r#"{{"sessionId":"{sid}",{rest}}}"#);
+    let lines = [
+        line(
+            r#""type":"user","uuid":"u1","promptId":"p1","timestamp":"2026-12-07T00:00:00.000Z","message":{"role":"user","content":"one"}"#,
+        ),
+        line(
+            r#""type":"user","uuid":"u2","promptId":"p2","timestamp":"2026-12-07T00:01:00.000Z","message":{"role":"user","content":"two"}"#,
+        ),
+        line(r#""type":"last-prompt","uuid":"x1","lastPrompt":"two""#),
+    ];
+    let file = w
+        .home
+        .path()
+        .join(format!(".claude/projects/-p/{sid}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "claude-code"]);
+    let listed: Value = serde_json::from_str(&w.ok(&["sessions", "--json"])).unwrap();
+    let me = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == sid)
+        .unwrap();
+    assert_eq!(me["ended"], "ended", "an import does not reopen it: {me}");
+    // Imported alone, the untimed line takes the time of the line before it.
+    let fresh = w.ws.path().join("fresh.redb");
+    w.ok(&[
+        "import",
+        "--from",
+        "claude-code",
+        "--log",
+        fresh.to_str().unwrap(),
+    ]);
+    let listed: Value =
+        serde_json::from_str(&w.ok(&["sessions", "--json", "--log", fresh.to_str().unwrap()]))
+            .unwrap();
+    let me = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == sid)
+        .unwrap();
+    assert_eq!(
+        me["last_at"],
+        cmdlog_common::time::parse_rfc3339("2026-12-07T00:01:00.000Z").unwrap(),
+        "{me}"
+    );
+}

@@ -252,6 +252,7 @@ fn results(t: &mut Transcript, line: &Line<'_>, key: &str, at: Option<u64>) -> b
 pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut t = Transcript::default();
     let mut began = subagent.is_none();
+    let mut last_at: Option<u64> = None;
     let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String, Option<String>)> = None;
@@ -300,7 +301,10 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
             .as_deref()
             .map(str::to_string)
             .unwrap_or_else(|| format!("line {number}"));
-        let at = line.timestamp.as_deref().and_then(parse_time);
+        // A line without a time (Claude Code's bookkeeping) happened when the
+        // line before it did, not when it was imported.
+        let at = line.timestamp.as_deref().and_then(parse_time).or(last_at);
+        last_at = at;
         let kind = line.kind.as_deref().unwrap_or("");
         let meta = line.is_meta.0;
         let message = &line.message;
