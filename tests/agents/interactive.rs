@@ -434,7 +434,37 @@ fn a_codex_session_in_its_ui_joins_its_rollout_on_turn_ids_and_a_refusal_fails()
         ["session/model_switched"],
         "the import adds only what the hooks did not see: {all:#?}"
     );
+    // One call, one name: the rollout's `exec_command {cmd, …}` is the hooks'
+    // `Bash {command}`, its arguments kept beside.
+    let fresh = w.ws.path().join("fresh.redb");
+    w.ok(&[
+        "import",
+        "--from",
+        "codex",
+        "--log",
+        fresh.to_str().unwrap(),
+    ]);
+    let alone: Vec<Value> = w
+        .ok(&["log", "--json", "--all", "--log", fresh.to_str().unwrap()])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = alone
+        .iter()
+        .find(|e| e["data"]["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(call["data"]["title"], "Bash");
+    assert_eq!(call["data"]["rawInput"], json!({"command": "touch x.txt"}));
+    assert_eq!(
+        call["data"]["_meta"]["arguments"]["justification"],
+        "to make x"
+    );
     let verify = w.run(&["verify"]);
+    let said = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        !said.contains("conflict"),
+        "hooks and rollout say the call alike: {said}"
+    );
     assert!(
         verify.status.success(),
         "{}",

@@ -245,7 +245,10 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
                         .to_owned(),
                 };
                 let name = payload.name.as_deref().unwrap_or(inner);
-                t.update_raw(key, at, Update::tool_call(id, name, &input));
+                match shell_call(id, name, &input) {
+                    Some(call) => t.update(key, at, call),
+                    None => t.update_raw(key, at, Update::tool_call(id, name, &input)),
+                }
             }
             ("response_item", "function_call_output" | "custom_tool_call_output") => {
                 let id = payload.call_id.as_deref().unwrap_or("");
@@ -365,6 +368,28 @@ fn completed_item(
             t.other(AgentKind::Codex, key, at, &event, whole());
         }
     }
+}
+
+/// A shell command as Codex's hooks name it: the model calls `exec_command`
+/// with `{cmd, justification?, sandbox_permissions?, …}`, the hooks report the
+/// same call as `Bash` with `{command}`. The import says it the hooks' way
+/// (one call, one name), the model's arguments kept in `_meta.arguments`.
+fn shell_call(id: &str, name: &str, input: &RawValue) -> Option<Value> {
+    if name != "exec_command" {
+        return None;
+    }
+    let args: Value = serde_json::from_str(input.get()).ok()?;
+    let command = args.get("cmd").filter(|c| c.is_string())?;
+    let mut shown = serde_json::Map::new();
+    shown.insert("command".into(), command.clone());
+    let mut call = crate::updates::call(
+        &id.into(),
+        &"Bash".into(),
+        &crate::kind::tool_kind("Bash").into(),
+        &Value::Object(shown),
+    );
+    call["_meta"]["arguments"] = args;
+    Some(call)
 }
 
 /// Whether a tool output says the user stopped the call (Codex ends it with
