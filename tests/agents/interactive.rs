@@ -1026,3 +1026,83 @@ fn an_import_never_reopens_an_ended_session_and_its_untimed_lines_keep_the_agent
         "{me}"
     );
 }
+
+#[test]
+fn who_allowed_each_call_is_kept_from_the_transcripts_that_say_it() {
+    let w = Workspace::new();
+    // Claude Code's tool result lines: `permissionDecision`.
+    let cl = "c0de-who";
+    let line = |rest: &str| {
+        format!(r#"{{"sessionId":"{cl}","timestamp":"2026-12-07T04:00:00.000Z",{rest}}}"#)
+    };
+    let call = |id: &str| {
+        line(&format!(
+            r#""type":"assistant","uuid":"a-{id}","message":{{"role":"assistant","content":[{{"type":"tool_use","id":"{id}","name":"Bash","input":{{"command":"ls"}}}}]}}"#
+        ))
+    };
+    let result = |id: &str, source: &str| {
+        line(&format!(
+            r#""type":"user","uuid":"r-{id}","permissionDecision":{{"decision":"accept","source":"{source}"}},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"ok"}}]}}"#
+        ))
+    };
+    let lines = [
+        call("t1"),
+        result("t1", "user_temporary"),
+        call("t2"),
+        result("t2", "config"),
+    ];
+    let file = w
+        .home
+        .path()
+        .join(format!(".claude/projects/-p/{cl}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    // Qwen Code's chat: the `ui_telemetry` record of each call.
+    let qw = "c0de-qwho";
+    let rec = |uuid: &str, rest: &str| {
+        format!(
+            r#"{{"uuid":"{uuid}","sessionId":"{qw}","timestamp":"2026-12-07T04:00:00.000Z",{rest}}}"#
+        )
+    };
+    let lines = [
+        rec(
+            "a1",
+            r#""type":"assistant","message":{"role":"model","parts":[{"functionCall":{"id":"call_1","name":"run_shell_command","args":{"command":"echo hi"}}}]}"#,
+        ),
+        rec(
+            "u1",
+            r#""type":"system","subtype":"ui_telemetry","systemPayload":{"uiEvent":{"event.name":"qwen-code.tool_call","call_id":"call_1","decision":"auto_accept"}}"#,
+        ),
+        rec(
+            "r1",
+            r#""type":"tool_result","message":{"role":"user","parts":[{"functionResponse":{"id":"call_1","response":{"output":"hi"}}}]},"toolCallResult":{"callId":"call_1","status":"success"}"#,
+        ),
+    ];
+    let file = w
+        .home
+        .path()
+        .join(format!(".qwen/projects/-p/chats/{qw}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.ok(&["import", "--from", "claude-code"]);
+    w.ok(&["import", "--from", "qwen"]);
+    let all = events(&w);
+    let permission = |id: &str| {
+        all.iter()
+            .find(|e| {
+                e["data"]["sessionUpdate"] == "tool_call_update" && e["data"]["toolCallId"] == id
+            })
+            .map(|e| e["data"]["_meta"]["permission"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        permission("t1")["decidedBy"],
+        "user",
+        "{:?}",
+        permission("t1")
+    );
+    assert_eq!(permission("t1")["source"], "user_temporary");
+    assert_eq!(permission("t2")["decidedBy"], "rule");
+    assert_eq!(permission("call_1")["decision"], "auto_accept");
+    assert!(w.run(&["verify"]).status.success());
+}

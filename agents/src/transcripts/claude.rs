@@ -17,6 +17,7 @@ use crate::updates::Update;
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
 use crate::kind::AgentKind;
+use cmdlog_engine::event::Decider;
 
 /// Whether a user line's text is Claude Code's own, not typed: the notice of
 /// an interruption (`[Request interrupted by user…]`), a background task's
@@ -65,6 +66,9 @@ struct Line<'a> {
     /// What the tool returned (a tool result line): the object the hooks'
     /// `PostToolUse` carries as `tool_response`.
     tool_use_result: Option<&'a RawValue>,
+    /// Who allowed or refused the call (a tool result line):
+    /// `{decision, source, …}`.
+    permission_decision: Option<&'a RawValue>,
 }
 
 impl<'a> Shape<'a> for Line<'a> {
@@ -83,6 +87,7 @@ impl<'a> Shape<'a> for Line<'a> {
                 "promptId" => line.prompt_id = map.next_value()?,
                 "agentId" => line.agent_id = map.next_value()?,
                 "toolUseResult" => line.tool_use_result = map.next_value()?,
+                "permissionDecision" => line.permission_decision = map.next_value()?,
                 "isMeta" => line.is_meta = map.next_value()?,
                 "isSidechain" => line.is_sidechain = map.next_value()?,
                 "message" => line.message = map.next_value_seed(Seed::<Message<'a>>::new())?,
@@ -235,18 +240,48 @@ fn results(t: &mut Transcript, line: &Line<'_>, key: &str, at: Option<u64>) -> b
         .tool_use_result
         .filter(|r| r.get().starts_with('{'))
         .filter(|_| results.len() == 1);
+    let decided = line
+        .permission_decision
+        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
+        .filter(|_| results.len() == 1);
     for (i, r) in results.iter().enumerate() {
-        t.update_raw(
-            format!("{key}/{i}"),
-            at,
-            Update::tool_done(
-                r.tool_use_id.as_deref().unwrap_or(""),
-                r.is_error.0,
-                returned.or(r.content).unwrap_or(RawValue::NULL),
+        let id = r.tool_use_id.as_deref().unwrap_or("");
+        let output = returned.or(r.content).unwrap_or(RawValue::NULL);
+        match &decided {
+            // Who allowed or refused it, kept on its settling.
+            Some(decision) => {
+                let output = serde_json::from_str(output.get()).unwrap_or_default();
+                let mut done = crate::updates::tool_done(id, r.is_error.0, output);
+                done["_meta"]["permission"] = permission(decision);
+                t.update(format!("{key}/{i}"), at, done);
+            }
+            None => t.update_raw(
+                format!("{key}/{i}"),
+                at,
+                Update::tool_done(id, r.is_error.0, output),
             ),
-        );
+        }
     }
     !results.is_empty()
+}
+
+/// Claude Code's `permissionDecision` (`{decision, source, …}`) as recorded:
+/// as written, with who decided in cmdlog's words (`decidedBy`: `user` for
+/// the dialog's answers, `rule` for the settings' rules, `hook`,
+/// `classifier` for auto mode's reviewer).
+fn permission(decision: &Value) -> Value {
+    let by = match decision["source"].as_str().unwrap_or("") {
+        s if s.starts_with("user") => Some(Decider::User),
+        "config" | "rule" | "mode" => Some(Decider::Rule),
+        "hook" => Some(Decider::Hook),
+        s if s.contains("classifier") || s == "auto" => Some(Decider::Classifier),
+        _ => None,
+    };
+    let mut out = decision.clone();
+    if let (Some(by), Some(fields)) = (by, out.as_object_mut()) {
+        fields.insert("decidedBy".into(), by.name().into());
+    }
+    out
 }
 
 pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {

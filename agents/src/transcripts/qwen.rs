@@ -16,7 +16,12 @@
 //! hook added (`<qwen:user-prompt-submit-context>`) is not part of the prompt.
 //! An `assistant` record without a function call ends the turn.
 
-use cmdlog_engine::event::Delivery;
+use std::collections::HashMap;
+
+use cmdlog_engine::EventData;
+use cmdlog_engine::event::{Decider, Delivery};
+
+use crate::plan::PlannedData;
 use serde::de::MapAccess;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -334,6 +339,8 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut open: Option<OpenCommand> = None;
     // Where the items of the last prompt (or the run it expanded) begin.
     let mut prompt_from: Option<usize> = None;
+    // Each call's permission decision, by its id.
+    let mut decisions: HashMap<String, String> = HashMap::new();
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let r: Record<'_> = match decode(bytes) {
             Ok(r) => r,
@@ -362,6 +369,11 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         let subtype = r.subtype.as_deref();
         let payload = &r.system_payload;
         let phase = payload.phase.as_deref();
+        if (kind, subtype) == ("system", Some("ui_telemetry"))
+            && let Some((id, decision)) = decision_of(&field("systemPayload"))
+        {
+            decisions.insert(id, decision);
+        }
         // The line after a prompt that names its id (`<session>########<n>`):
         // the hooks' `prompt_id` for the same prompt.
         if (kind, subtype) == ("system", Some("file_history_snapshot"))
@@ -451,5 +463,53 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     if let Some(command) = open.take() {
         command.settle(&mut t, None);
     }
+    with_decisions(&mut t, &decisions);
     t
+}
+
+/// A call's permission decision, from a `ui_telemetry` record's payload.
+fn decision_of(payload: &Value) -> Option<(String, String)> {
+    let event = &payload["uiEvent"];
+    if event["event.name"] != "qwen-code.tool_call" {
+        return None;
+    }
+    Some((
+        event["call_id"].as_str()?.to_string(),
+        event["decision"].as_str()?.to_string(),
+    ))
+}
+
+/// Who allowed or refused each call (the `ui_telemetry` record of its
+/// `qwen-code.tool_call`: `decision` — `accept` or `reject` in the dialog,
+/// `auto_accept` without asking), kept on the call's settling as
+/// `_meta.permission` (`decidedBy: user` for the dialog's answers).
+fn with_decisions(t: &mut Transcript, decisions: &HashMap<String, String>) {
+    if decisions.is_empty() {
+        return;
+    }
+    for item in &mut t.items {
+        let update = match &item.data {
+            PlannedData::Update(u @ Update::ToolCallUpdate { .. }) => serde_json::to_value(u).ok(),
+            PlannedData::Ready(EventData::SessionUpdate(u))
+                if u["sessionUpdate"] == "tool_call_update" =>
+            {
+                Some(u.clone())
+            }
+            _ => None,
+        };
+        let Some(mut update) = update else { continue };
+        let Some(decision) = update["toolCallId"]
+            .as_str()
+            .and_then(|id| decisions.get(id))
+        else {
+            continue;
+        };
+        let mut permission = serde_json::Map::new();
+        permission.insert("decision".into(), decision.as_str().into());
+        if matches!(decision.as_str(), "accept" | "reject") {
+            permission.insert("decidedBy".into(), Decider::User.name().into());
+        }
+        update["_meta"]["permission"] = Value::Object(permission);
+        item.data = PlannedData::Ready(EventData::SessionUpdate(update));
+    }
 }
