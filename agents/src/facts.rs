@@ -419,12 +419,13 @@ pub(crate) fn said<'a>(events: impl Iterator<Item = (&'a PlannedData, &'a mut Op
     let mut calls: HashMap<String, String> = HashMap::new();
     let mut last_reply: Option<String> = None;
     for (data, fact) in events {
-        let update = match data {
-            PlannedData::Ready(EventData::SessionUpdate(u)) => Some(u.clone()),
-            PlannedData::Update(u) => serde_json::to_value(u).ok(),
+        // An update as a value: borrowed where it is one already.
+        let update: Option<std::borrow::Cow<'_, Value>> = match data {
+            PlannedData::Ready(EventData::SessionUpdate(u)) => Some(std::borrow::Cow::Borrowed(u)),
+            PlannedData::Update(u) => serde_json::to_value(u).ok().map(std::borrow::Cow::Owned),
             _ => None,
         };
-        let named = match (data, &update) {
+        let named = match (data, update.as_deref()) {
             (PlannedData::Ready(EventData::SessionPrompt(p)), _) => {
                 last_reply = None;
                 Some(format!("prompt:{}", content_hash(p.text.trim())))

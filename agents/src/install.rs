@@ -71,8 +71,8 @@ pub enum Scope {
     User,
 }
 
-/// Claude Code's: its subagents' start and stop, and its model switches
-/// (`PostModelSwitch`, since 2.1.2xx: an older release ignores the name).
+/// Claude Code's: its subagents' start and stop, and (last) its model
+/// switches (`PostModelSwitch`, in 2.1.332; 2.1.197 ignores the name).
 const CLAUDE: &[(&str, u64)] = &[
     ("SessionStart", 10),
     ("UserPromptSubmit", 10),
@@ -87,28 +87,13 @@ const CLAUDE: &[(&str, u64)] = &[
     ("StopFailure", 10),
     ("SubagentStart", 10),
     ("SubagentStop", 10),
-    ("PostModelSwitch", 10),
     ("SessionEnd", 5),
+    ("PostModelSwitch", 10),
 ];
 
 /// Qwen Code took Claude Code's hook events, names and seconds alike; it has
-/// subagents, and no model-switch hook.
-const QWEN: &[(&str, u64)] = &[
-    ("SessionStart", 10),
-    ("UserPromptSubmit", 10),
-    ("UserPromptExpansion", 10),
-    ("PreToolUse", 10),
-    ("PostToolUse", 10),
-    ("PostToolUseFailure", 10),
-    ("PostToolBatch", 10),
-    ("PermissionRequest", 10),
-    ("PermissionDenied", 10),
-    ("Stop", 10),
-    ("StopFailure", 10),
-    ("SubagentStart", 10),
-    ("SubagentStop", 10),
-    ("SessionEnd", 5),
-];
+/// subagents, and no model-switch hook: Claude Code's but the last.
+const QWEN: &[(&str, u64)] = CLAUDE.split_at(CLAUDE.len() - 1).0;
 
 /// The hook events cmdlog listens to, per agent, and the timeout it asks for (in
 /// the agent's unit: seconds for Claude Code, Codex and Qwen Code, milliseconds

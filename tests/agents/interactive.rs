@@ -17,6 +17,14 @@ fn send(w: &Workspace, agent: &str, payload: Value) {
     assert!(hook(w, agent, &payload).status.success(), "{name}");
 }
 
+/// A hook payload: `base` with the fields of `rest` set over it.
+fn with(mut base: Value, rest: Value) -> Value {
+    for (k, x) in rest.as_object().unwrap() {
+        base[k] = x.clone();
+    }
+    base
+}
+
 /// Each fact stated by more than one event of the session (not counting the
 /// `agent/observed` that names the first). What is joined by its content
 /// (`said:`) may be said again by the same source — the same prompt typed
@@ -94,10 +102,7 @@ fn a_qwen_session_in_its_ui_is_recorded_once_and_its_chat_adds_only_what_hooks_m
         if let Some(n) = n {
             v["prompt_id"] = json!(pid(n));
         }
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(v, rest)
     };
     let approved =
         json!({"command": "touch a.txt", "is_background": false, "description": "run it"});
@@ -304,12 +309,11 @@ fn a_codex_session_in_its_ui_joins_its_rollout_on_turn_ids_and_a_refusal_fails()
     let w = Workspace::new();
     let sid = "01a2b3c4-0000-7000-8000-0000000c0dea";
     let p = |name: &str, rest: Value| {
-        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
-            "permission_mode": "default", "model": "m1"});
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(
+            json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "model": "m1"}),
+            rest,
+        )
     };
     let asked = json!({"command": "touch x.txt"});
     // As Codex 0.171 sends them in its UI: the request after the call, the
@@ -477,12 +481,11 @@ fn a_gemini_chat_rewritten_after_a_denial_keeps_what_happened_and_joins_its_hook
     let w = Workspace::new();
     let sid = "6e61-g";
     let p = |name: &str, rest: Value| {
-        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
-            "transcript_path": "", "timestamp": "2026-12-07T04:08:00Z"});
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(
+            json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "transcript_path": "", "timestamp": "2026-12-07T04:08:00Z"}),
+            rest,
+        )
     };
     let shell =
         |cmd: &str| json!({"tool_name": "run_shell_command", "tool_input": {"command": cmd}});
@@ -605,20 +608,14 @@ fn a_claude_subagent_runs_as_a_session_of_its_own_under_the_call_that_started_it
     let w = Workspace::new();
     let sid = "7c1a-parent";
     let p = |name: &str, rest: Value| {
-        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
-            "permission_mode": "default", "prompt_id": "p1"});
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(
+            json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "prompt_id": "p1"}),
+            rest,
+        )
     };
     let sub = json!({"agent_id": "a7160f17ab425b300", "agent_type": "general-purpose"});
-    let with = |mut v: Value| {
-        for (k, x) in sub.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
-    };
+    let by_sub = |v: Value| with(v, sub.clone());
     let task = json!({"description": "a sub task", "prompt": "touch s.txt", "subagent_type": "general-purpose"});
     let touch = json!({"command": "touch s.txt"});
     // As Claude Code 2.1.332 sends them: the subagent's own payloads name it
@@ -634,20 +631,20 @@ fn a_claude_subagent_runs_as_a_session_of_its_own_under_the_call_that_started_it
             "PostToolUse",
             json!({"tool_name": "Agent", "tool_input": task, "tool_use_id": "toolu_a", "tool_response": {"status": "async_launched", "agentId": "a7160f17ab425b300"}}),
         ),
-        with(p(
+        by_sub(p(
             "PreToolUse",
             json!({"tool_name": "Bash", "tool_input": touch, "tool_use_id": "toolu_s"}),
         )),
         p("Stop", json!({"last_assistant_message": "launched"})),
-        with(p(
+        by_sub(p(
             "PermissionRequest",
             json!({"tool_name": "Bash", "tool_input": touch}),
         )),
-        with(p(
+        by_sub(p(
             "PostToolUse",
             json!({"tool_name": "Bash", "tool_input": touch, "tool_use_id": "toolu_s", "tool_response": {"stdout": ""}}),
         )),
-        with(p(
+        by_sub(p(
             "SubagentStop",
             json!({"last_assistant_message": "done it", "agent_transcript_path": "/x/subagents/agent-a7160f17ab425b300.jsonl"}),
         )),
@@ -769,12 +766,11 @@ fn a_qwen_subagents_transcript_is_its_own_session_and_joins_its_hooks() {
     let sid = "9a9a-q";
     let child = "general-purpose-call_9";
     let p = |name: &str, rest: Value| {
-        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
-            "permission_mode": "default", "prompt_id": format!("{sid}########0")});
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(
+            json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "permission_mode": "default", "prompt_id": format!("{sid}########0")}),
+            rest,
+        )
     };
     let task = json!({"description": "count", "prompt": "count the files", "subagent_type": "general-purpose"});
     for payload in [
@@ -867,12 +863,11 @@ fn a_report_shows_what_an_import_added_where_it_happened() {
     let sid = "0de7-q";
     let pid = |n: u32| format!("{sid}########{n}");
     let hook = |name: &str, n: u32, at: &str, rest: Value| {
-        let mut v = json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
-            "prompt_id": pid(n), "timestamp": format!("2026-12-07T10:00:{at}Z")});
-        for (k, x) in rest.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
+        with(
+            json!({"session_id": sid, "cwd": w.ws.path(), "hook_event_name": name,
+            "prompt_id": pid(n), "timestamp": format!("2026-12-07T10:00:{at}Z")}),
+            rest,
+        )
     };
     for payload in [
         hook(

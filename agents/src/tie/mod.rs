@@ -37,8 +37,24 @@ use crate::append::Batch;
 use crate::plan::{Planned, PlannedData, Settling, Tie};
 use tail::SessionTail;
 
+/// Where a tied event comes from — its session and source — which the events
+/// a tie adds beside it share (its data, which may be large, is not copied).
+struct Origin {
+    session: Option<String>,
+    observed: Option<Observed>,
+}
+
+impl Origin {
+    fn of(p: &Planned) -> Origin {
+        Origin {
+            session: p.session.clone(),
+            observed: p.observed.clone(),
+        }
+    }
+}
+
 /// An event beside `like`: its session and source, stating `fact`.
-fn beside(like: &Planned, fact: Option<String>, data: EventData) -> Planned {
+fn beside(like: &Origin, fact: Option<String>, data: EventData) -> Planned {
     Planned {
         session: like.session.clone(),
         observed: like.observed.clone().map(|o| Observed { fact, ..o }),

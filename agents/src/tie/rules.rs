@@ -6,8 +6,8 @@ use cmdlog_engine::EventData;
 use cmdlog_engine::event::{AgentEvent, Decider};
 use serde_json::{Value, json};
 
-use super::beside;
 use super::tail::{Decision, SessionTail, answer};
+use super::{Origin, beside};
 use crate::plan::{Planned, PlannedData, Settling, Tie};
 
 /// What a tie does around its event.
@@ -37,10 +37,10 @@ pub(super) fn apply(
         Tie::FromLatestRun => Some(Settling::NextPrompt),
         _ => None,
     };
+    let like = Origin::of(planned);
     if let Some(why) = settling {
-        placed.before = tail.settle_open(why, planned);
+        placed.before = tail.settle_open(why, &like);
     }
-    let like = planned.clone();
     match (tie, &mut planned.data) {
         (Tie::FallbackRun, PlannedData::Ready(EventData::CommandRun(_))) => {
             placed.drop = tail.last_run.is_some();
@@ -126,7 +126,7 @@ pub(super) fn apply(
 /// (then `true`: what the batch said is the agent's bookkeeping). A call it
 /// is the first to name is announced before; a request open for it is
 /// answered after: rejected, it did not run.
-fn settle_if_open(tail: &mut SessionTail, u: &Value, like: &Planned, placed: &mut Placed) -> bool {
+fn settle_if_open(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut Placed) -> bool {
     let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
     if tail.settled.contains(&id) {
         return true;
@@ -190,7 +190,7 @@ fn bookkeeping(planned: &mut Planned, agent: &str, event: &str, data: Value) {
 
 /// A call a batch settles that was never announced: the batch's word is all
 /// there is of it, recorded before its settling.
-fn announced(like: &Planned, u: &Value) -> Planned {
+fn announced(like: &Origin, u: &Value) -> Planned {
     let call = EventData::SessionUpdate(crate::updates::call(
         &u["toolCallId"],
         &u["title"],

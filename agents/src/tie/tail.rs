@@ -9,7 +9,7 @@ use cmdlog_store::{Log, ReadError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::beside;
+use super::{Origin, beside};
 use crate::plan::{Planned, PlannedData, Settling};
 
 /// How many of a session's last events are read to tie a payload to it.
@@ -143,7 +143,7 @@ impl SessionTail {
 impl SessionTail {
     /// The events that settle what is open before an event that shows it did
     /// not run (`why`); the tail then holds nothing open.
-    pub(super) fn settle_open(&mut self, why: Settling, like: &Planned) -> Vec<Planned> {
+    pub(super) fn settle_open(&mut self, why: Settling, like: &Origin) -> Vec<Planned> {
         let mut out = Vec::new();
         for (id, tool, input) in std::mem::take(&mut self.pending) {
             let title = tool.as_str().unwrap_or("the call").to_string();
@@ -247,7 +247,7 @@ impl<'a> Decision<'a> {
 
 /// The answer to a permission request, beside `like`.
 pub(super) fn answer(
-    like: &Planned,
+    like: &Origin,
     request_id: String,
     decision: Decision<'_>,
     by: Decider,
