@@ -68,9 +68,10 @@ impl NodeSuite<'_> {
         eprintln!("{}", summary.join("\n"));
         assert!(
             out.status.success(),
-            "{} failed:\n{report}\n{}",
+            "{} failed:\n{report}\n{}\n{}",
             self.what,
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.stderr),
+            failures(&report)
         );
         assert!(
             summary
@@ -78,5 +79,58 @@ impl NodeSuite<'_> {
                 .any(|l| l.starts_with("# pass ") && l != &"# pass 0"),
             "no test ran: {summary:?}"
         );
+    }
+}
+
+/// The failed tests of a TAP report with the first lines of each one's error,
+/// blank lines left out: printed last, where a log cut to its head and tail
+/// still shows why.
+fn failures(report: &str) -> String {
+    const PER_FAILURE: usize = 14;
+    const IN_ALL: usize = 90;
+    let mut out = vec!["failed, in short:".to_owned()];
+    let mut lines = report.lines();
+    while let Some(line) = lines.next() {
+        if !line.trim_start().starts_with("not ok ") {
+            continue;
+        }
+        out.push(line.trim().to_owned());
+        let mut kept = 0;
+        for detail in lines.by_ref() {
+            let detail = detail.trim();
+            if detail == "..." {
+                break;
+            }
+            if detail.is_empty() || kept == PER_FAILURE {
+                continue;
+            }
+            out.push(format!("    {detail}"));
+            kept += 1;
+        }
+    }
+    if out.len() > IN_ALL {
+        let left = out.len() - IN_ALL;
+        out.truncate(IN_ALL);
+        out.push(format!("… {left} more lines in the report above"));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failures;
+
+    #[test]
+    fn the_digest_names_each_failure_with_its_error() {
+        let report = "ok 1 - fine\n# Subtest: b\nnot ok 2 - b\n  ---\n  error: |-\n    waited 60000 ms for the dialog; the screen was:\n\n\n    Invalid auth method selected.\n  ...\nok 3 - c\n";
+        let digest = failures(report);
+        assert!(digest.contains("not ok 2 - b"), "{digest}");
+        assert!(
+            digest.contains("    waited 60000 ms for the dialog"),
+            "{digest}"
+        );
+        assert!(digest.contains("Invalid auth method selected."), "{digest}");
+        assert!(!digest.contains("ok 1 - fine"), "{digest}");
+        assert!(!digest.contains("\n\n"), "{digest}");
     }
 }

@@ -26,6 +26,28 @@ function quote(s) {
 }
 
 /**
+ * The environment of a person at a terminal, from a test's: no marks of a CI
+ * machine (`CI`, `CONTINUOUS_INTEGRATION`, any `CI_*` — the `is-in-ci` check
+ * Gemini CLI's Ink makes would not start its interactive UI at all: its
+ * troubleshooting guide says so), and a UTF-8 locale where none is set, as
+ * terminals have.
+ */
+export function personal(env) {
+  const out = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (k === "CI" || k === "CONTINUOUS_INTEGRATION" || k.startsWith("CI_")) continue;
+    out[k] = v;
+  }
+  const locale = out.LC_ALL || out.LC_CTYPE || out.LANG || "";
+  if (!/utf-?8/i.test(locale)) {
+    delete out.LC_ALL;
+    delete out.LC_CTYPE;
+    out.LANG = "C.UTF-8";
+  }
+  return out;
+}
+
+/**
  * Starts `bin args` (a script runs on Node 22) in the world's workspace, in a
  * terminal of `width`×`height`, with the world's environment and `env`. The
  * tmux server is the world's own (its socket under the world's root), so
@@ -34,7 +56,7 @@ function quote(s) {
 export function startTui(w, bin, args, { env = {}, width = 160, height = 50, name = "agent" } = {}) {
   const socket = path.join(w.root, `tmux-${name}.sock`);
   const [cmd, argv] = bin.endsWith(".js") ? [NODE, [bin, ...args]] : [bin, args];
-  const all = { ...w.env, ...env, TERM: "xterm-256color" };
+  const all = { ...personal(w.env), ...env, TERM: "xterm-256color" };
   // The environment goes through a script: tmux's own server would otherwise
   // hand its first client's environment to the pane.
   const script = path.join(w.root, `run-${name}.sh`);
