@@ -342,17 +342,20 @@ impl<E: From<HubError>> Auditing<'_, E> {
             .enumerate()
             .map(|(i, l)| (l.log_id.clone(), i))
             .collect();
-        let consumer = self
-            .stream
-            .create_consumer(OrderedConfig {
-                filter_subject: self.hub.all_logs(),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: self.last + 1,
-                },
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
+        let consumer = crate::read::patiently(
+            || {
+                self.stream.create_consumer(OrderedConfig {
+                    filter_subject: self.hub.all_logs(),
+                    deliver_policy: DeliverPolicy::ByStartSequence {
+                        start_sequence: self.last + 1,
+                    },
+                    ..Default::default()
+                })
+            },
+            crate::read::consumer_transient,
+        )
+        .await
+        .map_err(|e| self.hub.error(format!("following the hub: {e}")))?;
         let mut messages = consumer
             .messages()
             .await

@@ -94,6 +94,49 @@ pub async fn survey(
     Ok(survey)
 }
 
+/// Runs `op` again while the hub answers as a cluster electing its leaders
+/// does (`transient`: a timeout, no responders, a 503), for up to
+/// `READ_WAIT`: right after a node comes back, a consumer or a count asked of
+/// a stream whose leader is not yet elected times out, and a reader should
+/// wait for the election as a push does, not fail.
+pub(crate) async fn patiently<T, E, F>(
+    mut op: impl FnMut() -> F,
+    transient: impl Fn(&E) -> bool,
+) -> Result<T, E>
+where
+    F: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = std::time::Instant::now() + READ_WAIT;
+    let mut wait = std::time::Duration::from_millis(100);
+    loop {
+        match op().await {
+            Err(e) if transient(&e) && std::time::Instant::now() + wait < deadline => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(2));
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Whether a consumer could not be made for a reason an election ends.
+pub(crate) fn consumer_transient(e: &stream::ConsumerError) -> bool {
+    use stream::ConsumerErrorKind as K;
+    match e.kind() {
+        K::TimedOut | K::Request => true,
+        K::JetStream(e) => e.code() == 503,
+        _ => false,
+    }
+}
+
+/// Whether a stream's info was not given for a reason an election ends.
+fn info_transient(e: &stream::InfoError) -> bool {
+    !matches!(
+        e.kind(),
+        async_nats::jetstream::context::RequestErrorKind::InvalidSubject
+    )
+}
+
 /// How many messages the stream's leader says `filter` holds now.
 pub(crate) async fn messages_on(
     hub: &Hub,
@@ -102,11 +145,17 @@ pub(crate) async fn messages_on(
 ) -> Result<u64, HubError> {
     let failed = |e: &dyn std::fmt::Display| hub.error(format!("stream info: {e}"));
     if filter == hub.all_logs() {
-        let mut info = stream.clone();
-        return Ok(info.info().await.map_err(|e| failed(&e))?.state.messages);
+        let info = patiently(
+            || async {
+                let mut info = stream.clone();
+                info.info().await.map(|i| i.state.messages)
+            },
+            info_transient,
+        )
+        .await;
+        return info.map_err(|e| failed(&e));
     }
-    let mut subjects = stream
-        .info_with_subjects(filter)
+    let mut subjects = patiently(|| stream.info_with_subjects(filter), info_transient)
         .await
         .map_err(|e| failed(&e))?;
     let mut count = 0;
@@ -131,14 +180,18 @@ pub async fn each(
     if expected == 0 {
         return Ok(0);
     }
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: filter.to_string(),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| hub.error(format!("consumer on {filter}: {e}")))?;
+    let consumer = patiently(
+        || {
+            stream.create_consumer(OrderedConfig {
+                filter_subject: filter.to_string(),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+        },
+        consumer_transient,
+    )
+    .await
+    .map_err(|e| hub.error(format!("consumer on {filter}: {e}")))?;
     let mut messages = consumer
         .messages()
         .await
@@ -241,28 +294,31 @@ impl Cursor {
             let consumer = match &self.consumer {
                 Some(c) => c.clone(),
                 None => {
-                    let made = stream
-                        .create_consumer(pull::Config {
-                            filter_subject: self.subject.clone(),
-                            deliver_policy: match self.stored_since {
-                                Some(ms) if from <= 1 => DeliverPolicy::ByStartTime {
-                                    start_time: async_nats::datetime::from_nanos(
-                                        i128::from(ms) * 1_000_000,
-                                    )
-                                    .map_err(|e| failed(&e))?,
-                                },
-                                _ => DeliverPolicy::ByStartSequence {
-                                    start_sequence: from.max(1),
-                                },
+                    let config = pull::Config {
+                        filter_subject: self.subject.clone(),
+                        deliver_policy: match self.stored_since {
+                            Some(ms) if from <= 1 => DeliverPolicy::ByStartTime {
+                                start_time: async_nats::datetime::from_nanos(
+                                    i128::from(ms) * 1_000_000,
+                                )
+                                .map_err(|e| failed(&e))?,
                             },
-                            ack_policy: AckPolicy::None,
-                            inactive_threshold: CURSOR_IDLE,
-                            memory_storage: true,
-                            num_replicas: 1,
-                            ..Default::default()
-                        })
-                        .await
-                        .map_err(|e| failed(&e))?;
+                            _ => DeliverPolicy::ByStartSequence {
+                                start_sequence: from.max(1),
+                            },
+                        },
+                        ack_policy: AckPolicy::None,
+                        inactive_threshold: CURSOR_IDLE,
+                        memory_storage: true,
+                        num_replicas: 1,
+                        ..Default::default()
+                    };
+                    let made = patiently(
+                        || stream.create_consumer(config.clone()),
+                        consumer_transient,
+                    )
+                    .await
+                    .map_err(|e| failed(&e))?;
                     self.consumer = Some(made.clone());
                     made
                 }
