@@ -71,6 +71,10 @@ pub(crate) enum Tie {
     /// A call that opens: a permission request asked before it, naming it by
     /// its tool and input (Qwen Code asks before `PreToolUse`), is tied to it.
     OpensCall,
+    /// A call's permission decision, as the agent's telemetry tells it
+    /// (`tool_decision`): a request open for the call is answered, with who
+    /// decided; a call refused is settled as not run.
+    Decided,
 }
 
 /// What showed that the calls left open did not run.

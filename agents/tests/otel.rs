@@ -413,3 +413,130 @@ fn a_source_that_says_nothing_of_a_content_or_says_it_as_text_is_no_conflict() {
             .is_empty()
     );
 }
+
+/// The events of `type` (the log's `type` field) in order.
+fn of_type<'a>(all: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    all.iter().filter(|e| e["type"] == kind).collect()
+}
+
+#[test]
+fn a_decision_in_telemetry_settles_a_refused_call_and_answers_its_request_saying_who() {
+    let (_dir, log) = log();
+    // Interactively, a call refused in Claude Code's dialog gets no hook after
+    // its PermissionRequest: its telemetry's tool_decision says it.
+    hook(
+        &log,
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "prompt": "touch it", "prompt_id": PROMPT}),
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "PreToolUse", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "touch a"}, "tool_use_id": "toolu_denied"}),
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "PermissionRequest", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "touch a"}}),
+    );
+    let body = claude_request(&[
+        (
+            "tool_decision",
+            9,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("tool_name", json!("Bash")),
+                ("tool_use_id", json!("toolu_denied")),
+                ("decision", json!("reject")),
+                ("source", json!("user_reject")),
+            ],
+        ),
+        // A rule refused another call without asking anyone.
+        (
+            "tool_decision",
+            10,
+            vec![
+                ("prompt.id", json!(PROMPT)),
+                ("tool_name", json!("Bash")),
+                ("tool_use_id", json!("toolu_ruled")),
+                ("decision", json!("reject")),
+                ("source", json!("config")),
+            ],
+        ),
+    ]);
+    ingest(&log, &body, false);
+    // The same request again: an exporter's retry adds nothing.
+    ingest(&log, &body, false);
+    let all = events(&log);
+    let settled: Vec<&Value> = of_type(&all, "session/update")
+        .into_iter()
+        .filter(|e| e["data"]["sessionUpdate"] == "tool_call_update")
+        .collect();
+    let of = |id: &str| -> Vec<&Value> {
+        settled
+            .iter()
+            .copied()
+            .filter(|e| e["data"]["toolCallId"] == id)
+            .collect()
+    };
+    for id in ["toolu_denied", "toolu_ruled"] {
+        let s = of(id);
+        assert_eq!(s.len(), 1, "{id} settled once: {all:#?}");
+        assert_eq!(s[0]["data"]["status"], "failed", "{id}: {:#}", s[0]);
+        assert_eq!(s[0]["data"]["rawOutput"]["settled"], "denied", "{:#}", s[0]);
+        assert_eq!(
+            s[0]["data"]["rawOutput"]["by"], "claude-code telemetry",
+            "{:#}",
+            s[0]
+        );
+    }
+    let answers = of_type(&all, "permission/resolved");
+    assert_eq!(answers.len(), 1, "the one request answered once: {all:#?}");
+    let answer = &answers[0]["data"];
+    assert_eq!(answer["decided_by"], "user", "{answer:#}");
+    assert_eq!(answer["decision"]["optionId"], "reject", "{answer:#}");
+    assert_eq!(answer["decision"]["toolCallId"], "toolu_denied", "{answer:#}");
+    // Nothing is left open: verify would name it.
+    let requests = of_type(&all, "permission/requested");
+    assert_eq!(requests.len(), 1, "{all:#?}");
+    assert_eq!(requests[0]["data"]["request_id"], answer["request_id"]);
+}
+
+#[test]
+fn a_decision_allowed_in_telemetry_answers_the_open_request_with_the_rule_or_user() {
+    let (_dir, log) = log();
+    hook(
+        &log,
+        json!({"hook_event_name": "PreToolUse", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_ok"}),
+    );
+    hook(
+        &log,
+        json!({"hook_event_name": "PermissionRequest", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    );
+    let body = claude_request(&[(
+        "tool_decision",
+        3,
+        vec![
+            ("tool_name", json!("Bash")),
+            ("tool_use_id", json!("toolu_ok")),
+            ("decision", json!("accept")),
+            ("source", json!("user_permanent")),
+        ],
+    )]);
+    ingest(&log, &body, false);
+    let all = events(&log);
+    let answers = of_type(&all, "permission/resolved");
+    assert_eq!(answers.len(), 1, "{all:#?}");
+    assert_eq!(answers[0]["data"]["decided_by"], "user");
+    assert_eq!(answers[0]["data"]["decision"]["optionId"], "allow");
+    // Allowed: the call is not settled by the decision (its result will).
+    assert!(
+        !all.iter()
+            .any(|e| e["data"]["sessionUpdate"] == "tool_call_update"),
+        "{all:#?}"
+    );
+    // Its result then settles it, and the request answered stays answered once.
+    hook(
+        &log,
+        json!({"hook_event_name": "PostToolUse", "session_id": SESSION, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_ok", "tool_response": {"stdout": "a\n"}}),
+    );
+    let all = events(&log);
+    assert_eq!(of_type(&all, "permission/resolved").len(), 1, "{all:#?}");
+}

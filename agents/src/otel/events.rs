@@ -52,6 +52,13 @@ pub(crate) fn events(agent: AgentKind, name: &str, attrs: &Attributes) -> Vec<Me
     }
 }
 
+/// How an event a record means is tied to its session: a call's decision
+/// answers the call's request, and settles a refused call (`tie/rules.rs`).
+pub(crate) fn tie(name: &str, data: &PlannedData) -> Option<crate::plan::Tie> {
+    let call = matches!(data, PlannedData::Ready(EventData::SessionUpdate(u)) if u["sessionUpdate"] == "tool_call");
+    (name == "tool_decision" && call).then_some(crate::plan::Tie::Decided)
+}
+
 /// One record, with what its agent names in several ways read once.
 struct Record<'a> {
     agent: AgentKind,

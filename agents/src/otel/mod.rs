@@ -104,6 +104,7 @@ impl Telemetry {
         } = self;
         for (agent, mut batch, found) in batches {
             let source = format!("{} telemetry", agent.name());
+            batch.tie(log)?;
             let (left_out, folded) = batch.fold_facts(log, Some(&source), cache)?;
             report.duplicates += left_out as u64;
             report.observed += folded as u64;
@@ -172,6 +173,7 @@ fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
                 let planned = events::events(agent, &name, &attrs)
                     .into_iter()
                     .map(|(data, fact)| Planned {
+                        tie: events::tie(&name, &data),
                         session: Some(session.clone()),
                         observed: Some(Observed {
                             source: source.clone(),
@@ -180,7 +182,6 @@ fn read(request: &ExportLogsServiceRequest, redact: bool) -> Telemetry {
                             fact,
                         }),
                         data,
-                        tie: None,
                     })
                     .collect();
                 batch.extend(planned);

@@ -105,6 +105,9 @@ pub(super) fn apply(
                 }));
             }
         }
+        (Tie::Decided, PlannedData::Ready(EventData::SessionUpdate(u))) => {
+            decided(tail, u, &like, &mut placed);
+        }
         (Tie::FindCall, PlannedData::Ready(EventData::PermissionRequested(r))) => {
             let call = r.tool_call.clone().unwrap_or(Value::Null);
             let found = tail.pending.iter().rev().find(|(_, tool, input)| {
@@ -151,6 +154,60 @@ fn settle_if_open(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut
             .push(answer(like, request.clone(), decision, by));
     }
     false
+}
+
+/// A call's decision from the agent's telemetry (`tool_decision`: Claude
+/// Code's `decision` accept/reject with its `source`, Codex's
+/// approved/approved_for_session/denied/abort with `config` or `user`): a
+/// request still open for the call is answered, saying who decided; a call
+/// refused that nothing settled yet is settled failed, as not run.
+fn decided(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut Placed) {
+    let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+    let said = &u["_meta"]["telemetry"];
+    let decision = said["decision"].as_str().unwrap_or_default();
+    let allowed = matches!(
+        decision,
+        "accept" | "approved" | "approved_for_session" | "allow"
+    );
+    let by = decider(said["source"].as_str().unwrap_or_default());
+    let reason = format!("the agent's telemetry: decision {decision}");
+    if let Some(request) = tail.open_requests.remove(&id) {
+        let answered = if allowed {
+            Decision {
+                option_id: Some("allow"),
+                ..Decision::reject(Some(&id), &reason)
+            }
+        } else if decision == "abort" {
+            Decision::cancelled(Some(&id), &reason)
+        } else {
+            Decision::reject(Some(&id), &reason)
+        };
+        placed.after.push(answer(like, request, answered, by));
+    }
+    if !allowed && !tail.settled.contains(&id) {
+        let source = like.observed.as_ref().map(|o| o.source.clone());
+        let update = EventData::SessionUpdate(json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": id,
+            "status": "failed",
+            "rawOutput": {"settled": "denied", "reason": reason, "by": source},
+        }));
+        let fact = crate::facts::of_data(&PlannedData::Ready(update.clone()));
+        placed.after.push(beside(like, fact, update));
+        tail.settled.insert(id);
+    }
+}
+
+/// Who decided, from the `source` of a telemetry decision: the user in the
+/// dialog (Claude Code's `user_temporary`, `user_permanent`, `user_reject`,
+/// `user_abort`; Codex's `user`), the configured rules (`config`), a hook.
+fn decider(source: &str) -> Decider {
+    match source {
+        "config" => Decider::Rule,
+        "hook" => Decider::Hook,
+        s if s == "user" || s.starts_with("user_") => Decider::User,
+        _ => Decider::Other,
+    }
 }
 
 /// What the agent said again (a call a batch settles that something settled
