@@ -33,6 +33,9 @@ pub(crate) const RECENT_DELIVERIES_RECORDS: u64 = 8192;
 pub(crate) const RECENT_DELIVERIES_MAX: usize = 65_536;
 /// Events per atomic append of an import.
 pub(crate) const IMPORT_CHUNK_EVENTS: usize = 4000;
+/// Bytes read of a Gemini CLI chat to find the call that started one of its
+/// subagents (a larger chat names none).
+pub(crate) const CHAT_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// Bytes read from the head of a Codex rollout for its `session_meta` line
 /// (which carries the model's base instructions, tens of kilobytes).
 pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;

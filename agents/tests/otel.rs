@@ -492,7 +492,10 @@ fn a_decision_in_telemetry_settles_a_refused_call_and_answers_its_request_saying
     let answer = &answers[0]["data"];
     assert_eq!(answer["decided_by"], "user", "{answer:#}");
     assert_eq!(answer["decision"]["optionId"], "reject", "{answer:#}");
-    assert_eq!(answer["decision"]["toolCallId"], "toolu_denied", "{answer:#}");
+    assert_eq!(
+        answer["decision"]["toolCallId"], "toolu_denied",
+        "{answer:#}"
+    );
     // Nothing is left open: verify would name it.
     let requests = of_type(&all, "permission/requested");
     assert_eq!(requests.len(), 1, "{all:#?}");

@@ -445,9 +445,23 @@ test("cmdlog log (gemini tui): import into the same log states nothing again; it
   const s = await scenario();
   assert.equal(s.importOut.status, 0, `cmdlog import --from gemini: ${s.importOut.stderr}`);
   assert.deepEqual(statedTwice(s.hookEvents, s.afterImport), []);
-  // The /x run (its hook sends only the expansion, recorded as the prompt)
-  // and the model switch.
-  assert.deepEqual(addedKinds(s.hookEvents, s.afterImport), {
+  // The subagent's own chat (chats/<session>/<agent id>.jsonl) is its session,
+  // which no hook names: begun with its parent (the session, the invoke_agent
+  // call, the agent), the task it was given, its complete_task call.
+  const { second } = sessionsOf(s);
+  const head = Math.max(0, ...s.hookEvents.map((e) => e.seq));
+  const child = s.afterImport.find((e) => e.seq > head && e.type === "session/created" && e.data.parent);
+  assert.ok(child, `the import begins the subagent's session: ${summary(s.afterImport.filter((e) => e.seq > head))}`);
+  assert.equal(child.data.parent.session, second, JSON.stringify(child));
+  assert.equal(child.data.parent.agent_type, "codebase_investigator", JSON.stringify(child));
+  assert.match(child.data.parent.tool_call_id ?? "", /invoke_agent/, JSON.stringify(child));
+  const inChild = ofSession(s.afterImport, child.session);
+  assert.ok(inChild.some((e) => e.type === "session/prompt" && /Describe the layout of this repository/.test(e.data.text)), summary(inChild));
+  assert.ok(inChild.some((e) => kindOf(e) === "session/update:tool_call" && e.data.title === "complete_task"), summary(inChild));
+  // Elsewhere: the /x run (its hook sends only the expansion, recorded as the
+  // prompt) and the model switch.
+  const rest = s.afterImport.filter((e) => e.session !== child.session);
+  assert.deepEqual(addedKinds(s.hookEvents, rest), {
     "command/run": 1,
     "command/done": 1,
     "session/model_switched": 1,

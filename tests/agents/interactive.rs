@@ -1101,3 +1101,70 @@ fn who_allowed_each_call_is_kept_from_the_transcripts_that_say_it() {
     assert_eq!(permission("call_1")["decision"], "auto_accept");
     assert!(w.run(&["verify"]).status.success());
 }
+
+#[test]
+fn a_gemini_subagents_chat_is_its_own_session_under_the_invoke_agent_call() {
+    let w = Workspace::new();
+    let parent = "4c1e0000-aaaa-4bbb-8ccc-000000000001";
+    let child = "9125aaaa-bbbb-4ccc-8ddd-000000000002";
+    let chats = w.home.path().join(".gemini/tmp/p/chats");
+    std::fs::create_dir_all(chats.join(parent)).unwrap();
+    // The parent's chat: a prompt, then the invoke_agent call naming the
+    // subagent's session as agentId.
+    let parent_chat = [
+        format!(
+            r#"{{"sessionId":"{parent}","projectHash":"h","startTime":"2026-12-07T04:10:00.000Z","lastUpdated":"2026-12-07T04:10:00.000Z","kind":"main"}}"#
+        ),
+        r#"{"id":"m1","timestamp":"2026-12-07T04:10:00.000Z","type":"user","content":[{"text":"map the repo"}]}"#.to_string(),
+        format!(
+            r#"{{"id":"m2","timestamp":"2026-12-07T04:10:01.000Z","type":"gemini","content":"","model":"gemini-2.5-pro","toolCalls":[{{"id":"invoke_agent_1","name":"invoke_agent","args":{{"agent_name":"codebase_investigator","prompt":"map the repo"}},"status":"success","timestamp":"2026-12-07T04:10:03.000Z","agentId":"{child}","result":[{{"functionResponse":{{"id":"invoke_agent_1","name":"invoke_agent","response":{{"output":"done"}}}}}}]}}]}}"#
+        ),
+    ];
+    std::fs::write(
+        chats.join(format!("session-2026-12-07T04-10-{}.jsonl", &parent[..8])),
+        parent_chat.join("\n") + "\n",
+    )
+    .unwrap();
+    // The subagent's chat: chats/<parent>/<child>.jsonl.
+    let child_chat = [
+        format!(
+            r#"{{"sessionId":"{child}","projectHash":"h","startTime":"2026-12-07T04:10:01.500Z","lastUpdated":"2026-12-07T04:10:01.500Z","kind":"subagent"}}"#
+        ),
+        r#"{"id":"c1","timestamp":"2026-12-07T04:10:01.500Z","type":"user","content":[{"text":"Investigate: map the repo"}]}"#.to_string(),
+        format!(
+            r#"{{"id":"c2","timestamp":"2026-12-07T04:10:02.000Z","type":"gemini","content":"","model":"gemini-2.5-pro","toolCalls":[{{"id":"{child}#0-0","name":"complete_task","args":{{"report":"fine"}},"status":"success","timestamp":"2026-12-07T04:10:02.100Z","result":[{{"functionResponse":{{"id":"{child}#0-0","name":"complete_task","response":{{"output":"ok"}}}}}}]}}]}}"#
+        ),
+    ];
+    std::fs::write(
+        chats.join(parent).join(format!("{child}.jsonl")),
+        child_chat.join("\n") + "\n",
+    )
+    .unwrap();
+    w.ok(&["import", "--from", "gemini"]);
+    let all = events(&w);
+    let created: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["session"] == child && e["type"] == "session/created")
+        .collect();
+    assert_eq!(created.len(), 1, "begun once: {all:#?}");
+    let by = &created[0]["data"]["parent"];
+    assert_eq!(by["session"], parent, "{by}");
+    assert_eq!(by["tool_call_id"], "invoke_agent_1", "{by}");
+    assert_eq!(by["agent_type"], "codebase_investigator", "{by}");
+    assert!(
+        all.iter().any(|e| e["session"] == child
+            && e["type"] == "session/prompt"
+            && e["data"]["text"] == "Investigate: map the repo"),
+        "its task: {all:#?}"
+    );
+    // The tree: the subagent under its parent, through the call.
+    let tree = w.ok(&["sessions"]);
+    assert!(
+        tree.contains(&format!("└ {child}")) && tree.contains("via invoke_agent_1"),
+        "{tree}"
+    );
+    // Imported again: nothing new.
+    let before = all.len();
+    w.ok(&["import", "--from", "gemini"]);
+    assert_eq!(events(&w).len(), before);
+}

@@ -37,20 +37,26 @@ pub(crate) fn parse(agent: AgentKind, path: &Path, bytes: Vec<u8>) -> Transcript
     match agent {
         AgentKind::ClaudeCode => claude::read(bytes, subagent_of(agent, path)),
         AgentKind::Codex => codex::read(path, bytes),
-        AgentKind::Gemini => gemini::read(path, bytes),
+        AgentKind::Gemini => gemini::read(path, bytes, subagent_of(agent, path)),
         AgentKind::Qwen => qwen::read(bytes, subagent_of(agent, path)),
     }
 }
 
 /// A subagent's own transcript — Claude Code's `<session>/subagents/agent-<id>.jsonl`,
-/// Qwen Code's `subagents/<session>/agent-<id>.jsonl` — with its parent
-/// session (the folder's name) and its `.meta.json` beside it (read as an
-/// untrusted file: no link followed, at most 64 KiB; a file that is not
-/// there, or is refused, or is not JSON, says nothing).
+/// Qwen Code's `subagents/<session>/agent-<id>.jsonl`, Gemini CLI's
+/// `chats/<session>/<id>.jsonl` — with its parent session (the folder's name)
+/// and what says which call started it: the `.meta.json` beside it (read as
+/// an untrusted file: no link followed, at most 64 KiB; a file that is not
+/// there, or is refused, or is not JSON, says nothing), or for Gemini CLI
+/// the parent's chat, whose `invoke_agent` call names the subagent's id.
 fn subagent_of(agent: AgentKind, path: &Path) -> Option<Subagent> {
     let folder = path.parent()?;
     let parent = subagent_parent(agent, path)?.to_string();
     let stem = path.file_stem()?.to_str()?;
+    if agent == AgentKind::Gemini {
+        let meta = gemini::delegation(folder.parent()?, &parent, stem);
+        return Some(Subagent { parent, meta });
+    }
     let expect = cmdlog_common::private_fs::Expect {
         bytes_max: 64 * 1024,
         private: false,
@@ -68,14 +74,21 @@ fn subagent_of(agent: AgentKind, path: &Path) -> Option<Subagent> {
 /// The session a subagent's transcript at `path` works for, by where it is.
 fn subagent_parent(agent: AgentKind, path: &Path) -> Option<&str> {
     let folder = path.parent()?;
-    if !path.file_name()?.to_str()?.starts_with("agent-") {
-        return None;
-    }
+    let name = path.file_name()?.to_str()?;
     let parent = match agent {
         AgentKind::ClaudeCode if folder.file_name()? == "subagents" => folder.parent()?,
         AgentKind::Qwen if folder.parent()?.file_name()? == "subagents" => folder,
+        // Gemini CLI: `chats/<session>/<subagent's session>.jsonl`.
+        AgentKind::Gemini
+            if folder.parent()?.file_name()? == "chats" && name.ends_with(".jsonl") =>
+        {
+            return folder.file_name()?.to_str();
+        }
         _ => return None,
     };
+    if !name.starts_with("agent-") {
+        return None;
+    }
     parent.file_name()?.to_str()
 }
 
@@ -122,9 +135,10 @@ pub(crate) fn is_transcript(agent: AgentKind, path: &Path) -> bool {
         AgentKind::ClaudeCode => name.ends_with(".jsonl"),
         AgentKind::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
         AgentKind::Gemini => {
-            in_chats
+            (in_chats
                 && name.starts_with("session-")
-                && (name.ends_with(".jsonl") || name.ends_with(".json"))
+                && (name.ends_with(".jsonl") || name.ends_with(".json")))
+                || subagent_parent(agent, path).is_some()
         }
         AgentKind::Qwen => {
             name.ends_with(".jsonl") && (in_chats || subagent_parent(agent, path).is_some())

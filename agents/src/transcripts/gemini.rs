@@ -26,7 +26,7 @@ use super::lenient::{
     Flag, List, Raw, RawStr, Seed, Shape, Str, TextOrList, by_shape, decode, fields, lenient_map,
     present,
 };
-use super::transcript::Transcript;
+use super::transcript::{Subagent, Transcript};
 use crate::updates::{Text, Update};
 use cmdlog_common::time::parse_rfc3339 as parse_time;
 
@@ -355,7 +355,7 @@ impl<'a> Messages<'a> {
     }
 }
 
-pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
+pub(crate) fn read(path: &Path, bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut t = Transcript::default();
     let mut messages = Messages::default();
     if path.extension().is_some_and(|e| e == "json") {
@@ -375,7 +375,61 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
         return items(t, messages);
     }
     read_lines(&bytes, &mut t, &mut messages);
+    if let (Some(sub), Some(id)) = (&subagent, t.session.clone()) {
+        // A subagent's chat: its session begins where its first message does.
+        let at = messages
+            .list
+            .first()
+            .and_then(|m| m.timestamp.as_deref())
+            .and_then(parse_time);
+        t.begin_subagent(&id, &sub.parent, &sub.meta, at);
+    }
     items(t, messages)
+}
+
+/// The call that started the subagent `child` of session `parent`, from the
+/// parent's chat in `chats` (its `invoke_agent` call names the subagent's
+/// session as `agentId`): `{toolUseId, agentType}` as the other agents' meta
+/// files say it, or nothing. The chat is read as an untrusted file (no link
+/// followed, at most `limits::CHAT_BYTES_MAX`).
+pub(crate) fn delegation(chats: &Path, parent: &str, child: &str) -> Value {
+    let Some(short) = parent.get(..8) else {
+        return Value::Null;
+    };
+    let Ok(dir) = std::fs::read_dir(chats) else {
+        return Value::Null;
+    };
+    let needle = format!("\"agentId\":\"{child}\"");
+    let expect = cmdlog_common::private_fs::Expect {
+        bytes_max: crate::limits::CHAT_BYTES_MAX,
+        private: false,
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("session-") && name.ends_with(&format!("-{short}.jsonl"))) {
+            continue;
+        }
+        let Ok(bytes) = cmdlog_common::private_fs::read_untrusted(&entry.path(), expect) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if !line.contains(&needle) {
+                continue;
+            }
+            let record: Value = serde_json::from_str(line).unwrap_or_default();
+            let calls = record["toolCalls"].as_array().into_iter().flatten();
+            for call in calls {
+                if call["agentId"] == child && call["name"] == "invoke_agent" {
+                    return json!({
+                        "toolUseId": call["id"],
+                        "agentType": call["args"]["agent_name"],
+                    });
+                }
+            }
+        }
+    }
+    Value::Null
 }
 
 /// The records of a JSON-lines chat, applied in order.
