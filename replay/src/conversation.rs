@@ -330,13 +330,15 @@ impl Conversation {
 /// The conversation of `session`, from the log, in the order things happened:
 /// by each event's time (the agent's own, for what an agent reported), so
 /// what an import added later sits where it happened; events of the same
-/// time keep their order in the log.
+/// time keep their order in the log. The session's beginning comes first
+/// whatever its time: Claude Code writes the `/clear` that began a session
+/// into it, stamped before its `SessionStart`.
 pub fn conversation(log: &Log, session: &str) -> Result<Vec<Entry>, AuditError> {
     let mut events = Vec::new();
     for record in log.stream(session, 0)? {
         events.push(Event::decode(record.seq, &record.bytes)?);
     }
-    events.sort_by_key(Event::time);
+    events.sort_by_key(|e| (!matches!(e.data, EventData::SessionCreated(_)), e.time()));
     let mut c = Conversation::default();
     for event in &events {
         c.apply(event);
