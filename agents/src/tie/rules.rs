@@ -6,7 +6,7 @@ use cmdlog_engine::EventData;
 use cmdlog_engine::event::{AgentEvent, Decider};
 use serde_json::{Value, json};
 
-use super::tail::{Decision, SessionTail, answer};
+use super::tail::{Decision, SessionTail, answer, not_run};
 use super::{Origin, beside};
 use crate::plan::{Planned, PlannedData, Settling, Tie};
 
@@ -57,18 +57,7 @@ pub(super) fn apply(
             }
         }
         (Tie::Granted, PlannedData::Ready(EventData::SessionUpdate(u))) => {
-            let id = u["toolCallId"].as_str().unwrap_or_default();
-            if let Some(request_id) = tail.open_requests.remove(id) {
-                // Asked in the agent's dialog, then it ran: the user granted
-                // it (a rule or a hook would not have asked).
-                let decision = Decision {
-                    option_id: Some("allow"),
-                    ..Decision::reject(Some(id), "the call ran after the agent asked")
-                };
-                placed
-                    .before
-                    .push(answer(&like, request_id, decision, Decider::User));
-            }
+            granted(tail, u, &like, &mut placed);
         }
         (Tie::IfModelChanged, PlannedData::Ready(EventData::ModelSwitched(m))) => {
             match tail.model.as_deref() {
@@ -156,6 +145,22 @@ fn settle_if_open(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut
     false
 }
 
+/// A call's result: a request open for it was granted. Asked in the agent's
+/// dialog, then it ran: the user granted it (a rule or a hook would not have
+/// asked).
+fn granted(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut Placed) {
+    let id = u["toolCallId"].as_str().unwrap_or_default();
+    if let Some(request_id) = tail.open_requests.remove(id) {
+        let decision = Decision {
+            option_id: Some("allow"),
+            ..Decision::reject(Some(id), "the call ran after the agent asked")
+        };
+        placed
+            .before
+            .push(answer(like, request_id, decision, Decider::User));
+    }
+}
+
 /// A call's decision from the agent's telemetry (`tool_decision`: Claude
 /// Code's `decision` accept/reject with its `source`, Codex's
 /// approved/approved_for_session/denied/abort with `config` or `user`): a
@@ -185,13 +190,7 @@ fn decided(tail: &mut SessionTail, u: &Value, like: &Origin, placed: &mut Placed
         placed.after.push(answer(like, request, answered, by));
     }
     if !allowed && !tail.settled.contains(&id) {
-        let source = like.observed.as_ref().map(|o| o.source.clone());
-        let update = EventData::SessionUpdate(json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "failed",
-            "rawOutput": {"settled": "denied", "reason": reason, "by": source},
-        }));
+        let update = not_run(&id, "denied", &reason, like);
         let fact = crate::facts::of_data(&PlannedData::Ready(update.clone()));
         placed.after.push(beside(like, fact, update));
         tail.settled.insert(id);

@@ -165,13 +165,7 @@ impl SessionTail {
                     format!("the agent reported no result for it before {}", why.words()),
                 ),
             };
-            let source = like.observed.as_ref().map(|o| o.source.clone());
-            let update = EventData::SessionUpdate(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": "failed",
-                "rawOutput": {"settled": settled, "reason": reason, "by": source},
-            }));
+            let update = not_run(&id, settled, &reason, like);
             let fact = crate::facts::of_data(&PlannedData::Ready(update.clone()))
                 .or_else(|| crate::facts::said_result(&id, &tool, &input));
             out.push(beside(like, fact, update));
@@ -197,6 +191,18 @@ impl SessionTail {
         }
         out
     }
+}
+
+/// The settling of call `id` as not run (`settled`: denied, interrupted,
+/// unreported), why, and the source that showed it (`like`'s).
+pub(super) fn not_run(id: &str, settled: &str, reason: &str, like: &Origin) -> EventData {
+    let source = like.observed.as_ref().map(|o| o.source.clone());
+    EventData::SessionUpdate(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": "failed",
+        "rawOutput": {"settled": settled, "reason": reason, "by": source},
+    }))
 }
 
 /// An answer cmdlog gives a request from what followed it: the ACP outcome,

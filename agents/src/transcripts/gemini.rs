@@ -421,10 +421,15 @@ pub(crate) fn delegation(chats: &Path, parent: &str, child: &str) -> Value {
             let calls = record["toolCalls"].as_array().into_iter().flatten();
             for call in calls {
                 if call["agentId"] == child && call["name"] == "invoke_agent" {
-                    return json!({
-                        "toolUseId": call["id"],
-                        "agentType": call["args"]["agent_name"],
-                    });
+                    let said = [
+                        ("toolUseId", &call["id"]),
+                        ("agentType", &call["args"]["agent_name"]),
+                    ];
+                    return Value::Object(
+                        said.map(|(k, v)| (k.to_string(), v.clone()))
+                            .into_iter()
+                            .collect(),
+                    );
                 }
             }
         }
