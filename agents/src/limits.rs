@@ -33,9 +33,10 @@ pub(crate) const RECENT_DELIVERIES_RECORDS: u64 = 8192;
 pub(crate) const RECENT_DELIVERIES_MAX: usize = 65_536;
 /// Events per atomic append of an import.
 pub(crate) const IMPORT_CHUNK_EVENTS: usize = 4000;
-/// Bytes read of a Gemini CLI chat to find the call that started one of its
-/// subagents (a larger chat names none).
-pub(crate) const CHAT_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Bytes read of a Gemini CLI chat for what a payload or a subagent's chat
+/// does not say (the last reply, the call that started a subagent, whether a
+/// subagent still runs): a larger chat says none of it.
+pub(crate) const CHAT_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// Bytes read from the head of a Codex rollout for its `session_meta` line
 /// (which carries the model's base instructions, tens of kilobytes).
 pub(crate) const ROLLOUT_HEAD_BYTES_MAX: u64 = 1024 * 1024;

@@ -118,6 +118,9 @@ pub(crate) fn batch_for(
         gemini_reply_from_chat(&payload, &mut plan.events);
     }
     if agent == AgentKind::Gemini {
+        gemini_subagent(&payload, &mut plan.events);
+    }
+    if agent == AgentKind::Gemini {
         crate::facts::said(
             plan.events
                 .iter_mut()
@@ -168,16 +171,80 @@ pub fn append_with(
     Ok(batch.append(log, at)?)
 }
 
+/// Gemini CLI's `HOME` for its files: `GEMINI_CLI_HOME`, else `HOME`.
+fn gemini_tmp() -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("GEMINI_CLI_HOME")
+        .filter(|v| !v.is_empty())
+        .or_else(|| std::env::var_os("HOME"))?;
+    Some(std::path::Path::new(&home).join(".gemini/tmp"))
+}
+
+/// The payloads of a Gemini CLI subagent's own loop (its calls, their
+/// permission notices, its model requests) come with its parent's session
+/// id: while a subagent runs (its chat says so, `running_subagent`), they go
+/// to its session, begun once (`session/created` with `parent`, tied to the
+/// parent's `invoke_agent` call; the fact `subagent:<id>` its chat's import
+/// states too).
+fn gemini_subagent(payload: &serde_json::Value, events: &mut Vec<Planned>) {
+    let event = payload["hook_event_name"].as_str().unwrap_or_default();
+    let in_loop = matches!(
+        event,
+        "BeforeTool"
+            | "AfterTool"
+            | "Notification"
+            | "BeforeModel"
+            | "AfterModel"
+            | "BeforeToolSelection"
+    );
+    if !in_loop || payload["tool_name"] == "invoke_agent" || events.is_empty() {
+        return;
+    }
+    let (Some(path), Some(session)) = (
+        payload["transcript_path"].as_str(),
+        payload["session_id"].as_str(),
+    ) else {
+        return;
+    };
+    let Some(child) = gemini_tmp().and_then(|tmp| {
+        crate::transcripts::gemini_running_subagent(std::path::Path::new(path), &tmp, session)
+    }) else {
+        return;
+    };
+    let parent = crate::kind::session_key(AgentKind::Gemini, session);
+    let child_key = crate::kind::session_key(AgentKind::Gemini, &child);
+    let observed = events[0].observed.clone().map(|mut o| {
+        o.fact = Some(format!("subagent:{child}"));
+        o
+    });
+    for p in events.iter_mut() {
+        p.session = Some(child_key.clone());
+    }
+    events.insert(
+        0,
+        Planned {
+            session: Some(child_key),
+            observed,
+            data: PlannedData::Ready(EventData::SessionCreated(
+                cmdlog_engine::event::SessionCreated {
+                    mode: None,
+                    parent: Some(cmdlog_engine::event::Parent {
+                        session: parent,
+                        tool_call_id: None,
+                        agent_type: None,
+                    }),
+                },
+            )),
+            tie: Some(crate::plan::Tie::SubagentCall),
+        },
+    );
+}
+
 /// Gemini CLI 0.61's `AfterAgent` repeats the later chunks of a streamed reply in
 /// `prompt_response` (and says `[no response text]` for none): the reply is taken
 /// from its chat (`transcript_path`) when that is one of Gemini's chat files.
 fn gemini_reply_from_chat(payload: &serde_json::Value, events: &mut Vec<Planned>) {
     let from_chat = payload["transcript_path"].as_str().and_then(|path| {
-        let home = std::env::var_os("GEMINI_CLI_HOME")
-            .filter(|v| !v.is_empty())
-            .or_else(|| std::env::var_os("HOME"))?;
-        let tmp = std::path::Path::new(&home).join(".gemini/tmp");
-        crate::transcripts::gemini_last_reply(std::path::Path::new(path), &tmp)
+        crate::transcripts::gemini_last_reply(std::path::Path::new(path), &gemini_tmp()?)
     });
     let said = payload["prompt_response"].as_str();
     let reply = from_chat.or_else(|| {

@@ -445,19 +445,21 @@ test("cmdlog log (gemini tui): import into the same log states nothing again; it
   const s = await scenario();
   assert.equal(s.importOut.status, 0, `cmdlog import --from gemini: ${s.importOut.stderr}`);
   assert.deepEqual(statedTwice(s.hookEvents, s.afterImport), []);
-  // The subagent's own chat (chats/<session>/<agent id>.jsonl) is its session,
-  // which no hook names: begun with its parent (the session, the invoke_agent
-  // call, the agent), the task it was given, its complete_task call.
+  // The subagent's session: begun live (its payloads come with the parent's
+  // session id; its own chat, chats/<session>/<agent id>.jsonl, says it
+  // runs), under the invoke_agent call; the import adds only the task it was
+  // given, which no hook reports.
   const { second } = sessionsOf(s);
-  const head = Math.max(0, ...s.hookEvents.map((e) => e.seq));
-  const child = s.afterImport.find((e) => e.seq > head && e.type === "session/created" && e.data.parent);
-  assert.ok(child, `the import begins the subagent's session: ${summary(s.afterImport.filter((e) => e.seq > head))}`);
+  const child = s.hookEvents.find((e) => e.type === "session/created" && e.data.parent);
+  assert.ok(child, `the hooks begin the subagent's session: ${summary(s.hookEvents.filter((e) => e.session !== sessionsOf(s).first))}`);
   assert.equal(child.data.parent.session, second, JSON.stringify(child));
   assert.equal(child.data.parent.agent_type, "codebase_investigator", JSON.stringify(child));
-  assert.match(child.data.parent.tool_call_id ?? "", /invoke_agent/, JSON.stringify(child));
-  const inChild = ofSession(s.afterImport, child.session);
-  assert.ok(inChild.some((e) => e.type === "session/prompt" && /Describe the layout of this repository/.test(e.data.text)), summary(inChild));
-  assert.ok(inChild.some((e) => kindOf(e) === "session/update:tool_call" && e.data.title === "complete_task"), summary(inChild));
+  const invoke = ofSession(s.hookEvents, second).find((e) => kindOf(e) === "session/update:tool_call" && e.data.title === "invoke_agent");
+  assert.equal(child.data.parent.tool_call_id, invoke?.data.toolCallId, JSON.stringify(child));
+  const live = ofSession(s.hookEvents, child.session);
+  assert.ok(live.some((e) => kindOf(e) === "session/update:tool_call" && e.data.title === "complete_task"), summary(live));
+  assert.ok(!ofSession(s.hookEvents, second).some((e) => e.data?.title === "complete_task"), "the subagent's call is not its parent's");
+  assert.deepEqual(addedKinds(ofSession(s.hookEvents, child.session), ofSession(s.afterImport, child.session)), { "session/prompt": 1 });
   // Elsewhere: the /x run (its hook sends only the expansion, recorded as the
   // prompt) and the model switch.
   const rest = s.afterImport.filter((e) => e.session !== child.session);

@@ -1168,3 +1168,105 @@ fn a_gemini_subagents_chat_is_its_own_session_under_the_invoke_agent_call() {
     w.ok(&["import", "--from", "gemini"]);
     assert_eq!(events(&w).len(), before);
 }
+
+#[test]
+fn a_gemini_subagents_calls_go_to_its_session_while_its_chat_says_it_runs() {
+    let w = Workspace::new();
+    let parent = "5d5e0000-aaaa-4bbb-8ccc-000000000001";
+    let child = "77aa0000-bbbb-4ccc-8ddd-000000000002";
+    let chats = std::fs::canonicalize(w.home.path())
+        .unwrap()
+        .join(".gemini/tmp/p/chats");
+    std::fs::create_dir_all(chats.join(parent)).unwrap();
+    let chat = chats.join(format!("session-2026-12-07T04-20-{}.jsonl", &parent[..8]));
+    std::fs::write(
+        &chat,
+        format!(
+            r#"{{"sessionId":"{parent}","projectHash":"h","startTime":"2026-12-07T04:20:00.000Z","lastUpdated":"2026-12-07T04:20:00.000Z","kind":"main"}}"#
+        ) + "\n",
+    )
+    .unwrap();
+    let p = |name: &str, rest: Value| {
+        with(
+            json!({"session_id": parent, "cwd": w.ws.path(), "hook_event_name": name,
+            "transcript_path": chat, "timestamp": "2026-12-07T04:20:00Z"}),
+            rest,
+        )
+    };
+    let invoke = json!({"tool_name": "invoke_agent", "tool_input": {"agent_name": "codebase_investigator", "prompt": "map it"}});
+    let task = json!({"tool_name": "complete_task", "tool_input": {"report": "fine"}});
+    send(&w, "gemini", p("BeforeAgent", json!({"prompt": "map it"})));
+    send(&w, "gemini", p("BeforeTool", invoke.clone()));
+    // The subagent starts: its chat, no summary yet.
+    let sub_chat = chats.join(parent).join(format!("{child}.jsonl"));
+    std::fs::write(
+        &sub_chat,
+        format!(
+            r#"{{"sessionId":"{child}","projectHash":"h","startTime":"2026-12-07T04:20:01.000Z","lastUpdated":"2026-12-07T04:20:01.000Z","kind":"subagent"}}"#
+        ) + "\n",
+    )
+    .unwrap();
+    send(&w, "gemini", p("BeforeTool", task.clone()));
+    send(
+        &w,
+        "gemini",
+        p(
+            "AfterTool",
+            with(task.clone(), json!({"tool_response": {"llmContent": "ok"}})),
+        ),
+    );
+    // It completes: its summary is written; the parent's call ends.
+    let mut done = std::fs::read_to_string(&sub_chat).unwrap();
+    done.push_str(r#"{"$set":{"summary":"fine"}}"#);
+    done.push('\n');
+    std::fs::write(&sub_chat, done).unwrap();
+    send(
+        &w,
+        "gemini",
+        p(
+            "AfterTool",
+            with(invoke, json!({"tool_response": {"llmContent": "done"}})),
+        ),
+    );
+    send(
+        &w,
+        "gemini",
+        p(
+            "BeforeTool",
+            json!({"tool_name": "read_file", "tool_input": {"path": "README.md"}}),
+        ),
+    );
+    let all = events(&w);
+    let created: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["session"] == child && e["type"] == "session/created")
+        .collect();
+    assert_eq!(created.len(), 1, "begun once: {all:#?}");
+    let by = &created[0]["data"]["parent"];
+    assert_eq!(by["session"], parent, "{by}");
+    assert_eq!(by["agent_type"], "codebase_investigator", "{by}");
+    let call_of = |session: &str, title: &str| {
+        all.iter()
+            .find(|e| {
+                e["session"] == session
+                    && e["data"]["sessionUpdate"] == "tool_call"
+                    && e["data"]["title"] == title
+            })
+            .map(|e| e["data"]["toolCallId"].clone())
+    };
+    assert_eq!(
+        by["tool_call_id"],
+        call_of(parent, "invoke_agent").expect("the parent's call"),
+        "{all:#?}"
+    );
+    assert!(call_of(child, "complete_task").is_some(), "{all:#?}");
+    assert!(call_of(parent, "complete_task").is_none(), "{all:#?}");
+    // Once the subagent completed, the parent's calls are the parent's again.
+    assert!(call_of(parent, "read_file").is_some(), "{all:#?}");
+    assert!(
+        all.iter().any(|e| e["session"] == child
+            && e["data"]["sessionUpdate"] == "tool_call_update"
+            && e["data"]["status"] == "completed"),
+        "{all:#?}"
+    );
+}

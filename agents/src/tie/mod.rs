@@ -86,6 +86,11 @@ impl Batch {
                 continue;
             }
             if self.events[i].tie == Some(Tie::SubagentCall) {
+                // Begun once: a subagent's session that holds events began.
+                if tails[&session].known {
+                    dropped[i] = true;
+                    continue;
+                }
                 self.subagent_call(i, log, &mut tails)?;
             }
             let tail = tails.get_mut(&session).expect("read above");
@@ -137,7 +142,20 @@ impl Batch {
                 let read = SessionTail::read(log, &parent.session)?;
                 tails.insert(parent.session.clone(), read);
             }
-            parent.tool_call_id = tails[&parent.session].last_delegation.clone();
+            let tail = &tails[&parent.session];
+            parent.tool_call_id = tail.last_delegation.clone();
+            // The agent, where the payload did not name it: the delegating
+            // call's input does (Gemini CLI's `agent_name`).
+            if parent.agent_type.is_none() {
+                let input = tail
+                    .pending
+                    .iter()
+                    .find(|(id, _, _)| Some(id) == parent.tool_call_id.as_ref())
+                    .map(|(_, _, input)| input);
+                parent.agent_type = input
+                    .and_then(|i| i["agent_name"].as_str())
+                    .map(str::to_string);
+            }
         }
         Ok(())
     }

@@ -35,6 +35,8 @@ pub(super) struct SessionTail {
     pub(super) last_delegation: Option<String>,
     /// The model the session runs on, as last said.
     pub(super) model: Option<String>,
+    /// Whether the session holds any event (in the log, or planned before).
+    pub(super) known: bool,
 }
 
 /// The tools that start a subagent: Claude Code's `Agent` (`Task` before it),
@@ -65,6 +67,7 @@ impl SessionTail {
     }
 
     pub(super) fn see(&mut self, data: &EventData, seq: Option<Seq>) {
+        self.known = true;
         self.ended = match data {
             EventData::SessionEnded(_) => true,
             EventData::AgentEvent(e) => self.ended && (e.bookkeeping || e.event != "SessionStart"),

@@ -627,9 +627,6 @@ fn rewritten(t: &mut Transcript, rewrites: &[(usize, Option<String>)]) {
     }
 }
 
-/// Largest chat file read for [`last_reply`].
-const CHAT_BYTES_MAX: u64 = 16 * 1024 * 1024;
-
 /// The text of the last `gemini` record of the chat at `path`: Gemini CLI 0.61's
 /// `AfterAgent` hook gives a reply streamed in several chunks with the later
 /// chunks repeated (`prompt_response`), while its chat has the reply as given.
@@ -637,24 +634,7 @@ const CHAT_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// files under `gemini_tmp` (`~/.gemini/tmp`), a regular file of this user within
 /// the size limit, opened without following a link.
 pub(crate) fn last_reply(path: &Path, gemini_tmp: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(path).ok()?;
-    let root = std::fs::canonicalize(gemini_tmp).ok()?;
-    let name = real.file_name()?.to_str()?;
-    let in_chats = real
-        .parent()
-        .and_then(|p| p.file_name())
-        .is_some_and(|n| n == "chats");
-    if !real.starts_with(&root) || !in_chats || !name.starts_with("session-") || real != path {
-        return None;
-    }
-    let bytes = cmdlog_common::private_fs::read_untrusted(
-        &real,
-        cmdlog_common::private_fs::Expect {
-            bytes_max: CHAT_BYTES_MAX,
-            private: false,
-        },
-    )
-    .ok()?;
+    let bytes = read_chat(&chat_file(path, gemini_tmp)?)?;
     let text = String::from_utf8_lossy(&bytes);
     text.lines().rev().find_map(|line| {
         let v: Value = serde_json::from_str(line).ok()?;
@@ -662,4 +642,84 @@ pub(crate) fn last_reply(path: &Path, gemini_tmp: &Path) -> Option<String> {
             .then(|| message_text(&v["content"], false))
             .filter(|t| !t.is_empty())
     })
+}
+
+/// `path` (from a payload) when it is one of Gemini CLI's chat files under
+/// `gemini_tmp`, named as it really is (no link on the way).
+fn chat_file(path: &Path, gemini_tmp: &Path) -> Option<std::path::PathBuf> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let root = std::fs::canonicalize(gemini_tmp).ok()?;
+    let name = real.file_name()?.to_str()?;
+    let in_chats = real
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "chats");
+    (real.starts_with(&root) && in_chats && name.starts_with("session-") && real == path)
+        .then_some(real)
+}
+
+/// A chat's bytes, read as an untrusted file: a regular file of at most
+/// `CHAT_BYTES_MAX`, opened without following a link or blocking.
+fn read_chat(path: &Path) -> Option<Vec<u8>> {
+    let expect = cmdlog_common::private_fs::Expect {
+        bytes_max: crate::limits::CHAT_BYTES_MAX,
+        private: false,
+    };
+    cmdlog_common::private_fs::read_untrusted(path, expect).ok()
+}
+
+/// The subagent of Gemini CLI session `session` running now, by the chats:
+/// Gemini's hook payloads name no subagent (a subagent's calls come with its
+/// parent's session id), but each subagent writes its own chat,
+/// `chats/<session>/<its session id>.jsonl`, beside the session's
+/// (`path`, checked as [`last_reply`] checks it). One runs while its chat
+/// holds no summary (`$set` of `summary`, written when it completes) and the
+/// session's chat names it in no `invoke_agent` call (written when that call
+/// ends). The newest such chat, if several.
+pub(crate) fn running_subagent(path: &Path, gemini_tmp: &Path, session: &str) -> Option<String> {
+    if session.is_empty()
+        || !session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return None;
+    }
+    let chat = chat_file(path, gemini_tmp)?;
+    let folder = chat.parent()?.join(session);
+    if !std::fs::symlink_metadata(&folder).ok()?.is_dir() {
+        return None;
+    }
+    let mut running: Vec<(std::time::SystemTime, String)> = Vec::new();
+    for entry in std::fs::read_dir(&folder).ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        let Some(bytes) = meta.is_file().then(|| read_chat(&entry.path())).flatten() else {
+            continue;
+        };
+        let finished = String::from_utf8_lossy(&bytes).lines().any(|line| {
+            line.starts_with("{\"$set\"")
+                && serde_json::from_str::<Value>(line)
+                    .is_ok_and(|v| v["$set"]["summary"].is_string())
+        });
+        if !finished {
+            running.push((
+                meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+                id.to_string(),
+            ));
+        }
+    }
+    if running.is_empty() {
+        return None;
+    }
+    let parent = read_chat(&chat).unwrap_or_default();
+    let parent = String::from_utf8_lossy(&parent);
+    running.sort();
+    running
+        .into_iter()
+        .rev()
+        .map(|(_, id)| id)
+        .find(|id| !parent.contains(&format!("\"agentId\":\"{id}\"")))
 }

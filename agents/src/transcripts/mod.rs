@@ -20,4 +20,5 @@ mod transcript;
 pub(crate) use claude::agents_own;
 pub use files::{TranscriptRead, default_roots, files, read_transcript};
 pub(crate) use gemini::last_reply as gemini_last_reply;
+pub(crate) use gemini::running_subagent as gemini_running_subagent;
 pub use importer::{ImportError, ImportSummary, import};
