@@ -22,6 +22,11 @@ use crate::plan::{Planned, PlannedData};
 /// knows, so what it said is joined by what was said, in order ([`said`]).
 pub(crate) const SAID: &str = "said:";
 
+/// A session's end, joined by its order: the n-th end one source reports of a
+/// session (the hooks' `SessionEnd`, Claude Code's transcript saving the
+/// session's costs) is the n-th another did.
+pub(crate) const SESSION_END: &str = "said:session_end";
+
 /// An event's top-level fields, each with a hash of its value.
 type Fields = Vec<(String, u64)>;
 

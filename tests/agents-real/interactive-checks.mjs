@@ -71,3 +71,36 @@ export function addedKinds(hooksLog, afterImport) {
   }
   return out;
 }
+
+/**
+ * What an import into a fresh log says differently of the sessions the hooks
+ * recorded, as lines to show; empty when it gives the same sessions: each
+ * one there, with every prompt the hooks saw, under the same parent and
+ * call, and (with `ends`: the agent's files say when a session ended) ended
+ * as many times.
+ */
+export function freshDiffers(hooksLog, fresh, { ends = true } = {}) {
+  const problems = [];
+  const of = (log, id) => log.filter((e) => e.session === id);
+  const ids = [...new Set(hooksLog.filter((e) => e.type === "session/created").map((e) => e.session))];
+  for (const id of ids) {
+    const mine = of(hooksLog, id);
+    const theirs = of(fresh, id);
+    if (theirs.length === 0) {
+      problems.push(`${id}: not in the fresh import`);
+      continue;
+    }
+    const prompts = new Set(theirs.filter((e) => e.type === "session/prompt").map((e) => e.data.text));
+    for (const p of mine.filter((e) => e.type === "session/prompt")) {
+      if (!prompts.has(p.data.text)) problems.push(`${id}: the prompt ${JSON.stringify(p.data.text)} is not in the fresh import`);
+    }
+    const parent = (log) => log.find((e) => e.type === "session/created")?.data.parent ?? null;
+    const [a, b] = [parent(mine), parent(theirs)];
+    if ((a?.session ?? null) !== (b?.session ?? null)) problems.push(`${id}: parent ${a?.session} vs ${b?.session} in the fresh import`);
+    if (ends) {
+      const n = (log) => log.filter((e) => e.type === "session/ended").length;
+      if (n(mine) !== n(theirs)) problems.push(`${id}: session/ended ${n(mine)} times vs ${n(theirs)} in the fresh import`);
+    }
+  }
+  return problems;
+}

@@ -31,7 +31,7 @@ import path from "node:path";
 import { AGENTS, CMDLOG, cmdlog, events, installed, kindOf, world } from "./harness.mjs";
 import { claudeEnv, fakeAnthropic } from "./fake-anthropic.mjs";
 import { haveTmux, startTui } from "./tui.mjs";
-import { addedKinds, statedTwice } from "./interactive-checks.mjs";
+import { addedKinds, freshDiffers, statedTwice } from "./interactive-checks.mjs";
 
 const AGENT = "claude-code";
 const SKIP = !CMDLOG
@@ -384,6 +384,10 @@ async function run() {
     const imp = cmdlog(w, ["import", "--from", AGENT, "--json"]);
     s.importSummary = JSON.parse(imp.stdout);
     s.afterImport = events(w);
+    // The same files into a log of their own.
+    const fresh = path.join(w.root, "fresh.redb");
+    cmdlog(w, ["import", "--from", AGENT, "--log", fresh]);
+    s.fresh = events(w, fresh);
     s.verify = cmdlog(w, ["verify"], { expect: null });
     s.ms = Date.now() - started;
     saveArtifacts(s);
@@ -413,6 +417,7 @@ function saveArtifacts(s) {
   if (s.hooksLog) put("log-hooks.json", s.hooksLog);
   if (s.importSummary) put("import.json", s.importSummary);
   if (s.afterImport) put("log-after-import.json", s.afterImport);
+  if (s.fresh) put("log-fresh-import.json", s.fresh);
   if (s.verify) put("verify.txt", `exit ${s.verify.status}\n${s.verify.stdout}\n${s.verify.stderr}`);
   if (process.env.CMDLOG_ARTIFACTS) {
     fs.mkdirSync(process.env.CMDLOG_ARTIFACTS, { recursive: true });
@@ -682,6 +687,10 @@ describe("Claude Code 2.1.332 interactive (tmux)", { skip: SKIP }, () => {
         "command/done": 2,
         "session/prompt": 1,
       });
+    });
+
+    test("the transcripts imported into a fresh log give the same sessions: prompts, parents, ends", () => {
+      assert.deepEqual(freshDiffers(s.hooksLog, s.fresh), []);
     });
 
     test("cmdlog verify: exit 0, and no conflict between what the hooks and the transcripts said", () => {

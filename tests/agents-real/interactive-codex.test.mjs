@@ -38,7 +38,7 @@ import { spawnSync } from "node:child_process";
 import { AGENTS, CMDLOG, NODE, cmdlog, events, installed, kindOf, world, ownEvent } from "./harness.mjs";
 import { fakeResponses, lastUserText, sessionOf, JUSTIFICATION } from "./fake-openai-responses.mjs";
 import { haveTmux, startTui } from "./tui.mjs";
-import { addedKinds, statedTwice } from "./interactive-checks.mjs";
+import { addedKinds, freshDiffers, statedTwice } from "./interactive-checks.mjs";
 
 const SKIP =
   !installed() ? "needs the pinned agents (npm install --prefix tests/agents-real --no-save)"
@@ -362,8 +362,11 @@ async function run() {
     walk(path.join(w.codexHome, "sessions"));
     const importOut = cmdlog(w, ["import", "--from", "codex", "--json"], { env: w.agentEnv, expect: null });
     const afterImport = events(w);
+    const freshLog = path.join(w.root, "fresh.redb");
+    cmdlog(w, ["import", "--from", "codex", "--log", freshLog], { env: w.agentEnv });
+    const fresh = events(w, freshLog);
     const verify = cmdlog(w, ["verify"], { expect: null });
-    const result = { flow, log, rollouts, importOut, afterImport, verify, payloads: payloads(), ms: Date.now() - started };
+    const result = { flow, log, rollouts, importOut, afterImport, fresh, verify, payloads: payloads(), ms: Date.now() - started };
     if (ARTIFACTS) keep(result);
     return result;
   }
@@ -502,6 +505,11 @@ test("log: import --from codex into the same log states nothing again; it adds o
   assert.deepEqual(statedTwice(log, afterImport), []);
   const added = addedKinds(log, afterImport);
   assert.deepEqual(added, {}, `the import added:\n${show(afterImport.filter((e) => e.seq > Math.max(...log.map((x) => x.seq)) && e.type !== "agent/observed" && !ownEvent(e) && !(e.type === "agent/event" && e.data?.bookkeeping)))}`);
+});
+
+test("log: import --from codex into a fresh log gives the same sessions: prompts, parents (no rollout says a session ended)", { skip: SKIP, timeout: 600_000 }, async () => {
+  const { log, fresh } = await scenario();
+  assert.deepEqual(freshDiffers(log, fresh, { ends: false }), []);
 });
 
 test("log: cmdlog verify exits 0", { skip: SKIP, timeout: 600_000 }, async () => {

@@ -35,7 +35,7 @@ import path from "node:path";
 import { AGENTS, CMDLOG, cmdlog, events, installed, kindOf, world } from "./harness.mjs";
 import { fakeGemini, isSubagentRequest } from "./fake-gemini.mjs";
 import { haveTmux, startTui } from "./tui.mjs";
-import { addedKinds, statedTwice } from "./interactive-checks.mjs";
+import { addedKinds, freshDiffers, statedTwice } from "./interactive-checks.mjs";
 
 const SKIP = !CMDLOG ? "CMDLOG_BIN is not set" : !installed() ? "the agents are not installed (npm install --prefix tests/agents-real --no-save)" : !haveTmux() ? "tmux is not installed" : null;
 if (SKIP) {
@@ -262,6 +262,9 @@ function scenario() {
     s.hookEvents = events(w);
     s.importOut = cmdlog(w, ["import", "--from", "gemini", "--json"], { expect: null });
     s.afterImport = events(w);
+    const freshLog = path.join(w.root, "fresh.redb");
+    cmdlog(w, ["import", "--from", "gemini", "--log", freshLog]);
+    s.fresh = events(w, freshLog);
     s.verify = cmdlog(w, ["verify"], { expect: null });
     s.all = payloads();
 
@@ -468,6 +471,11 @@ test("cmdlog log (gemini tui): import into the same log states nothing again; it
     "command/done": 1,
     "session/model_switched": 1,
   });
+});
+
+test("cmdlog log (gemini tui): import into a fresh log gives the same sessions: prompts, parents (no chat says a session ended)", { skip: SKIP ?? false, timeout: 600_000 }, async () => {
+  const s = await scenario();
+  assert.deepEqual(freshDiffers(s.hookEvents, s.fresh, { ends: false }), []);
 });
 
 test("cmdlog log (gemini tui): cmdlog verify exits 0", { skip: SKIP ?? false, timeout: 600_000 }, async () => {

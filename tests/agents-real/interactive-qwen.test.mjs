@@ -41,7 +41,7 @@ import path from "node:path";
 import { AGENTS, CMDLOG, cmdlog, events, installed, kindOf, world } from "./harness.mjs";
 import { fakeOpenAIChat, lastUserText, isClassifier, textOf } from "./fake-openai-chat.mjs";
 import { haveTmux, startTui } from "./tui.mjs";
-import { addedKinds, statedTwice } from "./interactive-checks.mjs";
+import { addedKinds, freshDiffers, statedTwice } from "./interactive-checks.mjs";
 
 const SKIP = !CMDLOG
   ? "CMDLOG_BIN is not set"
@@ -317,6 +317,9 @@ function scenario() {
     const log = events(w);
     const imp = cmdlog(w, ["import", "--from", "qwen", "--json"], { expect: null });
     const afterImport = events(w);
+    const freshLog = path.join(w.root, "fresh.redb");
+    cmdlog(w, ["import", "--from", "qwen", "--log", freshLog]);
+    const fresh = events(w, freshLog);
     const verify = cmdlog(w, ["verify"], { expect: null });
     if (process.env.QWEN_TUI_KEEP) {
       const keep = process.env.QWEN_TUI_KEEP;
@@ -327,7 +330,7 @@ function scenario() {
       fs.writeFileSync(path.join(keep, "steps.json"), JSON.stringify(steps, null, 1));
     }
     const turns = fake.requests.filter((q) => q.method === "POST" && q.url.includes("/chat/completions") && !isClassifier(q.body));
-    return { w, fake, turns, payloads, screens, steps, log, imp, afterImport, verify, ms: Date.now() - started };
+    return { w, fake, turns, payloads, screens, steps, log, imp, afterImport, fresh, verify, ms: Date.now() - started };
   })();
   return scenarioRun;
 }
@@ -506,6 +509,10 @@ test("qwen tui: cmdlog's log holds the session once, settled", { skip: SKIP, tim
       "session/prompt": 1,
       "session/model_switched": 1,
     });
+  });
+
+  await t.test("import --from qwen into a fresh log gives the same sessions: prompts, parents (a main session's end is in no file of Qwen Code's; a subagent's is)", () => {
+    assert.deepEqual(freshDiffers(log, s.fresh, { ends: false }), []);
   });
 
   await t.test("cmdlog verify exits 0", () => {

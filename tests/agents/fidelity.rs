@@ -246,8 +246,8 @@ fn a_gemini_061_chat_imports_its_command_runs_and_turn_ends_not_its_preamble() {
     let session = "5a5a5a5a-1111";
     assert_eq!(
         prompts_of(&all, session),
-        ["thanks"],
-        "no preamble, no tool result as a prompt, the command not a prompt"
+        ["Please review: a.ts\nEnd.", "thanks"],
+        "no preamble, no tool result as a prompt; the command's expansion is the prompt it sent (as the hooks' BeforeAgent says), once"
     );
     let run = all
         .iter()
@@ -322,7 +322,15 @@ fn a_qwen_chat_settles_a_command_with_its_expansion_and_keeps_its_own_prompts_ap
     put_transcript(&w, ".qwen/projects/-p/chats/7a7a-q.jsonl", &refs);
     w.ok(&["import", "--from", "qwen"]);
     let all = events(&w);
-    assert_eq!(prompts_of(&all, "7a7a-q"), ["fix it"]);
+    // The command's expansion is the prompt it sent (as the hooks'
+    // UserPromptSubmit says); Qwen's own (cron) is not a prompt.
+    assert_eq!(
+        prompts_of(&all, "7a7a-q"),
+        [
+            "Review change $ARGUMENTS carefully.\n\n/review main",
+            "fix it"
+        ]
+    );
     let done = all.iter().find(|e| e["type"] == "command/done").unwrap();
     assert_eq!(
         done["data"]["outcome"]["prompt"], "Review change $ARGUMENTS carefully.\n\n/review main",

@@ -828,7 +828,7 @@ fn a_qwen_subagents_transcript_is_its_own_session_and_joins_its_hooks() {
     .unwrap();
     std::fs::write(
         dir.join(format!("agent-{child}.meta.json")),
-        format!(r#"{{"agentId":"{child}","agentType":"general-purpose","parentSessionId":"{sid}","toolUseId":"call_9"}}"#),
+        format!(r#"{{"agentId":"{child}","agentType":"general-purpose","parentSessionId":"{sid}","toolUseId":"call_9","status":"completed","lastUpdatedAt":"2026-12-07T04:10:05.000Z"}}"#),
     )
     .unwrap();
     w.ok(&["import", "--from", "qwen"]);
@@ -847,8 +847,18 @@ fn a_qwen_subagents_transcript_is_its_own_session_and_joins_its_hooks() {
     assert_eq!(
         stated_since(&all, child, head + 1),
         ["session/prompt"],
-        "only the task it was given, which no hook reports: {all:#?}"
+        "only the task it was given, which no hook reports (its end, `status: completed`, is SubagentStop's): {all:#?}"
     );
+    // Imported alone, it ends as its meta file says.
+    let fresh = w.ws.path().join("fresh.redb");
+    w.ok(&["import", "--from", "qwen", "--log", fresh.to_str().unwrap()]);
+    let alone = super::events_of(&w, &fresh);
+    let ended: Vec<&Value> = alone
+        .iter()
+        .filter(|e| e["session"] == child && e["type"] == "session/ended")
+        .collect();
+    assert_eq!(ended.len(), 1, "{alone:#?}");
+    assert_eq!(ended[0]["data"]["reason"], "subagent_stop");
     let verify = w.run(&["verify"]);
     assert!(
         verify.status.success(),
@@ -981,6 +991,8 @@ fn an_import_never_reopens_an_ended_session_and_its_untimed_lines_keep_the_agent
             r#""type":"user","uuid":"u2","promptId":"p2","timestamp":"2026-12-07T00:01:00.000Z","message":{"role":"user","content":"two"}"#,
         ),
         line(r#""type":"last-prompt","uuid":"x1","lastPrompt":"two""#),
+        // Written when the session ends: its end, as the hooks' SessionEnd.
+        line(r#""type":"cost-state","totalCostUSD":0.001"#),
     ];
     let file = w
         .home
@@ -997,7 +1009,18 @@ fn an_import_never_reopens_an_ended_session_and_its_untimed_lines_keep_the_agent
         .find(|s| s["id"] == sid)
         .unwrap();
     assert_eq!(me["ended"], "ended", "an import does not reopen it: {me}");
-    // Imported alone, the untimed line takes the time of the line before it.
+    let ends = |all: &[Value]| {
+        all.iter()
+            .filter(|e| e["session"] == sid && e["type"] == "session/ended")
+            .count()
+    };
+    assert_eq!(
+        ends(&events(&w)),
+        1,
+        "the transcript's end is the hooks' one"
+    );
+    // Imported alone, the untimed line takes the time of the line before it,
+    // and the session ends as the transcript says.
     let fresh = w.ws.path().join("fresh.redb");
     w.ok(&[
         "import",
@@ -1020,6 +1043,7 @@ fn an_import_never_reopens_an_ended_session_and_its_untimed_lines_keep_the_agent
         cmdlog_common::time::parse_rfc3339("2026-12-07T00:01:00.000Z").unwrap(),
         "{me}"
     );
+    assert_eq!(me["ended"], "ended", "{me}");
 }
 
 #[test]

@@ -69,6 +69,14 @@ fn events(w: &Workspace) -> Vec<Value> {
         .collect()
 }
 
+/// The events of the log at `log`, as `log --json` prints them.
+fn events_of(w: &Workspace, log: &std::path::Path) -> Vec<Value> {
+    w.ok(&["log", "--json", "--all", "--log", log.to_str().unwrap()])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn types_of(events: &[Value], session: &str) -> Vec<String> {
     events
         .iter()

@@ -275,6 +275,8 @@ fn turn_interrupted(p: &mut Planning) {
 fn session_ended(p: &mut Planning) {
     let details = rest_of(p.payload, &["reason"]);
     p.settle_open(Settling::SessionEnd);
+    p.named
+        .push((p.items.len(), crate::facts::SESSION_END.to_string()));
     p.items.push(ready(EventData::SessionEnded(SessionEnded {
         reason: text(p.payload, "reason").map(str::to_string),
         details: (!details.is_empty()).then_some(Value::Object(details)),
@@ -372,6 +374,8 @@ fn subagent_stopped(p: &mut Planning) {
     p.items.push(update(updates::turn_complete("end_turn")));
     p.elsewhere.push((p.items.len(), child.to_string()));
     p.settle_open(Settling::SessionEnd);
+    p.named
+        .push((p.items.len(), crate::facts::SESSION_END.to_string()));
     p.items.push(ready(EventData::SessionEnded(SessionEnded {
         reason: Some("subagent_stop".into()),
         details: p

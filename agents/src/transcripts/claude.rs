@@ -291,6 +291,8 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
     let mut open_command: Option<(String, Option<u64>, String, Option<String>)> = None;
+    // Whether the conversation went on since the session's last end.
+    let mut said_since_end = false;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
         let line: Line<'_> = match decode(bytes) {
             Ok(line) => line,
@@ -341,6 +343,7 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         let at = line.timestamp.as_deref().and_then(parse_time).or(last_at);
         last_at = at;
         let kind = line.kind.as_deref().unwrap_or("");
+        said_since_end |= matches!(kind, "user" | "assistant");
         let meta = line.is_meta.0;
         let message = &line.message;
         // The text of the line, read only where it decides something.
@@ -404,6 +407,22 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
                 }
             }
             "assistant" => assistant(&mut t, &key, at, message),
+            "cost-state" => {
+                // Claude Code saves a session's costs when it ends (exit,
+                // `/clear`), more than once at one exit: the transcript's
+                // word for the end the hooks' SessionEnd reports, joined by
+                // their order; a save with nothing said since is the same end.
+                t.other(AgentKind::ClaudeCode, key.clone(), at, kind, whole());
+                if !std::mem::take(&mut said_since_end) {
+                    continue;
+                }
+                t.push(
+                    format!("{key}#ended"),
+                    at,
+                    cmdlog_engine::EventData::SessionEnded(Default::default()),
+                );
+                t.name_last(Some(crate::facts::SESSION_END.to_string()));
+            }
             other => t.other(
                 AgentKind::ClaudeCode,
                 key,
@@ -417,6 +436,9 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         let from = t.items.len();
         t.run(ckey, cat, &cline, None, None);
         t.with_prompt_id(from, pid.as_deref());
+    }
+    if let Some(sub) = subagent.as_ref().filter(|_| began) {
+        t.end_subagent(&sub.meta);
     }
     t
 }

@@ -185,7 +185,22 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
                     .source
                     .as_deref()
                     .and_then(crate::headless::codex_source_mode);
-                t.other(AgentKind::Codex, key, at, "session_meta", whole());
+                let meta = whole();
+                // A spawned agent's thread names its parent's: its session
+                // begins under it, as the hooks' SubagentStart begins it.
+                if let (Some(id), Some(parent)) =
+                    (t.session.clone(), meta["parent_thread_id"].as_str())
+                {
+                    let said = [("agentType", &meta["agent_role"])];
+                    let said = Value::Object(
+                        said.into_iter()
+                            .filter(|(_, v)| v.is_string())
+                            .map(|(k, v)| (k.to_string(), v.clone()))
+                            .collect(),
+                    );
+                    t.begin_subagent(&id, parent, &said, at);
+                }
+                t.other(AgentKind::Codex, key, at, "session_meta", meta);
             }
             ("event_msg", "item_completed") => {
                 let item = || whole().get_mut("item").map(Value::take).unwrap_or_default();

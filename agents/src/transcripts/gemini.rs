@@ -530,7 +530,11 @@ fn items(mut t: Transcript, messages: Messages<'_>) -> Transcript {
                 }
                 let typed = m.display_content.text(false).into_string();
                 if typed.trim_start().starts_with('/') {
-                    t.run(key, at, &typed, Some(content), None);
+                    // A command whose expansion went to the model: the run,
+                    // then the prompt it sent, as the hooks' BeforeAgent
+                    // records it.
+                    t.run(key.clone(), at, &typed, Some(content.clone()), None);
+                    t.prompt(key, at, content);
                 } else {
                     t.prompt(key, at, content);
                 }

@@ -200,6 +200,35 @@ impl Transcript {
         });
     }
 
+    /// Ends a subagent's session where its meta file says it finished
+    /// (Claude Code's `finished: true`, Qwen Code's `status` other than
+    /// running), as the hooks' `SubagentStop` ends it: the same end, joined
+    /// by its order.
+    pub(crate) fn end_subagent(&mut self, meta: &Value) {
+        let finished = meta["finished"] == true
+            || meta["status"]
+                .as_str()
+                .is_some_and(|s| !matches!(s, "running" | "pending" | "paused"));
+        if !finished {
+            return;
+        }
+        let at = meta["lastUpdatedAt"]
+            .as_str()
+            .and_then(cmdlog_common::time::parse_rfc3339)
+            .or_else(|| self.items.iter().rev().find_map(|i| i.at));
+        self.items.push(Item {
+            key: "subagent#ended".into(),
+            at,
+            data: PlannedData::Ready(EventData::SessionEnded(
+                cmdlog_engine::event::SessionEnded {
+                    reason: Some("subagent_stop".into()),
+                    details: None,
+                },
+            )),
+            fact: Some(crate::facts::SESSION_END.to_string()),
+        });
+    }
+
     /// Names the fact the last item states.
     pub(crate) fn name_last(&mut self, fact: Option<String>) {
         if let Some(item) = self.items.last_mut() {
