@@ -28,6 +28,7 @@ pub(crate) struct CheckpointArgs {
     #[command(flatten)]
     key: KeyArgs,
     /// Write the checkpoint to FILE (owner's, replaced whole) as well as stdout
+    /// (`-`: stdout only)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -88,7 +89,8 @@ pub(crate) fn exec(paths: &Paths, args: CheckpointArgs) -> VerbResult {
         // A daemon holds the log: its checkpoint, if it is signed by the log's key.
         Err(e) => from_daemon(paths, &args.key).ok_or(e)?,
     };
-    if let Some(path) = &args.output {
+    // `-o -` is standard output, where the checkpoint goes anyway.
+    if let Some(path) = args.output.as_ref().filter(|p| p.as_os_str() != "-") {
         write_file(path, note.as_bytes())?;
     }
     let mut out = std::io::stdout().lock();

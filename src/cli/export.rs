@@ -16,7 +16,7 @@ pub(crate) struct ExportArgs {
     /// Only this session's events (for reading; an import needs a whole-log export)
     #[arg(long)]
     session: Option<String>,
-    /// Write to this file instead of stdout
+    /// Write to this file instead of stdout (`-`: stdout)
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Replace matches of this regular expression in event data with [REDACTED]
@@ -44,25 +44,14 @@ pub(crate) fn exec(log: &Log, args: ExportArgs) -> VerbResult {
         })?);
     }
     let bar = Progress::new(log.head().seq, "export");
-    let summary = match &args.output {
-        Some(path) => {
-            let file = super::output::owner_only_file(path)
-                .map_err(|e| CliError::usage(format!("cannot create {}: {e}", path.display())))?;
-            let mut out = io::BufWriter::new(file);
-            export(log, args.session.as_deref(), &redact, &mut out, bar.tick())
-        }
-        None => export(
-            log,
-            args.session.as_deref(),
-            &redact,
-            &mut io::BufWriter::new(io::stdout().lock()),
-            bar.tick(),
-        ),
-    }
-    .map_err(|e| match e {
-        cmdlog_replay::ExportError::Write(io) => CliError::from(io),
-        other => store_failure(other),
-    })?;
+    let out = super::output::open_output(args.output.as_deref().unwrap_or("-".as_ref()))?;
+    let mut out = io::BufWriter::new(out);
+    let summary = export(log, args.session.as_deref(), &redact, &mut out, bar.tick()).map_err(
+        |e| match e {
+            cmdlog_replay::ExportError::Write(io) => CliError::from(io),
+            other => store_failure(other),
+        },
+    )?;
     bar.finish();
     eprintln!(
         "exported {} events and {} blobs; head seq {} hash {}",

@@ -13,14 +13,16 @@ pub(crate) fn colour() -> bool {
     io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Creates (or truncates) a file only its owner can read: exports and reports hold
-/// what the log holds.
-pub(crate) fn owner_only_file(path: &std::path::Path) -> io::Result<std::fs::File> {
+/// Where an `-o`/`--output` goes: standard output for `-` (as in every tool
+/// people use), else a file only its owner can read, created or truncated
+/// (exports and reports hold what the log holds).
+pub(crate) fn open_output(path: &std::path::Path) -> Result<Box<dyn Write>, super::CliError> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(io::stdout().lock()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    let file = options.write(true).create(true).truncate(true).mode(0o600);
+    let cannot = |e| super::CliError::usage(format!("cannot write {}: {e}", path.display()));
+    Ok(Box::new(file.open(path).map_err(cannot)?))
 }

@@ -1,5 +1,6 @@
 //! `cmdlog report`: a self-contained HTML report of a session or the whole log.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -13,7 +14,7 @@ pub(crate) struct ReportArgs {
     /// Only this session
     #[arg(long)]
     session: Option<String>,
-    /// The HTML file to write
+    /// The HTML file to write (`-`: standard output)
     #[arg(short, long)]
     output: PathBuf,
 }
@@ -23,12 +24,13 @@ pub(crate) fn exec(log: &Log, args: ReportArgs) -> VerbResult {
         require_session(log, s)?;
     }
     let html = cmdlog_replay::render_report(log, args.session.as_deref()).map_err(store_failure)?;
-    super::output::owner_only_file(&args.output)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, html.as_bytes()))
+    let mut out = super::output::open_output(&args.output)?;
+    out.write_all(html.as_bytes())
+        .and_then(|()| out.flush())
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", args.output.display())))?;
-    eprintln!(
-        "wrote {}",
-        crate::render::clean(&args.output.display().to_string())
-    );
+    if args.output.as_os_str() != "-" {
+        let wrote = args.output.display().to_string();
+        eprintln!("wrote {}", crate::render::clean(&wrote));
+    }
     Ok(0)
 }

@@ -471,3 +471,24 @@ fn export_redact_hides_matches_and_leaves_out_blobs() {
     assert!(!copy.exists());
     assert_eq!(w.run(&["export", "--redact", "("]).status.code(), Some(2));
 }
+
+#[test]
+fn dash_as_the_output_file_is_standard_output() {
+    let w = history();
+    // export -o - is what export prints without -o, and makes no file "-".
+    assert_eq!(w.ok(&["export", "-o", "-"]), w.ok(&["export"]));
+    // report -o - prints the report; -o FILE writes the same bytes.
+    let printed = w.ok(&["report", "--session", "alpha", "-o", "-"]);
+    let file = w.ws.path().join("r.html");
+    w.ok(&["report", "--session", "alpha", "-o", file.to_str().unwrap()]);
+    assert_eq!(printed, std::fs::read_to_string(&file).unwrap());
+    assert!(
+        printed.starts_with("<!DOCTYPE html>") || printed.starts_with("<!doctype html>"),
+        "{}",
+        &printed[..80.min(printed.len())]
+    );
+    assert!(
+        !w.ws.path().join("-").exists(),
+        "no file named - in the workspace"
+    );
+}

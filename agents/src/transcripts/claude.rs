@@ -290,7 +290,7 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut last_at: Option<u64> = None;
     let mut lines = JsonLines::new(bytes);
     // A typed command waits for what follows: its expansion or its output.
-    let mut open_command: Option<(String, Option<u64>, String, Option<String>)> = None;
+    let mut open_command: Option<OpenCommand> = None;
     // Whether the conversation went on since the session's last end.
     let mut said_since_end = false;
     while let Some((number, bytes)) = lines.next_line(&mut t) {
@@ -353,26 +353,10 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
                 .text()
                 .or_else(|| line.content.as_deref().map(str::to_string))
         };
-        // What settles an open command: the expansion, the output, or anything else.
-        if let Some((ckey, cat, cline, pid)) = open_command.take() {
-            let body = body();
-            let from = t.items.len();
-            let stdout = body.as_deref().and_then(|b| tag(b, "local-command-stdout"));
-            if kind == "user" && meta && stdout.is_none() && body.is_some() {
-                // A prompt command: the line was submitted as the user's prompt
-                // (the hooks' UserPromptSubmit), then expanded.
-                t.prompt(format!("{ckey}#prompt"), cat, cline.clone());
-                t.run(ckey, cat, &cline, body.clone(), None);
-                t.with_prompt_id(from, pid.as_deref());
-                continue;
-            }
-            if let Some(out) = stdout {
-                t.run(ckey, cat, &cline, None, Some(out.to_string()));
-                t.with_prompt_id(from, pid.as_deref());
-                continue;
-            }
-            t.run(ckey, cat, &cline, None, None);
-            t.with_prompt_id(from, pid.as_deref());
+        if let Some(open) = open_command.take()
+            && settle_command(&mut t, open, kind, meta, body())
+        {
+            continue;
         }
         if line.is_sidechain.0 && subagent.is_none() {
             t.other(AgentKind::ClaudeCode, key, at, "sidechain", whole());
@@ -408,20 +392,10 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
             }
             "assistant" => assistant(&mut t, &key, at, message),
             "cost-state" => {
-                // Claude Code saves a session's costs when it ends (exit,
-                // `/clear`), more than once at one exit: the transcript's
-                // word for the end the hooks' SessionEnd reports, joined by
-                // their order; a save with nothing said since is the same end.
                 t.other(AgentKind::ClaudeCode, key.clone(), at, kind, whole());
-                if !std::mem::take(&mut said_since_end) {
-                    continue;
+                if std::mem::take(&mut said_since_end) {
+                    ended(&mut t, &key, at);
                 }
-                t.push(
-                    format!("{key}#ended"),
-                    at,
-                    cmdlog_engine::EventData::SessionEnded(Default::default()),
-                );
-                t.name_last(Some(crate::facts::SESSION_END.to_string()));
             }
             other => t.other(
                 AgentKind::ClaudeCode,
@@ -432,15 +406,54 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
             ),
         }
     }
-    if let Some((ckey, cat, cline, pid)) = open_command.take() {
-        let from = t.items.len();
-        t.run(ckey, cat, &cline, None, None);
-        t.with_prompt_id(from, pid.as_deref());
-    }
-    if let Some(sub) = subagent.as_ref().filter(|_| began) {
-        t.end_subagent(&sub.meta);
+    if let Some(open) = open_command.take() {
+        settle_command(&mut t, open, "", false, None);
     }
     t
+}
+
+/// A typed command waiting for what follows: its key, time, line, prompt id.
+type OpenCommand = (String, Option<u64>, String, Option<String>);
+
+/// Settles a typed command by the line that follows it (`kind`, `meta`,
+/// `body`): its expansion (a prompt command: the line was submitted as the
+/// user's prompt, the hooks' UserPromptSubmit, then expanded), its output, or
+/// anything else (nothing). Whether the line was the command's.
+fn settle_command(
+    t: &mut Transcript,
+    (key, at, line, prompt_id): OpenCommand,
+    kind: &str,
+    meta: bool,
+    body: Option<String>,
+) -> bool {
+    let from = t.items.len();
+    let stdout = body.as_deref().and_then(|b| tag(b, "local-command-stdout"));
+    let taken = if kind == "user" && meta && stdout.is_none() && body.is_some() {
+        t.prompt(format!("{key}#prompt"), at, line.clone());
+        t.run(key, at, &line, body, None);
+        true
+    } else if let Some(out) = stdout {
+        t.run(key, at, &line, None, Some(out.to_string()));
+        true
+    } else {
+        t.run(key, at, &line, None, None);
+        false
+    };
+    t.with_prompt_id(from, prompt_id.as_deref());
+    taken
+}
+
+/// The session's end, where Claude Code saved its costs (it does when a
+/// session ends: exit, `/clear`; more than once at one exit, so only a save
+/// with something said since the last counts): the transcript's word for the
+/// end the hooks' `SessionEnd` reports, joined by their order.
+fn ended(t: &mut Transcript, key: &str, at: Option<u64>) {
+    t.push(
+        format!("{key}#ended"),
+        at,
+        cmdlog_engine::EventData::SessionEnded(Default::default()),
+    );
+    t.name_last(Some(crate::facts::SESSION_END.to_string()));
 }
 
 #[cfg(test)]

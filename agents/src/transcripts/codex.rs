@@ -153,6 +153,19 @@ fn raw_of(value: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("a value serializes")
 }
 
+/// A spawned agent's thread names its parent's (`session_meta`
+/// `parent_thread_id`): its session begins under it, as the hooks'
+/// `SubagentStart` begins it.
+fn spawned(t: &mut Transcript, meta: &Value, at: Option<u64>) {
+    if let (Some(id), Some(parent)) = (t.session.clone(), meta["parent_thread_id"].as_str()) {
+        let mut said = serde_json::Map::new();
+        if let Some(role) = meta["agent_role"].as_str() {
+            said.insert("agentType".into(), role.into());
+        }
+        t.begin_subagent(&id, parent, &Value::Object(said), at);
+    }
+}
+
 pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
     let mut t = Transcript::default();
     let mut calls = Calls::default();
@@ -186,20 +199,7 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
                     .as_deref()
                     .and_then(crate::headless::codex_source_mode);
                 let meta = whole();
-                // A spawned agent's thread names its parent's: its session
-                // begins under it, as the hooks' SubagentStart begins it.
-                if let (Some(id), Some(parent)) =
-                    (t.session.clone(), meta["parent_thread_id"].as_str())
-                {
-                    let said = [("agentType", &meta["agent_role"])];
-                    let said = Value::Object(
-                        said.into_iter()
-                            .filter(|(_, v)| v.is_string())
-                            .map(|(k, v)| (k.to_string(), v.clone()))
-                            .collect(),
-                    );
-                    t.begin_subagent(&id, parent, &said, at);
-                }
+                spawned(&mut t, &meta, at);
                 t.other(AgentKind::Codex, key, at, "session_meta", meta);
             }
             ("event_msg", "item_completed") => {

@@ -34,12 +34,19 @@ pub(crate) fn read(agent: AgentKind, path: &Path) -> std::io::Result<Transcript>
 
 /// Parses the bytes of `agent`'s transcript file `path`.
 pub(crate) fn parse(agent: AgentKind, path: &Path, bytes: Vec<u8>) -> Transcript {
-    match agent {
-        AgentKind::ClaudeCode => claude::read(bytes, subagent_of(agent, path)),
+    let sub = subagent_of(agent, path);
+    let meta = sub.as_ref().map(|s| s.meta.clone());
+    let mut t = match agent {
+        AgentKind::ClaudeCode => claude::read(bytes, sub),
         AgentKind::Codex => codex::read(path, bytes),
-        AgentKind::Gemini => gemini::read(path, bytes, subagent_of(agent, path)),
-        AgentKind::Qwen => qwen::read(bytes, subagent_of(agent, path)),
+        AgentKind::Gemini => gemini::read(path, bytes, sub),
+        AgentKind::Qwen => qwen::read(bytes, sub),
+    };
+    // A subagent's session ends where its meta file says it finished.
+    if let Some(meta) = meta {
+        t.end_subagent(&meta);
     }
+    t
 }
 
 /// A subagent's own transcript — Claude Code's `<session>/subagents/agent-<id>.jsonl`,
@@ -54,7 +61,7 @@ fn subagent_of(agent: AgentKind, path: &Path) -> Option<Subagent> {
     let parent = subagent_parent(agent, path)?.to_string();
     let stem = path.file_stem()?.to_str()?;
     if agent == AgentKind::Gemini {
-        let meta = gemini::delegation(folder.parent()?, &parent, stem);
+        let meta = super::gemini_chats::delegation(folder.parent()?, &parent, stem);
         return Some(Subagent { parent, meta });
     }
     let expect = cmdlog_common::private_fs::Expect {

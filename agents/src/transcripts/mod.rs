@@ -12,6 +12,7 @@ mod claude;
 mod codex;
 mod files;
 mod gemini;
+mod gemini_chats;
 mod importer;
 mod lenient;
 mod qwen;
@@ -19,6 +20,6 @@ mod transcript;
 
 pub(crate) use claude::agents_own;
 pub use files::{TranscriptRead, default_roots, files, read_transcript};
-pub(crate) use gemini::last_reply as gemini_last_reply;
-pub(crate) use gemini::running_subagent as gemini_running_subagent;
+pub(crate) use gemini_chats::last_reply as gemini_last_reply;
+pub(crate) use gemini_chats::running_subagent as gemini_running_subagent;
 pub use importer::{ImportError, ImportSummary, import};

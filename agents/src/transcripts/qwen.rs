@@ -335,8 +335,6 @@ fn said(t: &mut Transcript, r: &Record<'_>, key: &str, at: Option<u64>) {
 pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
     let mut t = Transcript::default();
     let mut subagent = subagent;
-    // A subagent's meta file, once its session began: whether it finished.
-    let mut finished_meta: Option<Value> = None;
     let mut lines = JsonLines::new(bytes);
     let mut open: Option<OpenCommand> = None;
     // Where the items of the last prompt (or the run it expanded) begin.
@@ -361,7 +359,6 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         };
         if let Some(sub) = subagent.take() {
             begin_subagent(&mut t, &r, &sub);
-            finished_meta = Some(sub.meta);
         }
         if t.session.is_none() {
             t.session = r.session_id.owned();
@@ -397,12 +394,11 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         if let Some(mut command) = open.take() {
             match (kind, subtype, phase) {
                 // The expansion the model received.
+                // Sent as the user's prompt (the hooks' UserPromptSubmit):
+                // the run, then the prompt it expanded to.
                 ("user", None, _) => {
-                    // Sent as the user's prompt, as the hooks' UserPromptSubmit
-                    // records it: the run, then the prompt it expanded to.
-                    let text = user_text(&r);
-                    command.settle(&mut t, Some(text.clone()));
-                    t.prompt(key, at, text);
+                    command.settle(&mut t, Some(user_text(&r)));
+                    t.prompt(key, at, user_text(&r));
                     continue;
                 }
                 ("system", Some("slash_command"), Some("result"))
@@ -471,9 +467,6 @@ pub(crate) fn read(bytes: Vec<u8>, subagent: Option<Subagent>) -> Transcript {
         command.settle(&mut t, None);
     }
     with_decisions(&mut t, &decisions);
-    if let Some(meta) = &finished_meta {
-        t.end_subagent(meta);
-    }
     t
 }
 

@@ -200,16 +200,18 @@ impl Transcript {
         });
     }
 
-    /// Ends a subagent's session where its meta file says it finished
+    /// Ends a subagent's session, begun in this transcript, where its meta
+    /// file says it finished
     /// (Claude Code's `finished: true`, Qwen Code's `status` other than
     /// running), as the hooks' `SubagentStop` ends it: the same end, joined
     /// by its order.
     pub(crate) fn end_subagent(&mut self, meta: &Value) {
+        let began = self.items.iter().any(|i| i.key.ends_with("#began"));
         let finished = meta["finished"] == true
             || meta["status"]
                 .as_str()
                 .is_some_and(|s| !matches!(s, "running" | "pending" | "paused"));
-        if !finished {
+        if !began || !finished {
             return;
         }
         let at = meta["lastUpdatedAt"]
