@@ -76,10 +76,11 @@ export function addedKinds(hooksLog, afterImport) {
  * What an import into a fresh log says differently of the sessions the hooks
  * recorded, as lines to show; empty when it gives the same sessions: each
  * one there, with every prompt the hooks saw, under the same parent and
- * call, and (with `ends`: the agent's files say when a session ended) ended
- * as many times.
+ * call (where the hooks named it; `callIds: false` where the agent's hooks
+ * name no call id, so cmdlog derives one the files do not use), and (with
+ * `ends`: the agent's files say when a session ended) ended as many times.
  */
-export function freshDiffers(hooksLog, fresh, { ends = true } = {}) {
+export function freshDiffers(hooksLog, fresh, { ends = true, callIds = true } = {}) {
   const problems = [];
   const of = (log, id) => log.filter((e) => e.session === id);
   const ids = [...new Set(hooksLog.filter((e) => e.type === "session/created").map((e) => e.session))];
@@ -97,6 +98,7 @@ export function freshDiffers(hooksLog, fresh, { ends = true } = {}) {
     const parent = (log) => log.find((e) => e.type === "session/created")?.data.parent ?? null;
     const [a, b] = [parent(mine), parent(theirs)];
     if ((a?.session ?? null) !== (b?.session ?? null)) problems.push(`${id}: parent ${a?.session} vs ${b?.session} in the fresh import`);
+    if (callIds && a?.tool_call_id && a.tool_call_id !== b?.tool_call_id) problems.push(`${id}: started by ${a.tool_call_id} vs ${b?.tool_call_id} in the fresh import`);
     if (ends) {
       const n = (log) => log.filter((e) => e.type === "session/ended").length;
       if (n(mine) !== n(theirs)) problems.push(`${id}: session/ended ${n(mine)} times vs ${n(theirs)} in the fresh import`);

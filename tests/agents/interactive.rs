@@ -1294,3 +1294,44 @@ fn a_gemini_subagents_calls_go_to_its_session_while_its_chat_says_it_runs() {
         "{all:#?}"
     );
 }
+
+#[test]
+fn a_codex_spawned_agents_rollout_begins_under_the_call_that_spawned_it() {
+    let w = Workspace::new();
+    let parent = "01a24f6a-0000-7000-8000-00000000aaaa";
+    let child = "01a24f6a-0000-7000-8000-00000000bbbb";
+    let dir = w.home.path().join(".codex/sessions/2026/12/07");
+    std::fs::create_dir_all(&dir).unwrap();
+    let meta = |id: &str, extra: &str| {
+        format!(
+            r#"{{"timestamp":"2026-12-07T07:00:00.000Z","type":"session_meta","payload":{{"id":"{id}","cwd":"/p","originator":"codex_cli_rs","source":"cli"{extra}}}}}"#
+        )
+    };
+    let spawn = format!(
+        r#"{{"timestamp":"2026-12-07T07:00:02.000Z","type":"event_msg","payload":{{"type":"item_completed","thread_id":"{parent}","turn_id":"t1","item":{{"type":"CollabAgentToolCall","id":"call_spawn_1","tool":"spawn_agent","status":"completed","receiver_thread_ids":["{child}"]}}}}}}"#
+    );
+    std::fs::write(
+        dir.join(format!("rollout-2026-12-07T07-00-00-{parent}.jsonl")),
+        [meta(parent, ""), spawn].join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("rollout-2026-12-07T07-00-03-{child}.jsonl")),
+        meta(
+            child,
+            &format!(r#","parent_thread_id":"{parent}","agent_role":"explorer""#),
+        ) + "\n",
+    )
+    .unwrap();
+    w.ok(&["import", "--from", "codex"]);
+    let all = events(&w);
+    let created: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["session"] == child && e["type"] == "session/created")
+        .collect();
+    assert_eq!(created.len(), 1, "{all:#?}");
+    let by = &created[0]["data"]["parent"];
+    assert_eq!(by["session"], parent, "{by}");
+    assert_eq!(by["tool_call_id"], "call_spawn_1", "{by}");
+    assert_eq!(by["agent_type"], "explorer", "{by}");
+}

@@ -155,15 +155,57 @@ fn raw_of(value: &Value) -> Box<RawValue> {
 
 /// A spawned agent's thread names its parent's (`session_meta`
 /// `parent_thread_id`): its session begins under it, as the hooks'
-/// `SubagentStart` begins it.
-fn spawned(t: &mut Transcript, meta: &Value, at: Option<u64>) {
+/// `SubagentStart` begins it, and under the parent's `spawn_agent` call that
+/// names it (`spawner`).
+fn spawned(t: &mut Transcript, path: &Path, meta: &Value, at: Option<u64>) {
     if let (Some(id), Some(parent)) = (t.session.clone(), meta["parent_thread_id"].as_str()) {
         let mut said = serde_json::Map::new();
         if let Some(role) = meta["agent_role"].as_str() {
             said.insert("agentType".into(), role.into());
         }
+        if let Some(call) = spawner(path, parent, &id) {
+            said.insert("toolUseId".into(), call.into());
+        }
         t.begin_subagent(&id, parent, &Value::Object(said), at);
     }
+}
+
+/// The parent's `spawn_agent` call that started thread `child`: its rollout
+/// (`rollout-…-<parent>.jsonl` beside the child's, read as an untrusted file
+/// of at most `CHAT_BYTES_MAX`) completes the call naming the child among
+/// its `receiver_thread_ids`.
+fn spawner(path: &Path, parent: &str, child: &str) -> Option<String> {
+    let suffix = format!("-{parent}.jsonl");
+    let expect = cmdlog_common::private_fs::Expect {
+        bytes_max: crate::limits::CHAT_BYTES_MAX,
+        private: false,
+    };
+    for entry in std::fs::read_dir(path.parent()?).ok()?.flatten() {
+        let name = entry.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+        {
+            continue;
+        }
+        let Ok(bytes) = cmdlog_common::private_fs::read_untrusted(&entry.path(), expect) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if !(line.contains("\"receiver_thread_ids\"") && line.contains(child)) {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line).unwrap_or_default();
+            let item = &v["payload"]["item"];
+            let named = item["receiver_thread_ids"]
+                .as_array()
+                .is_some_and(|ids| ids.iter().any(|i| i == child));
+            if named && item["tool"] == "spawn_agent" {
+                return item["id"].as_str().map(str::to_string);
+            }
+        }
+    }
+    None
 }
 
 pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
@@ -199,7 +241,7 @@ pub(crate) fn read(path: &Path, bytes: Vec<u8>) -> Transcript {
                     .as_deref()
                     .and_then(crate::headless::codex_source_mode);
                 let meta = whole();
-                spawned(&mut t, &meta, at);
+                spawned(&mut t, path, &meta, at);
                 t.other(AgentKind::Codex, key, at, "session_meta", meta);
             }
             ("event_msg", "item_completed") => {
