@@ -1287,6 +1287,31 @@ fn a_gemini_subagents_calls_go_to_its_session_while_its_chat_says_it_runs() {
     assert!(call_of(parent, "complete_task").is_none(), "{all:#?}");
     // Once the subagent completed, the parent's calls are the parent's again.
     assert!(call_of(parent, "read_file").is_some(), "{all:#?}");
+    // A subagent cut short leaves a chat with no summary that no call of the
+    // parent names: with no invoke_agent call running, the payloads stay the
+    // parent's.
+    let dead = "88bb0000-cccc-4ddd-8eee-000000000003";
+    std::fs::write(
+        chats.join(parent).join(format!("{dead}.jsonl")),
+        format!(r#"{{"sessionId":"{dead}","kind":"subagent"}}"#) + "\n",
+    )
+    .unwrap();
+    send(
+        &w,
+        "gemini",
+        p(
+            "BeforeTool",
+            json!({"tool_name": "glob", "tool_input": {"pattern": "*.md"}}),
+        ),
+    );
+    let all = events(&w);
+    assert!(
+        all.iter().any(|e| e["session"] == parent
+            && e["data"]["sessionUpdate"] == "tool_call"
+            && e["data"]["title"] == "glob"),
+        "{all:#?}"
+    );
+    assert!(!all.iter().any(|e| e["session"] == dead), "{all:#?}");
     assert!(
         all.iter().any(|e| e["session"] == child
             && e["data"]["sessionUpdate"] == "tool_call_update"

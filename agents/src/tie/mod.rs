@@ -86,6 +86,21 @@ impl Batch {
                 continue;
             }
             if self.events[i].tie == Some(Tie::SubagentCall) {
+                if let Some(parent) = self.not_delegating(i, log, &mut tails)? {
+                    // Its chat said a subagent runs, but no call of its parent
+                    // runs one (it was cut short and wrote no summary): the
+                    // payload is the parent's.
+                    let key = self.events[i].observed.as_ref().and_then(|o| o.key.clone());
+                    for p in &mut self.events[i + 1..] {
+                        if p.session.as_deref() == Some(session.as_str())
+                            && p.observed.as_ref().and_then(|o| o.key.clone()) == key
+                        {
+                            p.session = Some(parent.clone());
+                        }
+                    }
+                    dropped[i] = true;
+                    continue;
+                }
                 // Begun once: a subagent's session that holds events began.
                 if tails[&session].known {
                     dropped[i] = true;
@@ -158,6 +173,37 @@ impl Batch {
             }
         }
         Ok(())
+    }
+
+    /// The parent session of the Gemini CLI subagent session begun at `i`
+    /// when no delegating call of the parent is running: Gemini's payloads
+    /// name no subagent, and a chat that says one runs is believed only while
+    /// its parent's `invoke_agent` call is open (the other agents name their
+    /// subagents in every payload).
+    fn not_delegating(
+        &self,
+        i: usize,
+        log: &Log,
+        tails: &mut HashMap<String, SessionTail>,
+    ) -> Result<Option<String>, ReadError> {
+        let PlannedData::Ready(EventData::SessionCreated(created)) = &self.events[i].data else {
+            return Ok(None);
+        };
+        let Some(parent) = created.parent.as_ref().map(|p| p.session.clone()) else {
+            return Ok(None);
+        };
+        if self.agent != crate::kind::AgentKind::Gemini.name() {
+            return Ok(None);
+        }
+        if !tails.contains_key(&parent) {
+            tails.insert(parent.clone(), SessionTail::read(log, &parent)?);
+        }
+        let tail = &tails[&parent];
+        let running = tail
+            .last_delegation
+            .as_ref()
+            .is_some_and(|d| tail.pending.iter().any(|(id, _, _)| id == d));
+        Ok((!running).then_some(parent))
     }
 
     /// Names the turn end at `i`, and the reply its payload gave just before
