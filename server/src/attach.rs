@@ -221,6 +221,10 @@ pub struct Screen {
     pub wire_id: u64,
     /// The session ended.
     pub ended: bool,
+    /// Turns ended so far.
+    turns: u64,
+    /// Whether the agent's text shown last left its line open (no newline).
+    line_open: bool,
 }
 
 impl Screen {
@@ -334,6 +338,30 @@ impl Screen {
         if v.ended.is_some() && !self.ended {
             out.push(Shown::Note("[session ended: disconnected]".into()));
             self.ended = true;
+        }
+        let turn_ended = v.turns > self.turns;
+        self.turns = v.turns;
+        self.end_lines(out, turn_ended)
+    }
+
+    /// Ends the agent's open line where a line of cmdlog's own follows it, and
+    /// where its turn ended: what is typed next, or shown next, starts a line.
+    fn end_lines(&mut self, shown: Vec<Shown>, turn_ended: bool) -> Vec<Shown> {
+        let mut out = Vec::with_capacity(shown.len() + 1);
+        for item in shown {
+            match &item {
+                Shown::Text(text) if !text.is_empty() => self.line_open = !text.ends_with('\n'),
+                Shown::Text(_) => {}
+                Shown::Thought(_) | Shown::Note(_) => {
+                    if std::mem::take(&mut self.line_open) {
+                        out.push(Shown::Text("\n".into()));
+                    }
+                }
+            }
+            out.push(item);
+        }
+        if turn_ended && std::mem::take(&mut self.line_open) {
+            out.push(Shown::Text("\n".into()));
         }
         out
     }
@@ -552,6 +580,8 @@ mod tests {
             [
                 Shown::Text("Hel".into()),
                 Shown::Text("lo".into()),
+                // The agent's line is ended before a line of cmdlog's own.
+                Shown::Text("\n".into()),
                 Shown::Thought("(thinking) hmm".into()),
                 note("[tool t1 read: pending]"),
                 note("[tool t1 read: completed]"),
@@ -563,6 +593,36 @@ mod tests {
         );
         assert!(screen.ended);
         assert_eq!((screen.last_seq, screen.wire_id), (10, 10));
+    }
+
+    #[test]
+    fn the_agents_last_line_is_ended_with_its_turn() {
+        let mut screen = Screen::new("s");
+        let text = |seq, t: &str| {
+            frame(
+                seq,
+                "session/update",
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}}),
+            )
+        };
+        let end = |seq| {
+            frame(
+                seq,
+                "session/update",
+                json!({"sessionUpdate": "turn_complete", "stopReason": "end_turn"}),
+            )
+        };
+        let frames = [
+            text(1, "You said: hello daemon"),
+            end(2),
+            // A turn whose text ends its line, and one with no text at all.
+            text(3, "done\n"),
+            end(4),
+            end(5),
+        ];
+        let shown: Vec<Shown> = frames.iter().flat_map(|f| screen.frame(f)).collect();
+        let t = |s: &str| Shown::Text(s.into());
+        assert_eq!(shown, [t("You said: hello daemon"), t("\n"), t("done\n")]);
     }
 
     #[test]
