@@ -317,7 +317,24 @@ async fn shutdown_signal() {
     }
 }
 
-/// Serves until SIGINT or SIGTERM. `engine` holds the log for the daemon's life.
+/// The names a daemon answers to: any, bound to a non-loopback address (with
+/// its token); else loopback names, those allowed, and its own address.
+fn allowed_hosts(config: &ServeConfig, local: std::net::SocketAddr) -> Option<Vec<String>> {
+    config.addr.ip().is_loopback().then(|| {
+        auth::LOOPBACK_HOSTS
+            .iter()
+            .map(|h| h.to_string())
+            .chain(config.allow_hosts.iter().map(|h| h.to_ascii_lowercase()))
+            .chain(std::iter::once(match local.ip() {
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                ip => ip.to_string(),
+            }))
+            .collect()
+    })
+}
+
+/// Serves until SIGINT or SIGTERM. `engine` holds the log for the daemon's
+/// life, and answers the reads of other cmdlog processes (`serve_readers`).
 pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Result<(), ServeError> {
     if !config.addr.ip().is_loopback() && config.token.is_none() {
         return Err(ServeError::NoToken(config.addr));
@@ -336,6 +353,12 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         .flatten()
         .map(|i| i.id)
         .unwrap_or_default();
+    // Every other cmdlog process reads the log through this one while it runs.
+    let _readers = cmdlog_store::serve_readers(engine.log())
+        .map_err(|e| {
+            eprintln!("cmdlog serve: other cmdlog commands cannot read the log while it runs: {e}")
+        })
+        .ok();
     let daemon = cmdlog_agents::DaemonFile::new(&url, &log_id);
     let daemon_json = daemon
         .write(log_path)
@@ -343,19 +366,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
             path: cmdlog_agents::DaemonFile::path(log_path),
             source,
         })?;
-    // A daemon bound to a non-loopback address (with its token) answers to any
-    // name; a local one only to loopback names and those allowed.
-    let hosts = config.addr.ip().is_loopback().then(|| {
-        auth::LOOPBACK_HOSTS
-            .iter()
-            .map(|h| h.to_string())
-            .chain(config.allow_hosts.iter().map(|h| h.to_ascii_lowercase()))
-            .chain(std::iter::once(match local.ip() {
-                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-                ip => ip.to_string(),
-            }))
-            .collect()
-    });
+    let hosts = allowed_hosts(&config, local);
     let access = Access {
         token: config.token,
         hosts,

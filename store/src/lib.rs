@@ -25,6 +25,7 @@
 mod config;
 mod error;
 mod fault;
+mod holder;
 mod journal;
 mod limits;
 mod log;
@@ -39,11 +40,12 @@ pub use error::{AppendError, BlobError, OpenError, ReadError, StoreError};
 pub use fault::{
     FaultKind, FaultPlan, FaultyBackend, FaultyFile, open_faulty, open_faulty_short_lived,
 };
+pub use holder::socket_path;
 pub use journal::{JournalIo, journal_path};
 pub use limits::{BATCH_RECORDS_MAX, BLOB_BYTES_MAX, RECORD_BYTES_MAX, STREAM_KEY_BYTES_MAX};
 pub use log::{
-    AppendTicket, ChainBreak, CommitHook, Head, Log, LogConfig, TreeView, WalDiscard,
-    check_own_folder, presence_path,
+    AppendTicket, ChainBreak, CommitHook, Head, Holding, Log, LogConfig, TreeView, WalDiscard,
+    check_own_folder, presence_path, serve_readers,
 };
 pub use record::{
     BlobHash, ChainHash, CommittedRecord, Durability, NewRecord, Receipt, Record, Seq,

@@ -20,6 +20,9 @@ pub(crate) enum Db {
     Writable(Database),
     ReadOnly(redb::ReadOnlyDatabase),
     ShortLived(redb::ReadOnlyDatabase),
+    /// Nothing of its own: another process holds the log and answers its
+    /// reads ([`crate::holder`]).
+    Remote,
 }
 
 impl Db {
@@ -27,13 +30,18 @@ impl Db {
         match self {
             Db::Writable(db) => db.begin_read(),
             Db::ReadOnly(db) | Db::ShortLived(db) => db.begin_read(),
+            Db::Remote => Err(redb::TransactionError::Storage(redb::StorageError::Io(
+                std::io::Error::other(
+                    "this read is not answered through the process that holds the log yet; stop it and run the command again",
+                ),
+            ))),
         }
     }
 
     pub(crate) fn writable(&self) -> &Database {
         match self {
             Db::Writable(db) => db,
-            Db::ReadOnly(_) | Db::ShortLived(_) => {
+            Db::ReadOnly(_) | Db::ShortLived(_) | Db::Remote => {
                 unreachable!("only a writable log writes redb's file")
             }
         }

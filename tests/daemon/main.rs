@@ -2,6 +2,7 @@
 
 mod acp_history;
 mod bridge;
+mod held;
 mod node_clients;
 mod otlp;
 mod routes;

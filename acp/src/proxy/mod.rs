@@ -121,6 +121,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    // Other cmdlog processes read the log through this one while it runs.
+    let _readers = cmdlog_store::serve_readers(engine.log()).ok();
     let (mut child, agent_in, agent_out) = crate::agent::start(command, cwd)?;
     let (to_client, client_lines) = outbox();
     let (to_agent, agent_lines) = outbox();

@@ -58,6 +58,9 @@ impl Log {
 
     /// Whether a blob is stored (its bytes are not checked).
     pub fn has_blob(&self, hash: &BlobHash) -> Result<bool, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.has_blob(hash);
+        }
         let in_redb = || -> Result<bool, ReadError> {
             let read = self.shared.db.begin_read().map_err(read_err)?;
             let meta = read.open_table(BLOB_META).map_err(read_err)?;
@@ -86,6 +89,7 @@ impl Log {
         };
         let found = match from_overlay {
             Some(found) => found,
+            None if self.remote().is_some() => self.remote().expect("checked").get_blob(hash)?,
             None => {
                 let read = self.shared.db.begin_read().map_err(read_err)?;
                 schema::read_blob(&read, &hash.0).map_err(read_err)?
@@ -106,6 +110,9 @@ impl Log {
 
     /// Every stored blob with the unix-ms time it was added and its size.
     pub fn list_blobs(&self) -> Result<Vec<(BlobHash, u64, u64)>, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.list_blobs();
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let meta = read.open_table(BLOB_META).map_err(read_err)?;
         let mut out = Vec::new();

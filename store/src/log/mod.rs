@@ -2,13 +2,16 @@
 
 mod blobs;
 mod create;
+mod holding;
 mod open;
 mod overlaid;
 mod presence;
 mod read;
 mod recovery;
+mod remote;
 mod tree;
 
+pub use holding::{Holding, serve_readers};
 pub use open::check_own_folder;
 pub use presence::presence_path;
 pub use recovery::WalDiscard;
@@ -71,6 +74,8 @@ pub struct Log {
     alone_through: Option<Seq>,
     /// A short-lived log's presence lock, held shared while it is open.
     presence: Option<std::fs::File>,
+    /// The process that holds the log, answering this open's reads.
+    remote: Option<crate::holder::Remote>,
 }
 
 impl std::fmt::Debug for Log {
@@ -153,7 +158,7 @@ impl Log {
         if let Some(cause) = self.poisoned() {
             return Err(AppendError::Poisoned { cause });
         }
-        if matches!(self.shared.db, Db::ReadOnly(_)) {
+        if matches!(self.shared.db, Db::ReadOnly(_) | Db::Remote) {
             return Err(AppendError::ReadOnly);
         }
         if let Some(inline) = &self.inline {
@@ -213,6 +218,9 @@ impl Log {
 
     /// The latest snapshot and its seq, if any.
     pub fn latest_snapshot(&self) -> Result<Option<(Seq, Vec<u8>)>, ReadError> {
+        if let Some(remote) = &self.remote {
+            return remote.latest_snapshot();
+        }
         if let Some(snapshot) = &self.overlay().snapshot {
             return Ok(Some(snapshot.clone()));
         }

@@ -353,7 +353,7 @@ impl Log {
             Db::Writable(writable) if config.merkle_tree => {
                 Some(crate::tree::catch_up(writable).map_err(storage_error(&path))?)
             }
-            Db::Writable(_) | Db::ReadOnly(_) | Db::ShortLived(_) => None,
+            Db::Writable(_) | Db::ReadOnly(_) | Db::ShortLived(_) | Db::Remote => None,
         };
         let (watch, _) = watch::channel(head.seq);
         let shared = Arc::new(Shared {
@@ -370,7 +370,7 @@ impl Log {
             frontier: Mutex::new(frontier),
         });
         let (requests, writer, inline) = match (&shared.db, journal) {
-            (Db::ReadOnly(_), _) => (None, None, None),
+            (Db::ReadOnly(_) | Db::Remote, _) => (None, None, None),
             (Db::ShortLived(_), Some(journal)) => (
                 None,
                 None,
@@ -396,6 +396,7 @@ impl Log {
             inline,
             alone_through: None,
             presence: None,
+            remote: None,
         })
     }
 

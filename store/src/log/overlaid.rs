@@ -17,8 +17,10 @@ use super::{Db, Log, LogConfig, recovery, storage_error};
 
 impl Log {
     /// Opens an existing log for reading only, as of now: redb's file and the
-    /// write-ahead log's frames it lacks. Writers are excluded only while it is
-    /// open, so open, read and drop it promptly. A file a crashed writer left needing
+    /// write-ahead log's frames it lacks — or, while a long-lived cmdlog
+    /// process holds it, that process's answers ([`Log::open_through_holder`]).
+    /// Writers are excluded only while it is open, so open, read and drop it
+    /// promptly. A file a crashed writer left needing
     /// recovery cannot be opened read-only ([`OpenError::NeedsRecovery`]): open it
     /// writable once.
     pub fn open_read_only(path: impl AsRef<Path>, config: LogConfig) -> Result<Log, OpenError> {
@@ -26,7 +28,11 @@ impl Log {
         super::open::check_own_folder(&path)?;
         super::open::check_own_file(&path)?;
         super::open::check_own_file(&journal_path(&path))?;
-        let db = Db::ReadOnly(open_redb_read_only(&path, &config)?);
+        let db = match open_redb_read_only(&path, &config) {
+            // Held by a long-lived cmdlog process: read through it.
+            Err(OpenError::Locked { .. }) => return Log::open_through_holder(&path, config),
+            opened => Db::ReadOnly(opened?),
+        };
         if !Self::initialized(&db, &path)? {
             return Err(OpenError::Format {
                 path,

@@ -15,6 +15,9 @@ use super::{ChainBreak, Head, Log, PendingStreams};
 impl Log {
     /// Reads one record.
     pub fn get(&self, seq: Seq) -> Result<Option<Record>, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.get(seq);
+        }
         if let Some(value) = self.overlay().records.get(&seq) {
             return decode(seq, value).map(Some);
         }
@@ -34,6 +37,23 @@ impl Log {
         mut f: impl FnMut(Record) -> bool,
     ) -> Result<(), ReadError> {
         if from > until {
+            return Ok(());
+        }
+        if let Some(remote) = self.remote() {
+            // Page by page, each from where the last ended.
+            let mut next = from;
+            while next <= until {
+                let page = remote.page(next, until)?;
+                let Some(last) = page.last().map(|r| r.seq) else {
+                    break;
+                };
+                for record in page {
+                    if !f(record) {
+                        return Ok(());
+                    }
+                }
+                next = last + 1;
+            }
             return Ok(());
         }
         // The overlay's records all follow redb's: redb's first, then the overlay's.
@@ -94,6 +114,9 @@ impl Log {
 
     /// The seqs of the records under stream key `key` after seq `after`, in order.
     pub fn stream_seqs(&self, key: &str, after: Seq) -> Result<Vec<Seq>, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.stream_seqs(key, after);
+        }
         let (read, pending) = self.read_with_pending(|pending| {
             pending
                 .seqs
@@ -123,6 +146,9 @@ impl Log {
 
     /// Whether any record is under stream key `key`.
     pub fn has_stream(&self, key: &str) -> Result<bool, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.has_stream(key);
+        }
         let (read, pending) =
             self.read_with_pending(|pending| pending.seqs.get(key).is_some_and(|s| !s.is_empty()))?;
         if pending {
@@ -144,6 +170,9 @@ impl Log {
     /// The records at `seqs` (of a stream, from [`Log::stream_seqs`]), in that
     /// order: a caller that pages through a long stream holds one page at a time.
     pub fn records_at(&self, seqs: &[Seq]) -> Result<Vec<Record>, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.records_at(seqs);
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut out = Vec::with_capacity(seqs.len());
@@ -167,6 +196,9 @@ impl Log {
 
     /// The distinct stream keys, sorted.
     pub fn streams(&self) -> Result<Vec<String>, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.streams();
+        }
         let (read, mut keys) =
             self.read_with_pending(|pending| pending.seqs.keys().cloned().collect::<Vec<_>>())?;
         let streams = read.open_table(STREAMS).map_err(read_err)?;
@@ -188,6 +220,15 @@ impl Log {
     /// Blocks until a record after `after` is committed or `timeout` passes;
     /// returns the head seq then.
     pub fn wait_for(&self, after: Seq, timeout: Duration) -> Seq {
+        if let Some(remote) = self.remote() {
+            // The holder waits; its head becomes this open's.
+            let Ok(head) = remote.wait_for(after, timeout) else {
+                return self.head().seq;
+            };
+            *self.shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
+            self.shared.watch.send_replace(head.seq);
+            return head.seq;
+        }
         let deadline = Instant::now() + timeout;
         let mut head = self.shared.head.lock().unwrap_or_else(|p| p.into_inner());
         while head.seq <= after {
@@ -216,6 +257,9 @@ impl Log {
         &self,
         mut progress: impl FnMut(Seq),
     ) -> Result<Result<Head, ChainBreak>, ReadError> {
+        if self.remote().is_some() {
+            return self.verify_chain_read(progress);
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
         let mut prev = Head {
@@ -255,6 +299,41 @@ impl Log {
             }
         }
         Ok(Ok(prev))
+    }
+}
+
+impl Log {
+    /// [`Log::verify_chain`] over the records as read (through the holder),
+    /// up to this open's head.
+    fn verify_chain_read(
+        &self,
+        mut progress: impl FnMut(Seq),
+    ) -> Result<Result<Head, ChainBreak>, ReadError> {
+        let mut prev = Head {
+            seq: 0,
+            hash: ChainHash::ZERO,
+        };
+        let mut broken = None;
+        self.scan(1, self.head().seq, |r| {
+            let expected = schema::chain(&prev.hash, r.seq, &r.bytes);
+            broken = if r.seq != prev.seq + 1 {
+                Some(ChainBreak::Gap {
+                    previous: prev.seq,
+                    found: r.seq,
+                })
+            } else if r.hash != expected {
+                Some(ChainBreak::HashMismatch { seq: r.seq })
+            } else {
+                None
+            };
+            prev = Head {
+                seq: r.seq,
+                hash: expected,
+            };
+            progress(r.seq);
+            broken.is_none()
+        })?;
+        Ok(broken.map_or(Ok(prev), Err))
     }
 }
 

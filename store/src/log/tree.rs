@@ -81,8 +81,15 @@ impl Log {
     /// tree hashes every record, once per call).
     pub fn tree(&self) -> Result<TreeView, ReadError> {
         let head = self.head().seq;
-        let read = self.shared.db.begin_read().map_err(read_err)?;
-        let table = tree::open_tree(&read).map_err(read_err)?;
+        // Read through the holder: every leaf hashed here, as for a log older
+        // than the tree.
+        let table = match self.remote() {
+            Some(_) => None,
+            None => {
+                let read = self.shared.db.begin_read().map_err(read_err)?;
+                tree::open_tree(&read).map_err(read_err)?
+            }
+        };
         let stored = match &table {
             Some(table) => tree::stored_size(table).map_err(read_err)?,
             None => 0,
@@ -127,7 +134,12 @@ impl Log {
     /// hashes are wrong or missing. A log whose file has no tree yet (older than
     /// the tree, never opened writable since) reports `None` with nothing checked:
     /// see [`Log::has_stored_tree`].
-    pub fn verify_tree(&self, progress: impl FnMut(Seq)) -> Result<Option<Seq>, ReadError> {
+    pub fn verify_tree(&self, mut progress: impl FnMut(Seq)) -> Result<Option<Seq>, ReadError> {
+        if let Some(remote) = self.remote() {
+            let found = remote.verify_tree()?;
+            progress(self.head().seq);
+            return Ok(found);
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let Some(table) = tree::open_tree(&read).map_err(read_err)? else {
             return Ok(None);
@@ -138,6 +150,9 @@ impl Log {
 
     /// Whether redb's file holds a tree (every log does after a writable open).
     pub fn has_stored_tree(&self) -> Result<bool, ReadError> {
+        if let Some(remote) = self.remote() {
+            return remote.has_stored_tree();
+        }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         Ok(tree::open_tree(&read).map_err(read_err)?.is_some())
     }

@@ -1,0 +1,235 @@
+//! The holder's side: a thread that accepts readers on the log's socket and a
+//! thread per reader that answers its reads from the holder's own open log.
+//! It holds the log weakly: a reader never keeps the holder's log open, and a
+//! read after the holder closed it is told so.
+
+use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::Log;
+use crate::holder::wire::{In, Op, Out, PAGE_BYTES, PAGE_RECORDS, receive};
+use crate::record::BlobHash;
+
+/// Readers are answered while this lives; dropping it stops the listener and
+/// removes the socket.
+pub struct Holding {
+    socket: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// How often the listener looks whether it should stop.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Serves reads of `log` on its socket ([`crate::socket_path`]).
+pub fn serve_readers(log: &Arc<Log>) -> io::Result<Holding> {
+    let socket = crate::holder::socket_path(log.path())?;
+    if let Some(dir) = socket.parent() {
+        cmdlog_common::private_fs::ensure_private_dir(dir)?;
+    }
+    // A socket left by a holder that died: nobody answers on it.
+    if std::fs::symlink_metadata(&socket).is_ok() {
+        if UnixStream::connect(&socket).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{} is answered by another holder", socket.display()),
+            ));
+        }
+        std::fs::remove_file(&socket)?;
+    }
+    let listener = UnixListener::bind(&socket)?;
+    listener.set_nonblocking(true)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let weak = Arc::downgrade(log);
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("cmdlog-holder".into())
+            .spawn(move || accept(listener, weak, stop))?
+    };
+    Ok(Holding {
+        socket,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+fn accept(listener: UnixListener, log: Weak<Log>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if !crate::holder::same_user(&stream) || stream.set_nonblocking(false).is_err() {
+                    continue;
+                }
+                let (log, stop) = (log.clone(), Arc::clone(&stop));
+                let _ = std::thread::Builder::new()
+                    .name("cmdlog-reader".into())
+                    .spawn(move || answer(stream, log, stop));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Answers one reader until it hangs up or the holder stops.
+fn answer(mut stream: UnixStream, log: Weak<Log>, stop: Arc<AtomicBool>) {
+    while let Ok(Some(frame)) = receive(&mut stream) {
+        let reply = match (stop.load(Ordering::SeqCst), log.upgrade()) {
+            (false, Some(log)) => one(&log, &frame).unwrap_or_else(|e| failed(&e.to_string())),
+            _ => failed("the holder closed the log"),
+        };
+        if reply.send(&mut stream).is_err() {
+            return;
+        }
+    }
+}
+
+fn failed(why: &str) -> Out {
+    let mut out = Out::default();
+    out.u8(1).bytes(why.as_bytes());
+    out
+}
+
+/// One request's answer (status 0 and its fields).
+fn one(log: &Log, frame: &[u8]) -> Result<Out, Box<dyn std::error::Error>> {
+    let mut input = In(frame);
+    let op = Op::of(input.u8()?).ok_or("an operation this holder does not know")?;
+    let mut out = Out::default();
+    out.u8(0);
+    match op {
+        Op::HasBlob
+        | Op::GetBlob
+        | Op::ListBlobs
+        | Op::LatestSnapshot
+        | Op::VerifyTree
+        | Op::HasStoredTree => stored(log, op, &mut input, &mut out)?,
+        _ => records(log, op, &mut input, &mut out)?,
+    }
+    Ok(out)
+}
+
+type Answered = Result<(), Box<dyn std::error::Error>>;
+
+/// The records, streams, head and tree.
+fn records(log: &Log, op: Op, input: &mut In<'_>, out: &mut Out) -> Answered {
+    match op {
+        Op::Head => {
+            out.head(log.head());
+        }
+        Op::Get => match log.get(input.u64()?)? {
+            Some(r) => {
+                out.u8(1).record(&r);
+            }
+            None => {
+                out.u8(0);
+            }
+        },
+        Op::Scan => {
+            let (from, until) = (input.u64()?, input.u64()?);
+            let mut page = Vec::new();
+            let mut bytes = 0;
+            log.scan(from, until, |r| {
+                bytes += r.bytes.len();
+                page.push(r);
+                page.len() < PAGE_RECORDS as usize && bytes < PAGE_BYTES
+            })?;
+            out.u64(page.len() as u64);
+            for r in &page {
+                out.record(r);
+            }
+        }
+        Op::StreamSeqs => {
+            let key = input.text()?;
+            let seqs = log.stream_seqs(&key, input.u64()?)?;
+            out.u64(seqs.len() as u64);
+            for s in seqs {
+                out.u64(s);
+            }
+        }
+        Op::HasStream => {
+            out.u8(u8::from(log.has_stream(&input.text()?)?));
+        }
+        Op::RecordsAt => {
+            let records = log.records_at(&input.seqs()?)?;
+            out.u64(records.len() as u64);
+            for r in &records {
+                out.record(r);
+            }
+        }
+        Op::Streams => {
+            let keys = log.streams()?;
+            out.u64(keys.len() as u64);
+            for k in keys {
+                out.bytes(k.as_bytes());
+            }
+        }
+        Op::WaitFor => {
+            let (after, ms) = (input.u64()?, input.u64()?);
+            log.wait_for(after, Duration::from_millis(ms.min(60_000)));
+            out.head(log.head());
+        }
+        _ => unreachable!("answered by stored"),
+    }
+    Ok(())
+}
+
+/// The blobs, the stored tree's check and the projection snapshot.
+fn stored(log: &Log, op: Op, input: &mut In<'_>, out: &mut Out) -> Answered {
+    match op {
+        Op::HasBlob => {
+            out.u8(u8::from(log.has_blob(&input.blob_hash()?)?));
+        }
+        Op::GetBlob => match log.get_blob(&BlobHash(input.hash()?))? {
+            Some(bytes) => {
+                out.u8(1).bytes(&bytes);
+            }
+            None => {
+                out.u8(0);
+            }
+        },
+        Op::ListBlobs => {
+            let blobs = log.list_blobs()?;
+            out.u64(blobs.len() as u64);
+            for (hash, at, size) in blobs {
+                out.hash(&hash.0).u64(at).u64(size);
+            }
+        }
+        Op::VerifyTree => match log.verify_tree(|_| {})? {
+            Some(seq) => {
+                out.u8(1).u64(seq);
+            }
+            None => {
+                out.u8(0);
+            }
+        },
+        Op::HasStoredTree => {
+            out.u8(u8::from(log.has_stored_tree()?));
+        }
+        Op::LatestSnapshot => match log.latest_snapshot()? {
+            Some((seq, bytes)) => {
+                out.u8(1).u64(seq).bytes(&bytes);
+            }
+            None => {
+                out.u8(0);
+            }
+        },
+        _ => unreachable!("answered by records"),
+    }
+    Ok(())
+}
