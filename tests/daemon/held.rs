@@ -21,6 +21,10 @@ const VERBS: &[&[&str]] = &[
     &["export"],
     &["report", "--session", "SESSION", "-o", "-"],
     &["drift"],
+    &["key"],
+    &["prove", "3"],
+    &["checkpoint"],
+    &["hooks", "status"],
 ];
 
 fn outputs(w: &Workspace, session: &str) -> Vec<(String, i32, String)> {
