@@ -80,7 +80,7 @@ pub(crate) fn open_failure(e: cmdlog_store::OpenError) -> CliError {
             crate::render::clean(&daemon.url),
         ))
         .hint(format!(
-            "use its HTTP API (docs/http.md), e.g. curl {}/session/ID/events, or stop it first",
+            "read verbs read through it; to change the log, go through its HTTP API (docs/http.md, {}) or stop it first",
             crate::render::clean(&daemon.url)
         ));
     }
