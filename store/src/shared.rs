@@ -74,6 +74,35 @@ pub(crate) struct Shared {
     pub(crate) frontier: Mutex<Option<cmdlog_tlog::Frontier>>,
 }
 
+impl Shared {
+    /// What a log's handle and writer share, at `head`, nothing poisoned, no
+    /// commit hook.
+    pub(crate) fn new(
+        db: Db,
+        config: LogConfig,
+        head: Head,
+        pending: PendingStreams,
+        wal_open: bool,
+        overlay: Overlay,
+        frontier: Option<cmdlog_tlog::Frontier>,
+    ) -> Shared {
+        let (watch, _) = watch::channel(head.seq);
+        Shared {
+            db,
+            config,
+            head: Mutex::new(head),
+            committed: Condvar::new(),
+            watch,
+            poisoned: Mutex::new(None),
+            hook: RwLock::new(None),
+            pending: Mutex::new(pending),
+            wal_open: std::sync::atomic::AtomicBool::new(wal_open),
+            overlay: RwLock::new(overlay),
+            frontier: Mutex::new(frontier),
+        }
+    }
+}
+
 /// The stream index entries of records after `META["streams_through"]`, kept in
 /// memory and written to the `streams` table in sorted batches: one entry per
 /// record inserted per commit touched a B-tree leaf per session and cost more than

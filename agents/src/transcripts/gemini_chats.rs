@@ -24,17 +24,13 @@ pub(crate) fn delegation(chats: &Path, parent: &str, child: &str) -> Value {
         return Value::Null;
     };
     let needle = format!("\"agentId\":\"{child}\"");
-    let expect = cmdlog_common::private_fs::Expect {
-        bytes_max: crate::limits::CHAT_BYTES_MAX,
-        private: false,
-    };
     for entry in dir.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if !(name.starts_with("session-") && name.ends_with(&format!("-{short}.jsonl"))) {
             continue;
         }
-        let Ok(bytes) = cmdlog_common::private_fs::read_untrusted(&entry.path(), expect) else {
+        let Some(bytes) = read_chat(&entry.path()) else {
             continue;
         };
         for line in String::from_utf8_lossy(&bytes).lines() {

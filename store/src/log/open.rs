@@ -2,13 +2,12 @@
 //! writer thread's start.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redb::{
     Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle,
 };
-use tokio::sync::watch;
 
 use crate::error::OpenError;
 use crate::journal::{Journal, JournalIo, journal_path};
@@ -355,20 +354,9 @@ impl Log {
             }
             Db::Writable(_) | Db::ReadOnly(_) | Db::ShortLived(_) | Db::Remote => None,
         };
-        let (watch, _) = watch::channel(head.seq);
-        let shared = Arc::new(Shared {
-            db,
-            config,
-            head: Mutex::new(head),
-            committed: Condvar::new(),
-            watch,
-            poisoned: Mutex::new(None),
-            hook: RwLock::new(None),
-            pending: Mutex::new(pending),
-            wal_open: std::sync::atomic::AtomicBool::new(wal_open),
-            overlay: RwLock::new(overlay),
-            frontier: Mutex::new(frontier),
-        });
+        let shared = Arc::new(Shared::new(
+            db, config, head, pending, wal_open, overlay, frontier,
+        ));
         let (requests, writer, inline) = match (&shared.db, journal) {
             (Db::ReadOnly(_) | Db::Remote, _) => (None, None, None),
             (Db::ShortLived(_), Some(journal)) => (

@@ -2,9 +2,7 @@
 //! methods, answered by the holder's open log.
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, RwLock};
-
-use tokio::sync::watch;
+use std::sync::{Arc, Mutex};
 
 use crate::error::OpenError;
 use crate::holder::Remote;
@@ -27,20 +25,15 @@ impl Log {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        let (watch, _) = watch::channel(head.seq);
-        let shared = Arc::new(Shared {
-            db: Db::Remote,
+        let shared = Arc::new(Shared::new(
+            Db::Remote,
             config,
-            head: Mutex::new(head),
-            committed: Condvar::new(),
-            watch,
-            poisoned: Mutex::new(None),
-            hook: RwLock::new(None),
-            pending: Mutex::new(Default::default()),
-            wal_open: std::sync::atomic::AtomicBool::new(false),
-            overlay: RwLock::new(Default::default()),
-            frontier: Mutex::new(None),
-        });
+            head,
+            Default::default(),
+            false,
+            Default::default(),
+            None,
+        ));
         Ok(Log {
             shared,
             path,
