@@ -270,12 +270,13 @@ impl Batch {
             .collect::<Result<Vec<Slot>, AppendError>>()?;
         log.submit_built(move |first| {
             slots
-                .into_iter()
+                .iter()
                 .map(|slot| match slot {
-                    Slot::Ready(record) => record,
-                    Slot::Done(mut event, run_index) => {
+                    Slot::Ready(record) => record.clone(),
+                    Slot::Done(event, run_index) => {
+                        let mut event = event.clone();
                         if let EventData::CommandDone(done) = &mut event.data {
-                            done.run = first + run_index as Seq;
+                            done.run = first + *run_index as Seq;
                         }
                         event.to_record()
                     }
@@ -346,6 +347,7 @@ fn in_blobs(
 }
 
 /// An event encoded ahead, or a `command/done` waiting for its run's seq.
+#[derive(Clone)]
 enum Slot {
     Ready(NewRecord),
     Done(Box<NewEvent>, usize),

@@ -41,7 +41,9 @@ pub enum WorkspaceOpenError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifetime {
     /// A verb that runs a line or two and exits (`cmdlog run`): appends go to the
-    /// write-ahead log alone, one sync each ([`Log::open_short_lived`]).
+    /// write-ahead log alone, one sync each ([`Log::open_short_lived`]) — or,
+    /// while a long-lived process holds the log, to that process's group commit
+    /// ([`Log::open_short_lived_or_through_holder`]).
     ShortLived,
     /// A daemon or a proxy that keeps the log open: the writable open, with its
     /// checkpoints ([`Log::open`]).
@@ -59,7 +61,9 @@ pub async fn open_workspace(
     lifetime: Lifetime,
 ) -> Result<(Engine, SyncReport), WorkspaceOpenError> {
     let log = match lifetime {
-        Lifetime::ShortLived => Log::open_short_lived(log_path, LogConfig::default())?,
+        Lifetime::ShortLived => {
+            Log::open_short_lived_or_through_holder(log_path, LogConfig::default())?
+        }
         Lifetime::LongLived => Log::open(log_path, LogConfig::default())?,
     };
     ensure_identity_async(&log).await?;

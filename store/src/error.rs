@@ -128,6 +128,13 @@ pub enum AppendError {
     /// The log was opened read-only.
     #[error("the log was opened read-only; open it for writing to append")]
     ReadOnly,
+    /// The process holding the log, which appends for this open, failed or
+    /// refused the append.
+    #[error("the process holding the log did not acknowledge the append: {message}")]
+    Holder {
+        /// What failed, or what the holder answered.
+        message: String,
+    },
 }
 
 /// A read failed.

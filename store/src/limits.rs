@@ -78,3 +78,6 @@ pub(crate) const TREE_CATCH_UP_RECORDS: u64 = 65_536;
 /// Most leaves one entry of the `tree` table holds: a group commit writes its
 /// batch's hashes as one entry (or a few), about 64 bytes per leaf.
 pub(crate) const TREE_ENTRY_LEAVES_MAX: usize = 1024;
+/// How many times an append built for its seqs is built again when, through a
+/// holder, other appends keep taking the seq it was built for.
+pub(crate) const APPEND_AT_TRIES: usize = 200;

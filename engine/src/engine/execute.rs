@@ -346,7 +346,7 @@ impl Engine {
             .inner
             .log
             .submit_built(move |first| {
-                let mut run_event = run_event;
+                let mut run_event = run_event.clone();
                 if let EventData::CommandRun(run) = &mut run_event.data {
                     run.attachments = (first..first + count).collect();
                 }

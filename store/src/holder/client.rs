@@ -2,17 +2,25 @@
 
 use std::io;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use super::wire::{In, Op, Out, malformed, receive};
-use crate::error::ReadError;
-use crate::record::{BlobHash, Head, Record, Seq};
+use crate::error::{AppendError, ReadError};
+use crate::record::{BlobHash, Head, NewRecord, Receipt, Record, Seq};
 
 /// A connection to the process that holds a log.
 pub(crate) struct Remote {
+    socket: PathBuf,
     stream: Mutex<UnixStream>,
+    /// The seq through which this open's commit hook ran: what its appends
+    /// catch up from (see `Log::hook_through_holder`).
+    pub(crate) hooked: Mutex<Seq>,
+    /// Whether this open may append (through the holder).
+    pub(crate) writable: bool,
+    /// Whether the channel failed: the holder is gone, or going.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 impl Remote {
@@ -20,21 +28,18 @@ impl Remote {
     /// and runs as this user.
     pub(crate) fn connect(log: &Path) -> io::Result<Remote> {
         let socket = super::socket_path(log)?;
-        super::check_socket(&socket)?;
-        let stream = UnixStream::connect(&socket)?;
-        if !super::same_user(&stream) {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("{} is answered by another user", socket.display()),
-            ));
-        }
+        let stream = channel(&socket)?;
         Ok(Remote {
+            socket,
             stream: Mutex::new(stream),
+            hooked: Mutex::new(0),
+            writable: false,
+            lost: Default::default(),
         })
     }
 
     /// Asks `op` with `fields`; the answer's fields.
-    fn ask(&self, op: Op, fields: impl FnOnce(&mut Out)) -> Result<Vec<u8>, ReadError> {
+    fn exchange(&self, op: Op, fields: impl FnOnce(&mut Out)) -> Result<Vec<u8>, Failure> {
         let mut out = Out::default();
         out.u8(op as u8);
         fields(&mut out);
@@ -42,18 +47,127 @@ impl Remote {
         let frame = out
             .send(&mut *stream)
             .and_then(|()| receive(&mut *stream))
-            .map_err(lost)?
-            .ok_or_else(|| lost(malformed("the holder hung up")))?;
+            .and_then(|frame| frame.ok_or_else(|| malformed("the holder hung up")))
+            .map_err(|e| {
+                self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                Failure::Lost(e)
+            })?;
         let mut input = In(&frame);
-        match input.u8().map_err(lost)? {
+        match input.u8().map_err(Failure::Lost)? {
             0 => Ok(input.0.to_vec()),
-            _ => Err(ReadError::Storage {
-                message: format!(
-                    "the process holding the log answered: {}",
-                    input.text().unwrap_or_default()
-                ),
-            }),
+            _ => Err(Failure::Answered(input.text().unwrap_or_default())),
         }
+    }
+
+    /// A read's answer.
+    fn ask(&self, op: Op, fields: impl FnOnce(&mut Out)) -> Result<Vec<u8>, ReadError> {
+        self.exchange(op, fields).map_err(|failure| match failure {
+            Failure::Lost(e) => lost(e),
+            Failure::Answered(why) => ReadError::Storage {
+                message: format!("the process holding the log answered: {why}"),
+            },
+        })
+    }
+
+    /// A write's answer.
+    fn tell(&self, op: Op, fields: impl FnOnce(&mut Out)) -> Result<Vec<u8>, AppendError> {
+        self.exchange(op, fields).map_err(|failure| match failure {
+            Failure::Lost(e) => AppendError::Holder {
+                message: format!(
+                    "the channel to it failed ({e}); it may have stopped, after or before appending: `cmdlog log` shows what is in the log"
+                ),
+            },
+            Failure::Answered(why) => AppendError::Holder { message: why },
+        })
+    }
+
+    /// Calls `f` with the pages of `from..=until`, in order, until it returns
+    /// false: on a channel of the scan's own, the holder sending each page
+    /// unasked while the last is taken in.
+    pub(crate) fn scan_stream(
+        &self,
+        from: Seq,
+        until: Seq,
+        mut f: impl FnMut(Vec<Record>) -> bool,
+    ) -> Result<(), ReadError> {
+        let lost = |e: io::Error| {
+            self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+            lost(e)
+        };
+        let mut stream = channel(&self.socket).map_err(lost)?;
+        let mut out = Out::default();
+        out.u8(Op::ScanStream as u8).u64(from).u64(until);
+        out.send(&mut stream).map_err(lost)?;
+        loop {
+            let frame = receive(&mut stream)
+                .and_then(|frame| frame.ok_or_else(|| malformed("the holder hung up")))
+                .map_err(lost)?;
+            let mut input = In(&frame);
+            if input.u8().map_err(lost)? != 0 {
+                return Err(ReadError::Storage {
+                    message: format!(
+                        "the process holding the log answered: {}",
+                        input.text().unwrap_or_default()
+                    ),
+                });
+            }
+            let page = input.records().map_err(lost)?;
+            let Some(last) = page.last().map(|r| r.seq) else {
+                return Ok(());
+            };
+            // Stopping early hangs up: the holder stops at its next page.
+            if !f(page) || last >= until {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether the channel to the holder failed.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Asks the holder to append `records` as one unit in its group commit.
+    pub(crate) fn append(&self, records: &[NewRecord]) -> Result<Receipt, AppendError> {
+        let frame = self.tell(Op::Append, |o| {
+            o.new_records(records);
+        })?;
+        receipt(&frame)
+    }
+
+    /// Asks the holder to append `records` only if the first would get seq
+    /// `first`; `None` when another append came first.
+    pub(crate) fn append_at(
+        &self,
+        first: Seq,
+        records: &[NewRecord],
+    ) -> Result<Option<Receipt>, AppendError> {
+        let frame = self.tell(Op::AppendAt, |o| {
+            o.u64(first).new_records(records);
+        })?;
+        match frame.first() {
+            Some(1) => receipt(&frame[1..]).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Asks the holder to store a blob; its hash.
+    pub(crate) fn put_blob(&self, bytes: &[u8]) -> Result<BlobHash, AppendError> {
+        let frame = self.tell(Op::PutBlob, |o| {
+            o.bytes(bytes);
+        })?;
+        In(&frame).blob_hash().map_err(garbled)
+    }
+
+    /// Asks the holder to remove blobs; how many existed.
+    pub(crate) fn remove_blobs(&self, hashes: &[BlobHash]) -> Result<u64, AppendError> {
+        let frame = self.tell(Op::RemoveBlobs, |o| {
+            o.u64(hashes.len() as u64);
+            for h in hashes {
+                o.hash(&h.0);
+            }
+        })?;
+        In(&frame).u64().map_err(garbled)
     }
 
     pub(crate) fn head(&self) -> Result<Head, ReadError> {
@@ -175,6 +289,44 @@ impl Remote {
                 input.bytes().map_err(lost)?,
             ))),
         }
+    }
+}
+
+/// A channel to the holder answering on `socket`, if it is this user's.
+fn channel(socket: &Path) -> io::Result<UnixStream> {
+    super::check_socket(socket)?;
+    let stream = UnixStream::connect(socket)?;
+    if !super::same_user(&stream) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} is answered by another user", socket.display()),
+        ));
+    }
+    Ok(stream)
+}
+
+/// How an exchange failed.
+enum Failure {
+    /// The channel: nothing is known of the answer.
+    Lost(io::Error),
+    /// The holder answered that it failed, and why.
+    Answered(String),
+}
+
+fn receipt(frame: &[u8]) -> Result<Receipt, AppendError> {
+    let mut input = In(frame);
+    Ok(Receipt {
+        first: input.u64().map_err(garbled)?,
+        last: input.u64().map_err(garbled)?,
+    })
+}
+
+/// An acknowledgement that could not be read.
+fn garbled(e: io::Error) -> AppendError {
+    AppendError::Holder {
+        message: format!(
+            "its answer could not be read ({e}): `cmdlog log` shows what is in the log"
+        ),
     }
 }
 

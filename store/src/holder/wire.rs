@@ -4,10 +4,11 @@
 
 use std::io::{self, Read, Write};
 
-use crate::record::{BlobHash, ChainHash, Head, Record, Seq};
+use crate::record::{BlobHash, ChainHash, Head, NewRecord, Record, Seq};
 
-/// The largest frame either side accepts (a page of records is cut well below).
-pub(crate) const FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// The largest frame either side accepts: a page of records is cut well below,
+/// and an append of records as large as one commit takes fits.
+pub(crate) const FRAME_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// Records a page of a scan holds at most, and the bytes it stops after.
 pub(crate) const PAGE_RECORDS: u32 = 4096;
@@ -31,6 +32,11 @@ pub(crate) enum Op {
     LatestSnapshot = 12,
     VerifyTree = 13,
     HasStoredTree = 14,
+    Append = 15,
+    AppendAt = 16,
+    PutBlob = 17,
+    RemoveBlobs = 18,
+    ScanStream = 19,
 }
 
 impl Op {
@@ -51,6 +57,11 @@ impl Op {
             LatestSnapshot,
             VerifyTree,
             HasStoredTree,
+            Append,
+            AppendAt,
+            PutBlob,
+            RemoveBlobs,
+            ScanStream,
         ]
         .into_iter()
         .find(|op| *op as u8 == byte)
@@ -89,6 +100,17 @@ impl Out {
             None => self.u8(0),
         };
         self.bytes(&r.bytes)
+    }
+    pub(crate) fn new_records(&mut self, records: &[NewRecord]) -> &mut Self {
+        self.u64(records.len() as u64);
+        for r in records {
+            match &r.stream {
+                Some(s) => self.u8(1).bytes(s.as_bytes()),
+                None => self.u8(0),
+            };
+            self.bytes(&r.bytes);
+        }
+        self
     }
     /// Sends it, length first.
     pub(crate) fn send(&self, to: &mut impl Write) -> io::Result<()> {
@@ -179,6 +201,21 @@ impl In<'_> {
     pub(crate) fn seqs(&mut self) -> io::Result<Vec<Seq>> {
         let n = self.u64()?;
         (0..n).map(|_| self.u64()).collect()
+    }
+    pub(crate) fn new_records(&mut self) -> io::Result<Vec<NewRecord>> {
+        let n = self.u64()?;
+        (0..n)
+            .map(|_| {
+                let stream = match self.u8()? {
+                    0 => None,
+                    _ => Some(self.text()?),
+                };
+                Ok(NewRecord {
+                    stream,
+                    bytes: self.bytes()?,
+                })
+            })
+            .collect()
     }
     pub(crate) fn blob_hash(&mut self) -> io::Result<BlobHash> {
         Ok(BlobHash(self.hash()?))

@@ -58,8 +58,8 @@ impl Log {
 
     /// Whether a blob is stored (its bytes are not checked).
     pub fn has_blob(&self, hash: &BlobHash) -> Result<bool, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.has_blob(hash);
+        if let Some(answer) = self.read_through(|r| r.has_blob(hash), |log| log.has_blob(hash)) {
+            return answer;
         }
         let in_redb = || -> Result<bool, ReadError> {
             let read = self.shared.db.begin_read().map_err(read_err)?;
@@ -89,7 +89,15 @@ impl Log {
         };
         let found = match from_overlay {
             Some(found) => found,
-            None if self.remote().is_some() => self.remote().expect("checked").get_blob(hash)?,
+            None if self.remote().is_some() => {
+                let local = |log: &Log| {
+                    log.get_blob(hash).map_err(|e| ReadError::Storage {
+                        message: e.to_string(),
+                    })
+                };
+                self.read_through(|r| r.get_blob(hash), local)
+                    .expect("read through a holder")?
+            }
             None => {
                 let read = self.shared.db.begin_read().map_err(read_err)?;
                 schema::read_blob(&read, &hash.0).map_err(read_err)?
@@ -110,8 +118,8 @@ impl Log {
 
     /// Every stored blob with the unix-ms time it was added and its size.
     pub fn list_blobs(&self) -> Result<Vec<(BlobHash, u64, u64)>, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.list_blobs();
+        if let Some(answer) = self.read_through(|r| r.list_blobs(), |log| log.list_blobs()) {
+            return answer;
         }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let meta = read.open_table(BLOB_META).map_err(read_err)?;

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::Log;
+use crate::error::{AppendError, ReadError};
 use crate::holder::wire::{In, Op, Out, PAGE_BYTES, PAGE_RECORDS, receive};
 use crate::record::BlobHash;
 
@@ -90,6 +91,18 @@ fn accept(listener: UnixListener, log: Weak<Log>, stop: Arc<AtomicBool>) {
 /// Answers one reader until it hangs up or the holder stops.
 fn answer(mut stream: UnixStream, log: Weak<Log>, stop: Arc<AtomicBool>) {
     while let Ok(Some(frame)) = receive(&mut stream) {
+        if frame.first() == Some(&(Op::ScanStream as u8)) {
+            // A channel of the scan's own: it ends with it.
+            let _ = stream_scan(&log, &stop, &frame, &mut stream);
+            return;
+        }
+        if frame.first() == Some(&(Op::WaitFor as u8)) {
+            let waited = wait(&log, &stop, &frame).unwrap_or_else(|e| failed(&e.to_string()));
+            if waited.send(&mut stream).is_err() {
+                return;
+            }
+            continue;
+        }
         let reply = match (stop.load(Ordering::SeqCst), log.upgrade()) {
             (false, Some(log)) => one(&log, &frame).unwrap_or_else(|e| failed(&e.to_string())),
             _ => failed("the holder closed the log"),
@@ -106,6 +119,77 @@ fn failed(why: &str) -> Out {
     out
 }
 
+/// Writes one page of `from..=until` into `out`; the seq of its last record.
+fn page(log: &Log, from: u64, until: u64, out: &mut Out) -> Result<Option<u64>, ReadError> {
+    let mut page = Vec::new();
+    let mut bytes = 0;
+    log.scan(from, until, |r| {
+        bytes += r.bytes.len();
+        page.push(r);
+        page.len() < PAGE_RECORDS as usize && bytes < PAGE_BYTES
+    })?;
+    out.u64(page.len() as u64);
+    for r in &page {
+        out.record(r);
+    }
+    Ok(page.last().map(|r| r.seq))
+}
+
+/// Sends the pages of `from..=until` one after another, unasked (an empty
+/// page ends them): the reader takes one in while the next is read. Each is
+/// read with the log held and sent without it, so a slow reader never keeps
+/// the holder from closing it; a reader that stops early hangs up.
+fn stream_scan(
+    log: &Weak<Log>,
+    stop: &AtomicBool,
+    frame: &[u8],
+    to: &mut UnixStream,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut input = In(&frame[1..]);
+    let (mut next, until) = (input.u64()?, input.u64()?);
+    loop {
+        let mut out = Out::default();
+        out.u8(0);
+        let last = match (stop.load(Ordering::SeqCst), log.upgrade()) {
+            (false, Some(log)) => match page(&log, next, until, &mut out) {
+                Ok(last) => last,
+                Err(e) => return Ok(failed(&e.to_string()).send(to)?),
+            },
+            _ => return Ok(failed("the holder closed the log").send(to)?),
+        };
+        out.send(to)?;
+        match last {
+            Some(seq) if seq < until => next = seq + 1,
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Waits for the head to pass the seq asked, in slices that hold the log only
+/// briefly: a reader waiting never keeps the holder from closing it.
+fn wait(
+    log: &Weak<Log>,
+    stop: &AtomicBool,
+    frame: &[u8],
+) -> Result<Out, Box<dyn std::error::Error>> {
+    let mut input = In(&frame[1..]);
+    let (after, ms) = (input.u64()?, input.u64()?);
+    let deadline = std::time::Instant::now() + Duration::from_millis(ms.min(60_000));
+    loop {
+        let log = match (stop.load(Ordering::SeqCst), log.upgrade()) {
+            (false, Some(log)) => log,
+            _ => return Ok(failed("the holder closed the log")),
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let head = log.wait_for(after, left.min(POLL));
+        if head > after || left.is_zero() {
+            let mut out = Out::default();
+            out.u8(0).head(log.head());
+            return Ok(out);
+        }
+    }
+}
+
 /// One request's answer (status 0 and its fields).
 fn one(log: &Log, frame: &[u8]) -> Result<Out, Box<dyn std::error::Error>> {
     let mut input = In(frame);
@@ -119,6 +203,9 @@ fn one(log: &Log, frame: &[u8]) -> Result<Out, Box<dyn std::error::Error>> {
         | Op::LatestSnapshot
         | Op::VerifyTree
         | Op::HasStoredTree => stored(log, op, &mut input, &mut out)?,
+        Op::Append | Op::AppendAt | Op::PutBlob | Op::RemoveBlobs => {
+            writes(log, op, &mut input, &mut out)?
+        }
         _ => records(log, op, &mut input, &mut out)?,
     }
     Ok(out)
@@ -142,17 +229,7 @@ fn records(log: &Log, op: Op, input: &mut In<'_>, out: &mut Out) -> Answered {
         },
         Op::Scan => {
             let (from, until) = (input.u64()?, input.u64()?);
-            let mut page = Vec::new();
-            let mut bytes = 0;
-            log.scan(from, until, |r| {
-                bytes += r.bytes.len();
-                page.push(r);
-                page.len() < PAGE_RECORDS as usize && bytes < PAGE_BYTES
-            })?;
-            out.u64(page.len() as u64);
-            for r in &page {
-                out.record(r);
-            }
+            page(log, from, until, out)?;
         }
         Op::StreamSeqs => {
             let key = input.text()?;
@@ -179,12 +256,53 @@ fn records(log: &Log, op: Op, input: &mut In<'_>, out: &mut Out) -> Answered {
                 out.bytes(k.as_bytes());
             }
         }
-        Op::WaitFor => {
-            let (after, ms) = (input.u64()?, input.u64()?);
-            log.wait_for(after, Duration::from_millis(ms.min(60_000)));
-            out.head(log.head());
+        _ => unreachable!("answered by stored, writes or wait"),
+    }
+    Ok(())
+}
+
+/// Appends and blob writes, in the holder's own group commit: the caller is
+/// answered once they are durable, as the holder's own appends are.
+fn writes(log: &Log, op: Op, input: &mut In<'_>, out: &mut Out) -> Answered {
+    match op {
+        Op::Append => {
+            let receipt = log.append(input.new_records()?)?;
+            out.u64(receipt.first).u64(receipt.last);
         }
-        _ => unreachable!("answered by stored"),
+        Op::AppendAt => {
+            let first = input.u64()?;
+            let records = input.new_records()?;
+            if records.is_empty() {
+                return Err(AppendError::Empty.into());
+            }
+            // Built empty when another append took `first`: the store refuses an
+            // empty append, and the caller builds again at the new head.
+            let mut records = Some(records);
+            let ticket = log.submit_built(move |at| match at == first {
+                true => records.take().unwrap_or_default(),
+                false => Vec::new(),
+            })?;
+            match ticket.wait() {
+                Ok(receipt) => {
+                    out.u8(1).u64(receipt.first).u64(receipt.last);
+                }
+                Err(AppendError::Empty) => {
+                    out.u8(0);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Op::PutBlob => {
+            out.hash(&log.put_blob(input.bytes()?)?.0);
+        }
+        Op::RemoveBlobs => {
+            let n = input.u64()?;
+            let hashes = (0..n)
+                .map(|_| input.blob_hash())
+                .collect::<io::Result<Vec<_>>>()?;
+            out.u64(log.remove_blobs(hashes)?);
+        }
+        _ => unreachable!("answered by records or stored"),
     }
     Ok(())
 }

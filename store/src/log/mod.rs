@@ -76,6 +76,8 @@ pub struct Log {
     presence: Option<std::fs::File>,
     /// The process that holds the log, answering this open's reads.
     remote: Option<crate::holder::Remote>,
+    /// The log itself, opened read-only once the holder stopped mid-read.
+    after_holder: std::sync::OnceLock<Box<Log>>,
 }
 
 impl std::fmt::Debug for Log {
@@ -120,6 +122,9 @@ impl Log {
     /// append visible to its reads (a no-op for other logs, whose reads see every
     /// append already).
     pub fn catch_up(&self) -> Result<(), AppendError> {
+        if let Some(remote) = self.remote.as_ref().filter(|r| r.writable) {
+            return self.catch_up_through_holder(remote);
+        }
         match &self.inline {
             Some(inline) => inline
                 .lock()
@@ -158,6 +163,9 @@ impl Log {
         if let Some(cause) = self.poisoned() {
             return Err(AppendError::Poisoned { cause });
         }
+        if let Some(remote) = &self.remote {
+            return self.commit_through_holder(remote, request);
+        }
         if matches!(self.shared.db, Db::ReadOnly(_) | Db::Remote) {
             return Err(AppendError::ReadOnly);
         }
@@ -184,10 +192,12 @@ impl Log {
     /// Starts an atomic append whose records are built on the writer thread from the
     /// seq the first of them will get, so a record can name the seqs of the others
     /// (a `command/run` listing the admissions appended with it). `build` must be
-    /// quick: it runs inside the group commit.
+    /// quick: it runs inside the group commit. Through a holder it may run more
+    /// than once, each time for the seq the append would then get: it must build
+    /// the same records each time but for the seqs.
     pub fn submit_built(
         &self,
-        build: impl FnOnce(Seq) -> Vec<NewRecord> + Send + 'static,
+        build: impl FnMut(Seq) -> Vec<NewRecord> + Send + 'static,
     ) -> Result<AppendTicket, AppendError> {
         let (reply, rx) = oneshot::channel();
         self.send(Request::AppendBuilt {
@@ -218,8 +228,10 @@ impl Log {
 
     /// The latest snapshot and its seq, if any.
     pub fn latest_snapshot(&self) -> Result<Option<(Seq, Vec<u8>)>, ReadError> {
-        if let Some(remote) = &self.remote {
-            return remote.latest_snapshot();
+        if let Some(answer) =
+            self.read_through(|r| r.latest_snapshot(), |log| log.latest_snapshot())
+        {
+            return answer;
         }
         if let Some(snapshot) = &self.overlay().snapshot {
             return Ok(Some(snapshot.clone()));

@@ -385,6 +385,7 @@ impl Log {
             alone_through: None,
             presence: None,
             remote: None,
+            after_holder: Default::default(),
         })
     }
 

@@ -28,6 +28,10 @@ impl Log {
         super::open::check_own_folder(&path)?;
         super::open::check_own_file(&path)?;
         super::open::check_own_file(&journal_path(&path))?;
+        // A holder answers at once; redb's lock would be waited for first.
+        if let Ok(log) = Log::open_through_holder(&path, config.clone()) {
+            return Ok(log);
+        }
         let db = match open_redb_read_only(&path, &config) {
             // Held by a long-lived cmdlog process: read through it.
             Err(OpenError::Locked { .. }) => return Log::open_through_holder(&path, config),

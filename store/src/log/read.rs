@@ -15,8 +15,8 @@ use super::{ChainBreak, Head, Log, PendingStreams};
 impl Log {
     /// Reads one record.
     pub fn get(&self, seq: Seq) -> Result<Option<Record>, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.get(seq);
+        if let Some(answer) = self.read_through(|r| r.get(seq), |log| log.get(seq)) {
+            return answer;
         }
         if let Some(value) = self.overlay().records.get(&seq) {
             return decode(seq, value).map(Some);
@@ -40,21 +40,42 @@ impl Log {
             return Ok(());
         }
         if let Some(remote) = self.remote() {
-            // Page by page, each from where the last ended.
-            let mut next = from;
-            while next <= until {
-                let page = remote.page(next, until)?;
-                let Some(last) = page.last().map(|r| r.seq) else {
-                    break;
-                };
+            // The first page on the open's channel: most reads end there.
+            let page = self.read_through(|r| r.page(from, until).map(Some), |_| Ok(None));
+            let Some(page) = page.expect("read through a holder")? else {
+                // The holder stopped: the log itself answers.
+                let log = self.after_holder.get().expect("opened after the holder");
+                return log.scan(from, until, f);
+            };
+            let Some(last) = page.last().map(|r| r.seq) else {
+                return Ok(());
+            };
+            for record in page {
+                if !f(record) {
+                    return Ok(());
+                }
+            }
+            if last >= until {
+                return Ok(());
+            }
+            // The rest streamed on a channel of its own.
+            let mut next = last + 1;
+            let streamed = remote.scan_stream(next, until, |page| {
                 for record in page {
+                    next = record.seq + 1;
                     if !f(record) {
-                        return Ok(());
+                        return false;
                     }
                 }
-                next = last + 1;
-            }
-            return Ok(());
+                true
+            });
+            return match streamed {
+                Err(e) if remote.is_lost() && !remote.writable => match self.open_after_holder() {
+                    Some(log) => log.scan(next, until, f),
+                    None => Err(e),
+                },
+                other => other,
+            };
         }
         // The overlay's records all follow redb's: redb's first, then the overlay's.
         let overlay_from = self.overlay().records.keys().next().copied();
@@ -114,8 +135,11 @@ impl Log {
 
     /// The seqs of the records under stream key `key` after seq `after`, in order.
     pub fn stream_seqs(&self, key: &str, after: Seq) -> Result<Vec<Seq>, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.stream_seqs(key, after);
+        if let Some(answer) = self.read_through(
+            |r| r.stream_seqs(key, after),
+            |log| log.stream_seqs(key, after),
+        ) {
+            return answer;
         }
         let (read, pending) = self.read_with_pending(|pending| {
             pending
@@ -146,8 +170,8 @@ impl Log {
 
     /// Whether any record is under stream key `key`.
     pub fn has_stream(&self, key: &str) -> Result<bool, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.has_stream(key);
+        if let Some(answer) = self.read_through(|r| r.has_stream(key), |log| log.has_stream(key)) {
+            return answer;
         }
         let (read, pending) =
             self.read_with_pending(|pending| pending.seqs.get(key).is_some_and(|s| !s.is_empty()))?;
@@ -170,8 +194,9 @@ impl Log {
     /// The records at `seqs` (of a stream, from [`Log::stream_seqs`]), in that
     /// order: a caller that pages through a long stream holds one page at a time.
     pub fn records_at(&self, seqs: &[Seq]) -> Result<Vec<Record>, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.records_at(seqs);
+        if let Some(answer) = self.read_through(|r| r.records_at(seqs), |log| log.records_at(seqs))
+        {
+            return answer;
         }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let records = read.open_table(RECORDS).map_err(read_err)?;
@@ -196,8 +221,8 @@ impl Log {
 
     /// The distinct stream keys, sorted.
     pub fn streams(&self) -> Result<Vec<String>, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.streams();
+        if let Some(answer) = self.read_through(|r| r.streams(), |log| log.streams()) {
+            return answer;
         }
         let (read, mut keys) =
             self.read_with_pending(|pending| pending.seqs.keys().cloned().collect::<Vec<_>>())?;
@@ -220,14 +245,10 @@ impl Log {
     /// Blocks until a record after `after` is committed or `timeout` passes;
     /// returns the head seq then.
     pub fn wait_for(&self, after: Seq, timeout: Duration) -> Seq {
-        if let Some(remote) = self.remote() {
-            // The holder waits; its head becomes this open's.
-            let Ok(head) = remote.wait_for(after, timeout) else {
-                return self.head().seq;
-            };
-            *self.shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
-            self.shared.watch.send_replace(head.seq);
-            return head.seq;
+        if self.remote().is_some() {
+            return self
+                .wait_for_holder(after, timeout)
+                .unwrap_or_else(|_| self.head().seq);
         }
         let deadline = Instant::now() + timeout;
         let mut head = self.shared.head.lock().unwrap_or_else(|p| p.into_inner());
@@ -244,6 +265,20 @@ impl Log {
                 .0;
         }
         head.seq
+    }
+
+    /// [`Log::wait_for`], saying when the process this open reads through
+    /// stopped (open the log again to go on); the same as `wait_for` for
+    /// another open.
+    pub fn wait_for_holder(&self, after: Seq, timeout: Duration) -> Result<Seq, ReadError> {
+        let Some(remote) = self.remote() else {
+            return Ok(self.wait_for(after, timeout));
+        };
+        // The holder waits; its head becomes this open's.
+        let head = remote.wait_for(after, timeout)?;
+        *self.shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
+        self.shared.watch.send_replace(head.seq);
+        Ok(head.seq)
     }
 
     /// A receiver of the head seq, updated after every commit (for async tails).

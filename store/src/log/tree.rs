@@ -135,10 +135,12 @@ impl Log {
     /// the tree, never opened writable since) reports `None` with nothing checked:
     /// see [`Log::has_stored_tree`].
     pub fn verify_tree(&self, mut progress: impl FnMut(Seq)) -> Result<Option<Seq>, ReadError> {
-        if let Some(remote) = self.remote() {
-            let found = remote.verify_tree()?;
+        // One instance for the log read after its holder stopped.
+        let unseen: &mut dyn FnMut(Seq) = &mut |_| {};
+        if let Some(answer) = self.read_through(|r| r.verify_tree(), |log| log.verify_tree(unseen))
+        {
             progress(self.head().seq);
-            return Ok(found);
+            return answer;
         }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         let Some(table) = tree::open_tree(&read).map_err(read_err)? else {
@@ -150,8 +152,10 @@ impl Log {
 
     /// Whether redb's file holds a tree (every log does after a writable open).
     pub fn has_stored_tree(&self) -> Result<bool, ReadError> {
-        if let Some(remote) = self.remote() {
-            return remote.has_stored_tree();
+        if let Some(answer) =
+            self.read_through(|r| r.has_stored_tree(), |log| log.has_stored_tree())
+        {
+            return answer;
         }
         let read = self.shared.db.begin_read().map_err(read_err)?;
         Ok(tree::open_tree(&read).map_err(read_err)?.is_some())

@@ -39,7 +39,7 @@ pub(crate) use short_lived::Inline;
 use short_lived::{commit_short_lived, write_overlay};
 
 /// Builds an append's records once its first seq is known (on the writer thread).
-pub(crate) type BuildRecords = Box<dyn FnOnce(u64) -> Vec<NewRecord> + Send>;
+pub(crate) type BuildRecords = Box<dyn FnMut(u64) -> Vec<NewRecord> + Send>;
 
 pub(crate) enum Request {
     Append {
@@ -340,7 +340,7 @@ fn materialize(shared: &Shared, start: u64, batch: Vec<Request>) -> Vec<Request>
     let mut out = Vec::with_capacity(batch.len());
     for request in batch {
         let request = match request {
-            Request::AppendBuilt { build, reply } => {
+            Request::AppendBuilt { mut build, reply } => {
                 let records = build(next);
                 match check_records(&shared.config, &records) {
                     Ok(()) => Request::Append { records, reply },
@@ -598,7 +598,7 @@ fn apply(shared: &Shared, applying: Applying) -> bool {
 }
 
 /// Runs the commit hook over `committed`; a panic poisons the writer.
-fn run_hook(shared: &Shared, committed: &[CommittedRecord<'_>]) {
+pub(crate) fn run_hook(shared: &Shared, committed: &[CommittedRecord<'_>]) {
     if !committed.is_empty()
         && let Some(hook) = shared
             .hook
@@ -620,7 +620,7 @@ fn run_hook(shared: &Shared, committed: &[CommittedRecord<'_>]) {
 }
 
 /// Makes `head` the log's head and wakes whoever waits for it.
-fn publish_head(shared: &Shared, head: Head) {
+pub(crate) fn publish_head(shared: &Shared, head: Head) {
     *shared.head.lock().unwrap_or_else(|p| p.into_inner()) = head;
     shared.committed.notify_all();
     shared.watch.send_replace(head.seq);
