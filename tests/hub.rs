@@ -471,9 +471,30 @@ fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
         assert!(Instant::now() < deadline, "the daemon pushed nothing");
         std::thread::sleep(Duration::from_millis(50));
     };
+    // `verify --against` while the daemon holds the log reads through it, and
+    // says what it says once the daemon has stopped.
+    let (_, held_seq, _) = verified(&w, &w.log_path());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hub_log(&w, &url, &id)["head_seq"].as_u64() != Some(held_seq) {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon did not push its head"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let against = |w: &Workspace| {
+        let o = w.run(&["verify", "--against", &url]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let held = against(&w);
+    assert_eq!(held.0, Some(0), "{}", held.1);
     // SIGKILL (the helper's drop): the log is left for crash recovery, which the
     // next push's open applies; what the hub lacks then goes, and both agree.
     drop(d);
+    assert_eq!(against(&w), held);
     w.ok(&["push", &url]);
     let (local_id, seq, hash) = verified(&w, &w.log_path());
     assert_eq!(local_id, id);

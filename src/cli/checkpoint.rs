@@ -78,17 +78,12 @@ pub(crate) fn checkpoint_failure(e: CheckpointError) -> CliError {
 }
 
 pub(crate) fn exec(paths: &Paths, args: CheckpointArgs) -> VerbResult {
-    let note = match open_with_identity(paths) {
-        Ok((log, identity)) => {
-            let signer = signer(&identity, &args.key)?;
-            let view = log.tree().map_err(store_failure)?;
-            cmdlog_replay::sign(&view, &cmdlog_replay::origin(&identity.id), &signer)
-                .map_err(checkpoint_failure)?
-                .note
-        }
-        // A daemon holds the log: its checkpoint, if it is signed by the log's key.
-        Err(e) => from_daemon(paths, &args.key).ok_or(e)?,
-    };
+    let (log, identity) = open_with_identity(paths)?;
+    let signer = signer(&identity, &args.key)?;
+    let view = log.tree().map_err(store_failure)?;
+    let note = cmdlog_replay::sign(&view, &cmdlog_replay::origin(&identity.id), &signer)
+        .map_err(checkpoint_failure)?
+        .note;
     // `-o -` is standard output, where the checkpoint goes anyway.
     if let Some(path) = args.output.as_ref().filter(|p| p.as_os_str() != "-") {
         write_file(path, note.as_bytes())?;
@@ -96,33 +91,6 @@ pub(crate) fn exec(paths: &Paths, args: CheckpointArgs) -> VerbResult {
     let mut out = std::io::stdout().lock();
     out.write_all(note.as_bytes())?;
     Ok(0)
-}
-
-/// The checkpoint a running `cmdlog serve` of this log gives
-/// (`GET /log/{id}/checkpoint`), believed only when this user's key of the log
-/// signed it (a planted `daemon.json` could name any server).
-fn from_daemon(paths: &Paths, key: &KeyArgs) -> Option<String> {
-    let daemon = cmdlog_agents::DaemonFile::read(&paths.log)?;
-    if daemon.log_id.is_empty() || !daemon.log_id.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return None;
-    }
-    let verifier = cmdlog_replay::log_verifier(&daemon.log_id, key.key.as_deref()).ok()??;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(std::time::Duration::from_secs(10)))
-        .build()
-        .into();
-    let url = format!("{}/log/{}/checkpoint", daemon.url, daemon.log_id);
-    let mut response = agent.get(&url).call().ok()?;
-    let note = response
-        .body_mut()
-        .with_config()
-        .limit(cmdlog_tlog::NOTE_BYTES_MAX as u64)
-        .read_to_string()
-        .ok()?;
-    let parsed = cmdlog_tlog::Note::parse(&note).ok()?;
-    parsed.verify(std::slice::from_ref(&verifier)).ok()?;
-    let checkpoint = cmdlog_tlog::Checkpoint::parse(parsed.text()).ok()?;
-    (checkpoint.origin == cmdlog_replay::origin(&daemon.log_id)).then_some(note)
 }
 
 /// Writes `bytes` to `path` whole: a fresh file beside it, renamed over it.

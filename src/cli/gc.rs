@@ -7,7 +7,7 @@ use clap::Args;
 use cmdlog_replay::{collect, plan_gc_with};
 use serde_json::json;
 
-use super::open::open_existing_writable;
+use super::open::{open_existing, open_existing_writable};
 use super::progress::Progress;
 use super::{Paths, VerbResult, now_ms, store_failure};
 use crate::render;
@@ -23,7 +23,10 @@ pub(crate) struct GcArgs {
 }
 
 pub(crate) fn exec(paths: &Paths, args: GcArgs, json: bool) -> VerbResult {
-    let log = &open_existing_writable(paths)?;
+    let log = &match args.dry_run {
+        true => open_existing(paths)?,
+        false => open_existing_writable(paths)?,
+    };
     let grace_ms = args.grace.as_millis() as u64;
     let bar = Progress::new(log.head().seq, "gc");
     let plan = plan_gc_with(log, now_ms(), grace_ms, bar.tick()).map_err(store_failure)?;

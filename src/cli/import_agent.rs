@@ -50,7 +50,8 @@ pub(crate) fn exec(
         .filter_map(|f| std::fs::metadata(f).ok())
         .map(|m| m.len())
         .sum();
-    let log = Log::open(&paths.log, LogConfig::default()).map_err(open_failure)?;
+    let log =
+        Log::open_or_through_holder(&paths.log, LogConfig::default()).map_err(open_failure)?;
     cmdlog_engine::identity::ensure_identity(&log).map_err(store_failure)?;
     let bar = Progress::new(total, "import");
     let summary = {

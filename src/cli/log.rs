@@ -52,6 +52,8 @@ pub(crate) fn print_event(out: &mut impl Write, event: &Event, json: bool) -> io
 
 /// How often `log --follow` looks for new events.
 pub(crate) const FOLLOW_POLL: Duration = Duration::from_millis(200);
+/// How long `log --follow` asks the process holding the log to wait for one.
+const FOLLOW_WAIT: Duration = Duration::from_secs(5);
 
 pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     let until = args.until.unwrap_or(u64::MAX);
@@ -97,21 +99,31 @@ pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     if !args.follow {
         return Ok(0);
     }
-    // Other processes append while we wait: hold the file only for each short read.
+    // Other processes append while we wait: hold the file only for each short
+    // read; a process that holds it says when its head moves.
     let quick = LogConfig {
         lock_wait: Duration::ZERO,
         ..LogConfig::default()
     };
     while last < until {
         out.flush()?;
-        std::thread::sleep(FOLLOW_POLL);
         match Log::open_read_only(&paths.log, quick.clone()) {
-            Ok(log) => last = print_new(&log, last, &mut out)?,
+            Ok(log) if log.is_through_holder() => {
+                while last < until && log.wait_for_holder(last, FOLLOW_WAIT).is_ok() {
+                    last = print_new(&log, last, &mut out)?;
+                    out.flush()?;
+                }
+            }
+            Ok(log) => {
+                last = print_new(&log, last, &mut out)?;
+                drop(log);
+                std::thread::sleep(FOLLOW_POLL);
+            }
             // A writer holds the file right now, or is recovering it: look again soon.
             Err(
                 cmdlog_store::OpenError::Locked { .. }
                 | cmdlog_store::OpenError::NeedsRecovery { .. },
-            ) => {}
+            ) => std::thread::sleep(FOLLOW_POLL),
             Err(e) => return Err(store_failure(e)),
         }
     }

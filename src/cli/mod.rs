@@ -80,7 +80,7 @@ pub(crate) fn open_failure(e: cmdlog_store::OpenError) -> CliError {
             crate::render::clean(&daemon.url),
         ))
         .hint(format!(
-            "read verbs read through it; to change the log, go through its HTTP API (docs/http.md, {}) or stop it first",
+            "other verbs read and append through it; this one needs the log to itself, or it did not answer: stop it first (its HTTP API: docs/http.md, {})",
             crate::render::clean(&daemon.url)
         ));
     }

@@ -52,10 +52,11 @@ fn cannot_write(e: &std::io::Error) -> bool {
     )
 }
 
-/// Opens a log that must already exist, for writing (gc).
+/// Opens a log that must already exist, for writing (gc): writable, or through
+/// the process that holds it, which appends in its own group commit.
 pub(crate) fn open_existing_writable(paths: &Paths) -> Result<Log, CliError> {
     require_log(paths)?;
-    Log::open(&paths.log, LogConfig::default()).map_err(open_failure)
+    Log::open_or_through_holder(&paths.log, LogConfig::default()).map_err(open_failure)
 }
 
 /// Refuses a session with no events, pointing at `cmdlog sessions`.

@@ -85,8 +85,8 @@ fn a_tlog_client_audits_the_daemons_log_from_its_checkpoint_and_tiles() {
     };
     let (status, note) = public.get("checkpoint");
     assert_eq!(status, 200);
-    // `cmdlog checkpoint` while the daemon holds the log: the daemon's, checked
-    // against this user's key of the log.
+    // `cmdlog checkpoint` while the daemon holds the log (read through it):
+    // the daemon's note, byte for byte (the same key, the same tree).
     assert_eq!(ws.ok(&["checkpoint"]).as_bytes(), &note[..]);
     let note = signed_note::Note::from_bytes(&note).unwrap();
     note.verify(&VerifierList::new(vec![Box::new(
