@@ -3,10 +3,13 @@
 //! --follow` prints what the holder appends.
 //!
 //! `cargo bench --bench held_verbs` (`CMDLOG_HELD_EVENTS`, default 1,000,000;
-//! `CMDLOG_HELD_RUNS`, default 5 per verb and side). The verbs are the real
+//! `CMDLOG_HELD_RUNS`, default 5 per verb and side, five times that for a verb
+//! under a second; `CMDLOG_HELD_LOG=DIR` keeps the log there and reuses it on
+//! the next run). The verbs are the real
 //! binary, as a user runs them; the holder is a writable open of this bench
 //! answering through `serve_readers`, as `cmdlog serve` does. Rounds
-//! alternate unheld and held; the figure is the median of each side.
+//! alternate unheld and held, each side's first run of a verb after the
+//! switch not counted; the figure is the median of each side.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -120,12 +123,16 @@ fn main() {
             .unwrap();
         std::process::exit(status.code().unwrap_or(1));
     }
-    let dir = tmp.path();
+    let kept = std::env::var_os("CMDLOG_HELD_LOG").map(std::path::PathBuf::from);
+    let dir = kept.as_deref().unwrap_or(tmp.path());
     let events = env_or("CMDLOG_HELD_EVENTS", 1_000_000);
     let runs = env_or("CMDLOG_HELD_RUNS", 5) as usize;
     let started = Instant::now();
-    engine_log::build(dir, events, SESSIONS);
     let path = dir.join("log.redb");
+    if !path.exists() {
+        std::fs::create_dir_all(dir).unwrap();
+        engine_log::build(dir, events, SESSIONS);
+    }
     let head = Log::open_read_only(&path, LogConfig::default())
         .unwrap()
         .head()
@@ -134,20 +141,31 @@ fn main() {
         "a log of {head} events across {SESSIONS} sessions, built in {:.1?}; {runs} runs per verb and side, alternating",
         started.elapsed()
     );
-    for verb in VERBS {
-        time(dir, verb);
-    }
+    // Once each, and a short verb as often as its share of the time allows.
+    let times: Vec<usize> = VERBS
+        .iter()
+        .map(|verb| match time(dir, verb) < Duration::from_secs(1) {
+            true => 5,
+            false => 1,
+        })
+        .collect();
     let mut unheld = vec![Vec::new(); VERBS.len()];
     let mut held = vec![Vec::new(); VERBS.len()];
-    for _ in 0..runs {
+    // Each side's first run after the switch is not counted: the opens and
+    // closes between them move the file's pages in and out of memory.
+    let side = |out: &mut Vec<Vec<Duration>>| {
         for (i, verb) in VERBS.iter().enumerate() {
-            unheld[i].push(time(dir, verb));
+            time(dir, verb);
+            for _ in 0..times[i] {
+                out[i].push(time(dir, verb));
+            }
         }
+    };
+    for _ in 0..runs {
+        side(&mut unheld);
         let log = Arc::new(Log::open(&path, LogConfig::default()).unwrap());
         let holding = cmdlog_store::serve_readers(&log).unwrap();
-        for (i, verb) in VERBS.iter().enumerate() {
-            held[i].push(time(dir, verb));
-        }
+        side(&mut held);
         drop(holding);
         drop(log);
     }

@@ -491,6 +491,9 @@ fn a_daemon_pushes_as_its_log_grows_and_a_push_after_its_kill_9_completes() {
     };
     let held = against(&w);
     assert_eq!(held.0, Some(0), "{}", held.1);
+    // A push of ours reads through it too: nothing is left to push.
+    let pushed = w.json(&["push", &url, "--json"]);
+    assert_eq!(pushed["pushed"], 0, "{pushed}");
     // SIGKILL (the helper's drop): the log is left for crash recovery, which the
     // next push's open applies; what the hub lacks then goes, and both agree.
     drop(d);

@@ -287,8 +287,21 @@ fn log_follow_sees_what_the_holder_appends_at_once() {
             seen - sent
         );
     }
-    // The holder stops: follow goes on reading the log itself.
-    drop(daemon);
+    // The holder stops as asked (SIGTERM), at once though a follower waits on
+    // it; follow goes on reading the log itself.
+    let mut daemon = daemon;
+    std::process::Command::new("kill")
+        .args(["-TERM", &daemon.child.id().to_string()])
+        .status()
+        .unwrap();
+    let asked = Instant::now();
+    while daemon.child.try_wait().unwrap().is_none() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "serve did not stop while log --follow waited on it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     w.ok(&["run", "--session", "live", "/help"]);
     wait("command/done");
     let _ = follow.kill();

@@ -1,7 +1,7 @@
 //! The holder's side: a thread that accepts readers on the log's socket and a
 //! thread per reader that answers its reads from the holder's own open log.
 //! It holds the log weakly: a reader never keeps the holder's log open, and a
-//! read after the holder closed it is told so.
+//! reader of a holder that closed it is hung up on, as if the holder had died.
 
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -88,7 +88,9 @@ fn accept(listener: UnixListener, log: Weak<Log>, stop: Arc<AtomicBool>) {
     }
 }
 
-/// Answers one reader until it hangs up or the holder stops.
+/// Answers one reader until it hangs up or the holder stops. A holder that
+/// stopped hangs up: to the reader it is gone, as if it had died, and the
+/// reader reads the log itself.
 fn answer(mut stream: UnixStream, log: Weak<Log>, stop: Arc<AtomicBool>) {
     while let Ok(Some(frame)) = receive(&mut stream) {
         if frame.first() == Some(&(Op::ScanStream as u8)) {
@@ -97,7 +99,11 @@ fn answer(mut stream: UnixStream, log: Weak<Log>, stop: Arc<AtomicBool>) {
             return;
         }
         if frame.first() == Some(&(Op::WaitFor as u8)) {
-            let waited = wait(&log, &stop, &frame).unwrap_or_else(|e| failed(&e.to_string()));
+            let waited = match wait(&log, &stop, &frame) {
+                Ok(Some(waited)) => waited,
+                Ok(None) => return,
+                Err(e) => failed(&e.to_string()),
+            };
             if waited.send(&mut stream).is_err() {
                 return;
             }
@@ -105,7 +111,7 @@ fn answer(mut stream: UnixStream, log: Weak<Log>, stop: Arc<AtomicBool>) {
         }
         let reply = match (stop.load(Ordering::SeqCst), log.upgrade()) {
             (false, Some(log)) => one(&log, &frame).unwrap_or_else(|e| failed(&e.to_string())),
-            _ => failed("the holder closed the log"),
+            _ => return,
         };
         if reply.send(&mut stream).is_err() {
             return;
@@ -155,7 +161,7 @@ fn stream_scan(
                 Ok(last) => last,
                 Err(e) => return Ok(failed(&e.to_string()).send(to)?),
             },
-            _ => return Ok(failed("the holder closed the log").send(to)?),
+            _ => return Ok(()),
         };
         out.send(to)?;
         match last {
@@ -171,21 +177,21 @@ fn wait(
     log: &Weak<Log>,
     stop: &AtomicBool,
     frame: &[u8],
-) -> Result<Out, Box<dyn std::error::Error>> {
+) -> Result<Option<Out>, Box<dyn std::error::Error>> {
     let mut input = In(&frame[1..]);
     let (after, ms) = (input.u64()?, input.u64()?);
     let deadline = std::time::Instant::now() + Duration::from_millis(ms.min(60_000));
     loop {
         let log = match (stop.load(Ordering::SeqCst), log.upgrade()) {
             (false, Some(log)) => log,
-            _ => return Ok(failed("the holder closed the log")),
+            _ => return Ok(None),
         };
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let head = log.wait_for(after, left.min(POLL));
         if head > after || left.is_zero() {
             let mut out = Out::default();
             out.u8(0).head(log.head());
-            return Ok(out);
+            return Ok(Some(out));
         }
     }
 }
