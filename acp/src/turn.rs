@@ -26,6 +26,8 @@ pub struct TurnPrompt<'a> {
     pub blocks: &'a [Value],
     /// The prompt's id, recorded with it and with its turn's end.
     pub prompt_id: &'a str,
+    /// The client that sent it, as it names itself.
+    pub client_id: Option<&'a str>,
     /// Cancels a command the registry runs for the prompt.
     pub cancel: CancellationToken,
     /// Whether cmdlog's built-ins answer: not in front of an agent, whose own
@@ -89,6 +91,7 @@ pub async fn through_registry(
     // A turn an earlier process left open does not hold this one back.
     request.behavior = Some(StreamingBehavior::FollowUp);
     request.prompt_id = Some(prompt.prompt_id.to_string());
+    request.client_id = prompt.client_id.map(str::to_string);
     request.builtins = prompt.builtins;
     request.blocks = prompt
         .blocks

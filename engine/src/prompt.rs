@@ -48,6 +48,8 @@ pub struct PromptRequest {
     pub prompt_id: Option<String>,
     /// ACP content blocks sent beside the text (images, resources), recorded with it.
     pub blocks: Vec<serde_json::Value>,
+    /// The client that sent it, as it names itself, recorded with it.
+    pub client_id: Option<String>,
     /// Whether cmdlog's built-in commands (`/help`, `/model`) answer. A bridge to
     /// an agent turns them off: the agent's own `/help` and `/model` are the ones
     /// that mean something there, so the line goes on to it as typed.
@@ -66,6 +68,7 @@ impl PromptRequest {
             cancel: CancellationToken::new(),
             prompt_id: None,
             blocks: Vec::new(),
+            client_id: None,
             builtins: true,
         }
     }
@@ -213,6 +216,7 @@ impl Engine {
                     delivery,
                     from_run,
                     injections: found_injections,
+                    client_id: request.client_id.clone(),
                     prompt_id: request.prompt_id.clone(),
                     blocks: request.blocks.clone(),
                 }),
@@ -252,6 +256,7 @@ impl Engine {
                     delivery: behavior.into(),
                     from_run: None,
                     injections: Vec::new(),
+                    client_id: None,
                     prompt_id: None,
                     blocks: Vec::new(),
                 }),

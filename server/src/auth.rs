@@ -84,7 +84,7 @@ fn check_origin(access: &Access, headers: &HeaderMap) -> Result<(), ApiError> {
         return Ok(());
     };
     let origin = origin.to_str().unwrap_or("");
-    if access.origins.iter().any(|o| o == origin) {
+    if access.origins.iter().any(|o| o == origin) || own_origin(access, origin) {
         return Ok(());
     }
     Err(ApiError::new(
@@ -93,6 +93,15 @@ fn check_origin(access: &Access, headers: &HeaderMap) -> Result<(), ApiError> {
             "browser requests from origin {origin:?} are refused by a daemon without a token: start it with --allow-origin {origin} (or with --token)"
         ),
     ))
+}
+
+/// Whether `origin` is the daemon's own on loopback (a page it serves, as
+/// `qwen serve` serves the Web Shell): a page elsewhere cannot send it, and
+/// one rebound to the loopback address names its own host.
+fn own_origin(access: &Access, origin: &str) -> bool {
+    LOOPBACK_HOSTS
+        .iter()
+        .any(|host| origin == format!("http://{host}:{}", access.port))
 }
 
 pub(super) async fn require_token(
@@ -108,6 +117,16 @@ pub(super) async fn require_token(
         .and_then(|v| v.to_str().ok());
     if request.uri().path().starts_with("/hook/")
         && hook_key.is_some_and(|k| state.capture.daemon.key_matches(k))
+    {
+        return next.run(request).await;
+    }
+    // The Web Shell's page for a session, loaded by the browser: no secret in
+    // it, and the page asks for the token itself.
+    if state.access.web_shell.is_some()
+        && request.method() == axum::http::Method::GET
+        && request.uri().path().starts_with("/session/")
+        && request.uri().path()["/session/".len()..].split('/').count() == 1
+        && crate::web_shell::is_document_navigation(request.headers())
     {
         return next.run(request).await;
     }
@@ -153,6 +172,7 @@ mod tests {
             hosts: Some(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect()),
             port: 4170,
             origins: vec!["http://app.example".into()],
+            web_shell: None,
         };
         for ok in [
             "127.0.0.1:4170",
@@ -181,6 +201,9 @@ mod tests {
         assert!(check_origin(&access, &headers(&[("origin", "http://evil.example")])).is_err());
         assert!(check_origin(&access, &headers(&[("origin", "http://app.example")])).is_ok());
         assert!(check_origin(&access, &headers(&[])).is_ok());
+        // Its own page, on any loopback name; not another port.
+        assert!(check_origin(&access, &headers(&[("origin", "http://localhost:4170")])).is_ok());
+        assert!(check_origin(&access, &headers(&[("origin", "http://127.0.0.1:4171")])).is_err());
         let with_token = Access {
             token: Some("t".into()),
             ..access

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::sse::{Resume, SharedFrame, resume_from};
 use crate::state::{ApiError, AppState};
-use crate::wire::{self, TurnMark, envelope};
+use crate::wire::{self, Envelope, TurnMark, envelope};
 
 use crate::limits::{SSE_BATCH_BYTES_MAX, SSE_BATCH_EVENTS_MAX, SSE_BUSY_EVENTS, SSE_COALESCE};
 
@@ -302,17 +302,24 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
         c.turn = Some(id.clone());
     }
     match &f.wire {
-        Some((kind, data, own)) => {
-            let id = c.next_id;
+        Some(frame) => {
+            let (id, kind) = (c.next_id, frame.kind);
             c.next_id += 1;
             // A frame's own prompt (a turn's end, a cancel), else the turn under way.
-            let prompt_id = own
+            let prompt_id = frame
+                .prompt_id
                 .as_deref()
                 .or_else(|| c.turn.as_deref().filter(|_| wire::in_turn(kind)));
+            let about = Envelope {
+                prompt_id,
+                originator: frame.originator.as_deref(),
+                source,
+                record,
+            };
             c.pending.push_back(raw(
                 Some(id),
                 kind,
-                envelope(Some(id), kind, data, prompt_id, source, record),
+                envelope(Some(id), kind, &frame.data, about),
             ));
             if wire::terminal(kind) {
                 c.ended = true;
@@ -322,7 +329,16 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
             c.pending.push_back(raw(
                 None,
                 "cmdlog_event",
-                envelope(None, "cmdlog_event", &f.record, None, source, record),
+                envelope(
+                    None,
+                    "cmdlog_event",
+                    &f.record,
+                    Envelope {
+                        source,
+                        record,
+                        ..Envelope::default()
+                    },
+                ),
             ));
         }
         None => {}
@@ -346,6 +362,6 @@ fn synthetic(kind: &str, data: &serde_json::Value) -> SseEvent {
     raw(
         None,
         kind,
-        envelope(None, kind, &data.to_string(), None, None, None),
+        envelope(None, kind, &data.to_string(), Envelope::default()),
     )
 }

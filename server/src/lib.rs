@@ -9,7 +9,8 @@
 //! and projects each session event to one frame, numbered per session. An SSE
 //! stream is a cursor over the log: what a subscriber gets after a drop or a
 //! restart is exactly the log after its last seen id. It is also the OTLP/HTTP
-//! endpoint the agents export their telemetry to (`POST /v1/logs`).
+//! endpoint the agents export their telemetry to (`POST /v1/logs`), and it
+//! serves Qwen Code's Web Shell at `/` from the user's install (`web_shell`).
 //!
 //! ```no_run
 //! # async fn f(engine: cmdlog_engine::Engine, reopen: cmdlog_server::Reopen) {
@@ -25,6 +26,7 @@
 //!     agent: None,
 //!     key: None,
 //!     redact: false,
+//!     web: true,
 //! };
 //! serve(engine, config, std::path::Path::new(".cmdlog/log.redb")).await.unwrap();
 //! # }
@@ -50,7 +52,9 @@ mod stalled;
 mod state;
 mod tlog;
 mod turns;
+mod web_shell;
 mod wire;
+mod workspace;
 
 pub use bridge::BridgeError;
 pub use serve::{Reopen, ServeConfig, ServeError, serve};

@@ -87,6 +87,8 @@ pub(crate) struct Queued {
     pub blocks: Vec<Value>,
     /// Cancel the turn after this long.
     pub deadline: Option<Duration>,
+    /// The client that sent it (`X-Qwen-Client-Id`).
+    pub client: Option<String>,
 }
 
 /// A daemon session's agent session.

@@ -59,9 +59,11 @@ fn prompt_blocks(body: &Value) -> Result<(String, Vec<Value>), ApiError> {
 pub(super) async fn prompt(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
+    headers: axum::http::HeaderMap,
     request: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     state.session(&id)?;
+    let client = crate::sessions::client_id(&headers)?;
     let request = body(request)?;
     let (text, blocks) = prompt_blocks(&request)?;
     AppState::check_line("prompt text", &text)?;
@@ -95,6 +97,7 @@ pub(super) async fn prompt(
                 text,
                 blocks,
                 deadline,
+                client,
             },
         )
         .map_err(|pending| {

@@ -21,7 +21,10 @@ use serde_json::json;
 
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
-use crate::{auth, commands, events, hooks, otlp, permissions, prompts, sessions, tlog, turns};
+use crate::{
+    auth, commands, events, hooks, otlp, permissions, prompts, sessions, tlog, turns, web_shell,
+    workspace,
+};
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
 pub type Reopen = Arc<
@@ -103,7 +106,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/session", post(sessions::create_session))
         .route(
             "/session/{id}",
-            axum::routing::delete(sessions::delete_session),
+            axum::routing::delete(sessions::delete_session).get(web_shell::session_page),
         )
         .route("/session/{id}/status", get(sessions::status))
         .route("/session/{id}/heartbeat", post(sessions::heartbeat))
@@ -127,6 +130,14 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(prompts::supported_commands),
         )
         .route("/session/{id}/events", get(events::events))
+        .route("/session/{id}/goal", get(workspace::goal))
+        .route("/brand", get(workspace::brand))
+        .route("/workspace/settings", get(workspace::settings))
+        .route("/workspace/models", get(workspace::models))
+        .route("/workspace/skills", get(workspace::skills))
+        .route("/workspace/providers", get(workspace::providers))
+        .route("/workspace/git", get(workspace::git))
+        .route("/workspaces/{workspace}/git", get(workspace::workspace_git))
         .route("/log/{id}/tile/entries/{*path}", get(tlog::entries))
         .route(
             "/v1/logs",
@@ -157,6 +168,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .filter_map(|o| o.parse().ok())
         .collect();
     let mut app = Router::new()
+        .route("/", get(web_shell::index))
+        .route("/assets/{*path}", get(web_shell::asset))
+        .route("/sw.js", get(web_shell::service_worker))
+        .route("/manifest.webmanifest", get(web_shell::manifest))
         .route("/health", get(health))
         .route("/hook-proof", get(hooks::proof))
         .route("/log/{id}/checkpoint", get(tlog::checkpoint))
@@ -209,6 +224,9 @@ pub struct ServeConfig {
     /// Replace secrets in the agents' telemetry before it is recorded
     /// (`--redact`).
     pub redact: bool,
+    /// Serve Qwen Code's Web Shell at `/` when an installed one is found
+    /// (`--no-web`: not).
+    pub web: bool,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -372,8 +390,16 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         hosts,
         port: local.port(),
         origins: config.allow_origins,
+        web_shell: None,
     };
     let workspace = std::fs::canonicalize(&config.workspace).unwrap_or(config.workspace.clone());
+    let access = Access {
+        web_shell: config
+            .web
+            .then(|| web_shell::announced(&url, &workspace))
+            .flatten(),
+        ..access
+    };
     let bridge = config
         .agent
         .map(|command| crate::agent::Bridge::new(command, workspace.clone()));

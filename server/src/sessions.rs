@@ -18,7 +18,7 @@ use crate::state::{ApiError, AppState, body};
 
 /// The features `/capabilities` lists: the `qwen serve` tags for what the daemon
 /// does as `qwen serve` does it, then cmdlog's own.
-const FEATURES: [&str; 22] = [
+const FEATURES: [&str; 23] = [
     "health",
     "capabilities",
     "session_create",
@@ -38,6 +38,7 @@ const FEATURES: [&str; 22] = [
     "permission_vote",
     "session_supported_commands",
     "session_close",
+    "session_source_metadata",
     "cmdlog_command_execute",
     "cmdlog_runtime_update",
     "cmdlog_durable_resume",
@@ -90,6 +91,40 @@ pub(super) struct CreateSession {
     agent: Option<String>,
     /// cmdlog's own: the execution mode.
     mode: Option<String>,
+    /// Where the session comes from, as the client names it (Qwen Code's Web
+    /// Shell sends `default`): echoed, not kept.
+    source_type: Option<Value>,
+    source_id: Option<Value>,
+}
+
+/// Echoes a session's source as `qwen serve` does; cmdlog does not keep it.
+fn echo_source(answer: &mut Value, source_type: Option<String>, source_id: Option<String>) {
+    if let Some(source_type) = source_type {
+        answer["sourceType"] = source_type.into();
+        answer["sourcePersisted"] = false.into();
+    }
+    if let Some(source_id) = source_id {
+        answer["sourceId"] = source_id.into();
+    }
+}
+
+/// A session source's type or id: `None` when not given, else 1 to 128 of
+/// `A-Za-z0-9._:-` (400 `invalid_session_source` otherwise).
+fn session_source(field: &str, value: Option<&Value>) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s))
+            if (1..=128).contains(&s.len())
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b)) =>
+        {
+            Ok(Some(s.clone()))
+        }
+        Some(_) => Err(ApiError::bad_request(format!(
+            "`{field}` must be 1 to 128 of A-Z a-z 0-9 . _ : -"
+        ))
+        .code("invalid_session_source")),
+    }
 }
 
 /// `workspace_mismatch` unless `cwd` is the daemon's workspace.
@@ -132,6 +167,10 @@ pub(super) async fn create_session(
             ));
         }
     }
+    let (source_type, source_id) = (
+        session_source("sourceType", request.source_type.as_ref())?,
+        session_source("sourceId", request.source_id.as_ref())?,
+    );
     let scope = request.session_scope.as_deref().unwrap_or("single");
     if scope != "single" && scope != "thread" {
         return Err(
@@ -214,14 +253,16 @@ pub(super) async fn create_session(
     state.announce_commands(&id);
     state.recorder.flush().await;
     let session = engine.session(&id).unwrap_or_default();
-    Ok(Json(json!({
+    let mut answer = json!({
         "sessionId": id,
         "workspaceCwd": state.workspace,
         "attached": !created,
         "clientId": client,
         "createdAt": iso(created_at(&state, &session)),
         "hasActivePrompt": has_active_prompt(&state, &id),
-    })))
+    });
+    echo_source(&mut answer, source_type, source_id);
+    Ok(Json(answer))
 }
 
 /// When the session was created, unix ms.

@@ -18,9 +18,8 @@ pub(crate) struct SharedFrame {
     pub session: Option<String>,
     /// The event's log type.
     pub type_name: String,
-    /// The wire frame's type, serialised `data` and the prompt it belongs to (for
-    /// the envelope), for a shown session event.
-    pub wire: Option<(&'static str, String, Option<String>)>,
+    /// The wire frame, for a shown session event.
+    pub wire: Option<WireFrame>,
     /// How it moves its session's current turn (see [`crate::wire::turn_mark`]).
     pub turn: Option<crate::wire::TurnMark>,
     /// The log record as JSON, for cmdlog's own clients.
@@ -45,11 +44,22 @@ struct Cached {
     bytes: usize,
 }
 
+/// A shown event's frame on the wire: its type, serialised `data`, and for the
+/// envelope the prompt it belongs to and the client it answers.
+#[derive(Debug)]
+pub(crate) struct WireFrame {
+    pub kind: &'static str,
+    pub data: String,
+    pub prompt_id: Option<String>,
+    /// `originatorClientId`: the client whose request it echoes.
+    pub originator: Option<String>,
+}
+
 impl SharedFrame {
     fn bytes(&self) -> usize {
         self.record.len()
             + self.type_name.len()
-            + self.wire.as_ref().map_or(0, |(_, d, _)| d.len())
+            + self.wire.as_ref().map_or(0, |w| w.data.len())
             + 96
     }
 
@@ -65,9 +75,11 @@ impl SharedFrame {
                 .session
                 .as_deref()
                 .and_then(|s| crate::wire::project(e, s, runs))
-                .map(|(kind, data)| {
-                    let prompt_id = crate::wire::frame_prompt_id(e, kind, &data);
-                    (kind, data.to_string(), prompt_id)
+                .map(|(kind, data)| WireFrame {
+                    kind,
+                    prompt_id: crate::wire::frame_prompt_id(e, kind, &data),
+                    originator: crate::wire::originator(e),
+                    data: data.to_string(),
                 }),
             turn: crate::wire::turn_mark(e),
             record: e.to_json().to_string(),

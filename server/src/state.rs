@@ -35,6 +35,14 @@ pub(crate) struct Access {
     /// Browser origins allowed (CORS); on a daemon without a token every other
     /// `Origin` is refused.
     pub origins: Vec<String>,
+    /// Qwen Code's Web Shell, served at `/` without the token.
+    pub web_shell: Option<crate::web_shell::WebShell>,
+}
+
+impl axum::extract::FromRef<Arc<AppState>> for crate::web_shell::Served {
+    fn from_ref(state: &Arc<AppState>) -> Self {
+        crate::web_shell::Served(state.access.web_shell.clone())
+    }
 }
 
 /// A permission request waiting for its first vote.

@@ -275,6 +275,7 @@ async fn turn(
         text: &prompt.text,
         blocks: &prompt.blocks,
         prompt_id: &prompt.prompt_id,
+        client_id: prompt.client.as_deref(),
         cancel: cancel.clone(),
         // Behind an agent, its `/help` and `/model` are the ones that count.
         builtins: state.bridge.is_none(),

@@ -215,6 +215,15 @@ pub(crate) fn frame_prompt_id(event: &Event, kind: &str, data: &Value) -> Option
     }
 }
 
+/// The client whose request `event` records, for `originatorClientId`: the
+/// sender of a prompt.
+pub(crate) fn originator(event: &Event) -> Option<String> {
+    match &event.data {
+        EventData::SessionPrompt(p) => p.client_id.clone(),
+        _ => None,
+    }
+}
+
 /// How an event moves its session's current turn, for the envelopes of the frames
 /// in between: a prompt sent to the agent opens one (its id), a turn's end closes
 /// it.
@@ -324,14 +333,26 @@ fn permission_options(options: &Value) -> Value {
 /// `data` already serialised. `_meta.cmdlog` names the log record a frame came
 /// from (`source`: seq, type, time), and with `record` holds the record itself
 /// (for cmdlog's own clients).
-pub(crate) fn envelope(
-    id: Option<u64>,
-    kind: &str,
-    data: &str,
-    prompt_id: Option<&str>,
-    source: Option<(Seq, &str, u64)>,
-    record: Option<&str>,
-) -> String {
+/// What an envelope says besides its frame's type and `data`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Envelope<'a> {
+    /// The prompt the frame belongs to (`promptId`).
+    pub prompt_id: Option<&'a str>,
+    /// The client whose request the frame echoes (`originatorClientId`).
+    pub originator: Option<&'a str>,
+    /// The log event it shows: seq, type and time.
+    pub source: Option<(Seq, &'a str, u64)>,
+    /// The log record itself, for cmdlog's own clients.
+    pub record: Option<&'a str>,
+}
+
+pub(crate) fn envelope(id: Option<u64>, kind: &str, data: &str, about: Envelope<'_>) -> String {
+    let Envelope {
+        prompt_id,
+        originator,
+        source,
+        record,
+    } = about;
     use std::fmt::Write as _;
     let mut out = String::with_capacity(data.len() + 160 + record.map_or(0, str::len));
     out.push('{');
@@ -342,6 +363,11 @@ pub(crate) fn envelope(
     // The prompt a turn's frame belongs to, beside `type` (as `qwen serve` puts it).
     if let Some(prompt_id) = prompt_id {
         let _ = write!(out, "\"promptId\":{},", Value::from(prompt_id));
+    }
+    // As `qwen serve` marks the echo of a client's own prompt: the client that
+    // drew it already shows it once.
+    if let Some(originator) = originator {
+        let _ = write!(out, "\"originatorClientId\":{},", Value::from(originator));
     }
     let _ = write!(
         out,
@@ -502,6 +528,7 @@ mod tests {
                 delivery: Delivery::Idle,
                 from_run: None,
                 injections: vec![],
+                client_id: None,
                 prompt_id: Some("p1".into()),
                 blocks: vec![],
             }),
@@ -609,22 +636,25 @@ mod tests {
 
     #[test]
     fn envelopes_are_json_with_the_id_inside() {
-        let frame = envelope(
-            Some(4),
-            "session_update",
-            r#"{"a":1}"#,
-            Some("p-1"),
-            Some((9, "x/\"y", 5)),
-            Some(r#"{"at":5}"#),
-        );
+        let about = Envelope {
+            prompt_id: Some("p-1"),
+            originator: Some("webui_1"),
+            source: Some((9, "x/\"y", 5)),
+            record: Some(r#"{"at":5}"#),
+        };
+        let frame = envelope(Some(4), "session_update", r#"{"a":1}"#, about);
         let v: Value = serde_json::from_str(&frame).unwrap();
         assert_eq!(
             v,
-            json!({"id": 4, "v": 1, "type": "session_update", "promptId": "p-1", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
+            json!({"id": 4, "v": 1, "type": "session_update", "promptId": "p-1", "originatorClientId": "webui_1", "data": {"a": 1}, "_meta": {"serverTimestamp": 5, "cmdlog": {"seq": 9, "type": "x/\"y", "event": {"at": 5}}}})
         );
-        let bare: Value =
-            serde_json::from_str(&envelope(None, "replay_complete", "{}", None, None, None))
-                .unwrap();
+        let bare: Value = serde_json::from_str(&envelope(
+            None,
+            "replay_complete",
+            "{}",
+            Envelope::default(),
+        ))
+        .unwrap();
         assert!(bare.get("id").is_none() && bare["_meta"]["serverTimestamp"].is_u64());
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 use cmdlog_engine::Event;
-use cmdlog_store::{Log, LogConfig};
+use cmdlog_store::{Log, LogConfig, OpenError};
 
 use super::open::{open_existing, require_session};
 use super::{CliError, Paths, VerbResult, store_failure};
@@ -99,8 +99,7 @@ pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     if !args.follow {
         return Ok(0);
     }
-    // Other processes append while we wait: hold the file only for each short
-    // read; a process that holds it says when its head moves.
+    // Hold the file only for each short read; a process holding it says when it grew.
     let quick = LogConfig {
         lock_wait: Duration::ZERO,
         ..LogConfig::default()
@@ -108,24 +107,21 @@ pub(crate) fn exec(paths: &Paths, args: LogArgs, json: bool) -> VerbResult {
     while last < until {
         out.flush()?;
         match Log::open_read_only(&paths.log, quick.clone()) {
-            Ok(log) if log.is_through_holder() => {
-                while last < until && log.wait_for_holder(last, FOLLOW_WAIT).is_ok() {
+            Ok(log) => {
+                last = print_new(&log, last, &mut out)?;
+                while last < until
+                    && log.is_through_holder()
+                    && log.wait_for_holder(last, FOLLOW_WAIT).is_ok()
+                {
                     last = print_new(&log, last, &mut out)?;
                     out.flush()?;
                 }
             }
-            Ok(log) => {
-                last = print_new(&log, last, &mut out)?;
-                drop(log);
-                std::thread::sleep(FOLLOW_POLL);
-            }
             // A writer holds the file right now, or is recovering it: look again soon.
-            Err(
-                cmdlog_store::OpenError::Locked { .. }
-                | cmdlog_store::OpenError::NeedsRecovery { .. },
-            ) => std::thread::sleep(FOLLOW_POLL),
+            Err(OpenError::Locked { .. } | OpenError::NeedsRecovery { .. }) => {}
             Err(e) => return Err(store_failure(e)),
         }
+        std::thread::sleep(FOLLOW_POLL);
     }
     Ok(0)
 }

@@ -39,6 +39,9 @@ pub(crate) struct ServeArgs {
     /// recorded, as `hook --redact` and `import --redact` do
     #[arg(long)]
     redact: bool,
+    /// Serve no Qwen Code Web Shell at / (docs/http.md)
+    #[arg(long)]
+    no_web: bool,
     /// The hub's stream (with --push)
     #[arg(
         long,
@@ -127,6 +130,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             agent,
             key: args.key.key.clone(),
             redact: args.redact,
+            web: !args.no_web,
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

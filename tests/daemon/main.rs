@@ -7,3 +7,4 @@ mod node_clients;
 mod otlp;
 mod routes;
 mod tiles;
+mod web_shell;

@@ -425,6 +425,7 @@ impl Proxy {
             text: &text,
             blocks: &blocks,
             prompt_id: &prompt_id,
+            client_id: None,
             cancel: CancellationToken::new(),
             builtins: false,
         };

@@ -104,6 +104,7 @@ fn prompt_submitted(p: &mut Planning) {
         delivery: Delivery::Idle,
         from_run: None,
         injections: Vec::new(),
+        client_id: None,
         prompt_id: text(payload, "prompt_id")
             .or_else(|| text(payload, "turn_id"))
             .map(str::to_string),

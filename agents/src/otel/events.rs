@@ -153,6 +153,7 @@ impl<'a> Record<'a> {
                 delivery: Delivery::Idle,
                 from_run: None,
                 injections: Vec::new(),
+                client_id: None,
                 prompt_id: self.prompt_id.map(str::to_string),
                 blocks: Vec::new(),
             })),

@@ -82,6 +82,7 @@ impl Transcript {
                 delivery,
                 from_run: None,
                 injections: Vec::new(),
+                client_id: None,
                 prompt_id: None,
                 blocks: Vec::new(),
             }),

@@ -510,6 +510,7 @@ mod tests {
             text: "t".into(),
             delivery: Delivery::FollowUp,
             from_run: Some(2),
+            client_id: None,
             prompt_id: Some("p-1".into()),
             blocks: vec![
                 serde_json::json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),

@@ -76,6 +76,10 @@ pub struct SessionPrompt {
     /// The prompt's ACP content blocks other than text (images, resources), as sent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<serde_json::Value>,
+    /// The client that sent it, as it names itself (`X-Qwen-Client-Id` on the
+    /// daemon's wire): that client knows its own prompt, and its echo says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// `permission/requested`

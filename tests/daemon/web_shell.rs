@@ -1,0 +1,254 @@
+//! What Qwen Code's Web Shell asks of the daemon on every connect (issue 40),
+//! answered as `qwen serve` 0.24.4 answers a workspace without that feature:
+//! the session source it sends, the routes it always calls, and its own
+//! requests from the daemon's origin.
+
+use cmdlog_test_support::Workspace;
+use cmdlog_test_support::daemon::{get, http, post, read_frames};
+use serde_json::{Value, json};
+
+/// A request as the Web Shell makes it from a page at `origin`.
+fn from_page(url: &str, origin: &str, body: Value) -> u16 {
+    http()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("origin", origin)
+        .send(body.to_string())
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn the_web_shells_connect_is_answered_as_qwen_serve_answers_it() {
+    let w = Workspace::new();
+    let d = w.serve(&[]);
+    let u = &d.url;
+    let cwd = std::fs::canonicalize(w.ws.path()).unwrap();
+    let cwd = cwd.to_str().unwrap();
+
+    // The page refuses to create a session unless the daemon lists this.
+    let (_, caps) = get(&format!("{u}/capabilities"));
+    assert!(
+        caps["features"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("session_source_metadata")),
+        "{caps}"
+    );
+    let (status, created) = post(
+        &format!("{u}/session"),
+        json!({"cwd": cwd, "sessionScope": "thread", "sourceType": "default", "approvalMode": "default"}),
+    );
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["sourceType"], "default");
+    assert_eq!(created["sourcePersisted"], false);
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    let (status, refused) = post(
+        &format!("{u}/session"),
+        json!({"sourceType": "not a source"}),
+    );
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (400, Some("invalid_session_source"))
+    );
+
+    // The routes it calls on every connect: 200 with every array it reads.
+    let answers = [
+        ("/brand", json!({})),
+        ("/workspace/settings", json!({"v": 1, "settings": []})),
+        ("/workspace/models", json!({"models": []})),
+        (
+            "/workspace/skills",
+            json!({"v": 1, "workspaceCwd": cwd, "initialized": false, "skills": []}),
+        ),
+        (
+            "/workspace/providers",
+            json!({"v": 1, "workspaceCwd": cwd, "initialized": false, "providers": []}),
+        ),
+        (
+            "/workspace/git",
+            json!({"v": 2, "workspaceCwd": cwd, "branch": null}),
+        ),
+        (
+            &format!("/session/{session}/goal"),
+            json!({"snapshot": {"v": 2, "goal": null, "activity": "idle"}}),
+        ),
+    ];
+    for (path, expected) in answers {
+        assert_eq!(get(&format!("{u}{path}")), (200, expected), "{path}");
+    }
+    let encoded: String = cwd.replace('/', "%2F");
+    let (status, git) = get(&format!("{u}/workspaces/{encoded}/git"));
+    assert_eq!((status, &git["branch"]), (200, &Value::Null), "{git}");
+    let (status, other) = get(&format!("{u}/workspaces/%2Fnowhere/git"));
+    assert_eq!(
+        (status, other["code"].as_str()),
+        (404, Some("workspace_not_found"))
+    );
+    assert_eq!(get(&format!("{u}/session/nosuch/goal")).0, 404);
+
+    // The echo of a prompt names the client that sent it: the page that drew
+    // the message already shows it once.
+    let sent = http()
+        .post(&format!("{u}/session/{session}/prompt"))
+        .header("content-type", "application/json")
+        .header("x-qwen-client-id", "webui_page")
+        .send(json!({"prompt": [{"type": "text", "text": "hello"}]}).to_string())
+        .unwrap();
+    assert_eq!(sent.status().as_u16(), 202);
+    let echo = |f: &cmdlog_test_support::daemon::Frame| {
+        f.data["data"]["update"]["sessionUpdate"] == "user_message_chunk"
+    };
+    let frames = read_frames(&format!("{u}/session/{session}/events"), Some("0"), |f| {
+        f.iter().any(echo)
+    });
+    let frame = frames.iter().find(|f| echo(f)).unwrap();
+    assert_eq!(
+        frame.data["originatorClientId"], "webui_page",
+        "{:?}",
+        frame.data
+    );
+
+    // Its own requests come from the daemon's origin: answered without a
+    // token; a page elsewhere is still refused.
+    let port = u.rsplit(':').next().unwrap();
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let status = from_page(
+            &format!("{u}/session/{session}/heartbeat"),
+            &origin,
+            json!({}),
+        );
+        assert!(status < 300, "{origin}: {status}");
+    }
+    for origin in [
+        "http://evil.example".to_string(),
+        format!("http://127.0.0.1:{}", port.parse::<u16>().unwrap() + 1),
+    ] {
+        let status = from_page(
+            &format!("{u}/session/{session}/heartbeat"),
+            &origin,
+            json!({}),
+        );
+        assert_eq!(status, 403, "{origin}");
+    }
+}
+
+/// A Qwen Code package as npm installs it, written by us: `bin/qwen` a link
+/// to the package's script, the package's `web-shell/` beside it. Returns the
+/// `bin` folder.
+fn installed_qwen(root: &std::path::Path) -> std::path::PathBuf {
+    let package = root.join("lib/node_modules/@qwen-code/qwen-code");
+    let shell = package.join("web-shell");
+    std::fs::create_dir_all(shell.join("assets")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "@qwen-code/qwen-code", "version": "9.9.9"}"#,
+    )
+    .unwrap();
+    std::fs::write(package.join("cli.js"), "#!/usr/bin/env node\n").unwrap();
+    std::fs::write(
+        shell.join("index.html"),
+        "<!doctype html><title>Qwen Code</title>",
+    )
+    .unwrap();
+    std::fs::write(shell.join("assets/index-AbCd1234.js"), "console.log(1)").unwrap();
+    std::fs::write(
+        shell.join("sw.js"),
+        "self.addEventListener('fetch', () => {})",
+    )
+    .unwrap();
+    std::fs::write(package.join("secret.txt"), "not served").unwrap();
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(package.join("cli.js"), bin.join("qwen")).unwrap();
+    bin
+}
+
+#[test]
+fn the_installed_web_shell_is_served_at_the_root_without_the_token() {
+    let w = Workspace::new();
+    let install = tempfile::tempdir().unwrap();
+    let bin = installed_qwen(install.path());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let d = w.serve_env("127.0.0.1:0", &[], Some("secret-token"), &[("PATH", &path)]);
+    let u = &d.url;
+    let page = http().get(&format!("{u}/")).call().unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert!(
+        page.into_body()
+            .read_to_string()
+            .unwrap()
+            .contains("Qwen Code")
+    );
+    let asset = http()
+        .get(&format!("{u}/assets/index-AbCd1234.js"))
+        .call()
+        .unwrap();
+    assert_eq!(asset.status().as_u16(), 200);
+    assert!(
+        asset.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/javascript")
+    );
+    assert!(
+        asset.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    let worker = http().get(&format!("{u}/sw.js")).call().unwrap();
+    assert_eq!(worker.headers()["service-worker-allowed"], "/");
+    // A session's page loads as the page; the API behind it still needs the token.
+    let session_page = http()
+        .get(&format!("{u}/session/s1"))
+        .header("accept", "text/html")
+        .header("sec-fetch-mode", "navigate")
+        .call()
+        .unwrap();
+    assert_eq!(session_page.status().as_u16(), 200);
+    assert_eq!(get(&format!("{u}/session/s1")).0, 401);
+    assert_eq!(get(&format!("{u}/capabilities")).0, 401);
+    // Only the page's own files.
+    for path in [
+        "/assets/../package.json",
+        "/assets/%2e%2e/secret.txt",
+        "/assets/.hidden",
+    ] {
+        assert_eq!(
+            http()
+                .get(&format!("{u}{path}"))
+                .call()
+                .unwrap()
+                .status()
+                .as_u16(),
+            404,
+            "{path}"
+        );
+    }
+    drop(d);
+
+    // --no-web: nothing at the root.
+    let d = w.serve_env(
+        "127.0.0.1:0",
+        &["--no-web"],
+        Some("secret-token"),
+        &[("PATH", &path)],
+    );
+    let root = http().get(&format!("{}/", d.url)).call().unwrap();
+    assert_eq!(root.status().as_u16(), 404);
+}
