@@ -138,6 +138,7 @@ impl LogState {
             }
             EventData::AttachmentAdmitted(_)
             | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_)
             | EventData::PermissionRequested(_)
             | EventData::PermissionResolved(_)
             | EventData::PermissionAlreadyResolved(_)

@@ -237,6 +237,7 @@ impl Conversation {
             | EventData::PermissionAlreadyResolved(_)
             | EventData::ModelSwitched(_)
             | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_)
             | EventData::SessionCancelled(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)

@@ -94,6 +94,7 @@ pub fn referenced_blobs_with(
                 | EventData::PermissionAlreadyResolved(_)
                 | EventData::ModelSwitched(_)
                 | EventData::ModelSwitchFailed(_)
+                | EventData::ModeSet(_)
                 | EventData::SessionCancelled(_)
                 | EventData::WalDiscarded(_)
                 | EventData::AgentObserved(_)

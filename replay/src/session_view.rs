@@ -194,6 +194,7 @@ impl SessionView {
             | EventData::AttachmentAdmitted(_)
             | EventData::PermissionAlreadyResolved(_)
             | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_)
             | EventData::SessionCancelled(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)

@@ -183,6 +183,7 @@ impl SessionSummary {
             | EventData::PermissionAlreadyResolved(_)
             | EventData::ModelSwitched(_)
             | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_)
             | EventData::SessionCancelled(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)

@@ -286,6 +286,7 @@ impl Checker {
             EventData::DiscoveryWarning(_)
             | EventData::ModelSwitched(_)
             | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_)
             | EventData::SessionCancelled(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)

@@ -218,6 +218,8 @@ impl Bridge {
             agent_session,
             model_option: model_option(&answer),
         };
+        *live.agent_state.lock().unwrap_or_else(|p| p.into_inner()) =
+            crate::modes::agent_state(&answer);
         *bound = Some(b.clone());
         Ok((running, b))
     }

@@ -41,6 +41,7 @@ mod events;
 mod hooks;
 mod limits;
 mod live;
+mod modes;
 mod otlp;
 mod otlp_turns;
 mod permissions;

@@ -26,6 +26,9 @@ pub(crate) struct Live {
     pub bound: tokio::sync::Mutex<Option<Bound>>,
     /// A hash of the command list last recorded for it.
     pub commands: Mutex<Option<u64>>,
+    /// What the agent said of its session in `session/new` — its `models`,
+    /// `modes` and `configOptions` — kept current as they are switched here.
+    pub agent_state: Mutex<Value>,
 }
 
 impl Live {

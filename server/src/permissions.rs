@@ -15,8 +15,7 @@ use cmdlog_engine::EventData;
 use cmdlog_engine::event::{Decider, PermissionRequested, PermissionResolved};
 use serde_json::{Value, json};
 
-use crate::sessions::client_id;
-use crate::state::{ApiError, AppState, PendingPermission, body};
+use crate::state::{ApiError, AppState, PendingPermission, body, client_id};
 
 /// Reads a vote: ACP's `RequestPermissionResponse`, `{"outcome": {"outcome":
 /// "selected", "optionId"}}` or `{"outcome": {"outcome": "cancelled"}}`.

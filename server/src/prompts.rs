@@ -63,7 +63,7 @@ pub(super) async fn prompt(
     request: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     state.session(&id)?;
-    let client = crate::sessions::client_id(&headers)?;
+    let client = crate::state::client_id(&headers)?;
     let request = body(request)?;
     let (text, blocks) = prompt_blocks(&request)?;
     AppState::check_line("prompt text", &text)?;
@@ -231,6 +231,7 @@ pub(super) async fn model(
             }
             return Err(refused);
         }
+        crate::modes::model_switched(&state.live(&id), &model);
         state.recorder.record(
             Some(&id),
             None,

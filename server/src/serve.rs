@@ -22,8 +22,8 @@ use serde_json::json;
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
 use crate::{
-    auth, commands, events, hooks, otlp, permissions, prompts, sessions, tlog, turns, web_shell,
-    workspace,
+    auth, commands, events, hooks, modes, otlp, permissions, prompts, sessions, tlog, turns,
+    web_shell, workspace,
 };
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
@@ -98,6 +98,22 @@ async fn health(
     }
 }
 
+/// The routes Qwen Code's Web Shell calls besides the SDK's: the agent's modes
+/// and models, and what `qwen serve` says of a workspace without the feature.
+fn web_shell_routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/session/{id}/goal", get(workspace::goal))
+        .route("/session/{id}/context", get(modes::context))
+        .route("/session/{id}/approval-mode", post(modes::approval_mode))
+        .route("/brand", get(workspace::brand))
+        .route("/workspace/settings", get(workspace::settings))
+        .route("/workspace/models", get(workspace::models))
+        .route("/workspace/skills", get(workspace::skills))
+        .route("/workspace/providers", get(workspace::providers))
+        .route("/workspace/git", get(workspace::git))
+        .route("/workspaces/{workspace}/git", get(workspace::workspace_git))
+}
+
 /// The router: every route behind the host and origin check, all but `/health`
 /// behind the token; CORS only for the allowed origins.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
@@ -130,14 +146,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(prompts::supported_commands),
         )
         .route("/session/{id}/events", get(events::events))
-        .route("/session/{id}/goal", get(workspace::goal))
-        .route("/brand", get(workspace::brand))
-        .route("/workspace/settings", get(workspace::settings))
-        .route("/workspace/models", get(workspace::models))
-        .route("/workspace/skills", get(workspace::skills))
-        .route("/workspace/providers", get(workspace::providers))
-        .route("/workspace/git", get(workspace::git))
-        .route("/workspaces/{workspace}/git", get(workspace::workspace_git))
+        .merge(web_shell_routes())
         .route("/log/{id}/tile/entries/{*path}", get(tlog::entries))
         .route(
             "/v1/logs",

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::limits::QUEUE_MAX;
-use crate::state::{ApiError, AppState, body};
+use crate::state::{ApiError, AppState, body, client_id};
 
 /// The features `/capabilities` lists: the `qwen serve` tags for what the daemon
 /// does as `qwen serve` does it, then cmdlog's own.
@@ -58,29 +58,6 @@ pub(super) async fn capabilities(State(state): State<Arc<AppState>>) -> Json<Val
     }))
 }
 
-/// The client id a request names in `X-Qwen-Client-Id`: absent or empty is
-/// anonymous; otherwise 1 to 128 of `A-Za-z0-9._:-`.
-pub(crate) fn client_id(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(value) = headers.get("x-qwen-client-id") else {
-        return Ok(None);
-    };
-    let id = value.to_str().unwrap_or("\u{0}").trim();
-    if id.is_empty() {
-        return Ok(None);
-    }
-    if id.len() > 128
-        || !id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
-    {
-        return Err(ApiError::bad_request(
-            "`X-Qwen-Client-Id` must be 1 to 128 of A-Z a-z 0-9 . _ : -",
-        )
-        .code("invalid_client_id"));
-    }
-    Ok(Some(id.to_string()))
-}
-
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct CreateSession {
@@ -95,6 +72,8 @@ pub(super) struct CreateSession {
     /// Shell sends `default`): echoed, not kept.
     source_type: Option<Value>,
     source_id: Option<Value>,
+    /// The agent's approval mode to start in (`default`, `auto-edit`, `yolo`…).
+    approval_mode: Option<Value>,
 }
 
 /// Echoes a session's source as `qwen serve` does; cmdlog does not keep it.
@@ -171,6 +150,7 @@ pub(super) async fn create_session(
         session_source("sourceType", request.source_type.as_ref())?,
         session_source("sourceId", request.source_id.as_ref())?,
     );
+    let approval_mode = crate::modes::requested_mode(request.approval_mode.as_ref())?;
     let scope = request.session_scope.as_deref().unwrap_or("single");
     if scope != "single" && scope != "thread" {
         return Err(
@@ -249,6 +229,12 @@ pub(super) async fn create_session(
             cmdlog_common::terminal::clean(&id),
             cmdlog_common::terminal::clean(&e.to_string())
         );
+    }
+    // The mode asked for, when the agent offers it and is not in it already.
+    if let Some(mode) = approval_mode
+        && crate::modes::offers(&state, &id, &mode) == Some(false)
+    {
+        crate::modes::set_mode(&state, &id, &mode, Some(client.clone())).await?;
     }
     state.announce_commands(&id);
     state.recorder.flush().await;

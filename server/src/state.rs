@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cmdlog_engine::{
     CancellationToken, Engine, ExecuteError, SessionError, SessionState, valid_id,
@@ -483,6 +483,29 @@ impl IntoResponse for ApiError {
 }
 
 /// The request body as JSON, or a 4xx that says what is wrong with it.
+/// The client id a request names in `X-Qwen-Client-Id`: absent or empty is
+/// anonymous; otherwise 1 to 128 of `A-Za-z0-9._:-`.
+pub(crate) fn client_id(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("x-qwen-client-id") else {
+        return Ok(None);
+    };
+    let id = value.to_str().unwrap_or("\u{0}").trim();
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.len() > 128
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+    {
+        return Err(ApiError::bad_request(
+            "`X-Qwen-Client-Id` must be 1 to 128 of A-Z a-z 0-9 . _ : -",
+        )
+        .code("invalid_client_id"));
+    }
+    Ok(Some(id.to_string()))
+}
+
 pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     // axum's statuses: 400 malformed JSON, 422 wrong fields (400 here, as qwen
     // serve answers), 415 not JSON, 413 too large.

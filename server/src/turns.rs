@@ -47,6 +47,7 @@ impl AppState {
             clients: Mutex::new(HashMap::new()),
             bound: tokio::sync::Mutex::new(None),
             commands: Mutex::new(None),
+            agent_state: Mutex::new(Value::Null),
         });
         live.insert(session.to_string(), Arc::clone(&l));
         tokio::spawn(work(Arc::downgrade(self), session.to_string(), rx));

@@ -46,13 +46,7 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
         ),
         // As `qwen serve` 0.24.4 has it: no `sessionId`, the voter when known.
         EventData::PermissionResolved(p) => {
-            let mut data = json!({
-                "requestId": p.request_id,
-                "outcome": match permission_decision(&p.decision) {
-                    Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
-                    _ => json!({"outcome": "cancelled"}),
-                },
-            });
+            let mut data = json!({"requestId": p.request_id, "outcome": outcome(&p.decision)});
             if let Some(voter) = &p.voter {
                 data["voterClientId"] = json!(voter);
             }
@@ -60,18 +54,16 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
         }
         EventData::PermissionAlreadyResolved(p) => (
             "permission_already_resolved",
-            json!({
-                "requestId": p.request_id,
-                "sessionId": session,
-                "outcome": match permission_decision(&p.decision) {
-                    Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
-                    _ => json!({"outcome": "cancelled"}),
-                },
-            }),
+            json!({"requestId": p.request_id, "sessionId": session, "outcome": outcome(&p.decision)}),
         ),
         EventData::ModelSwitched(m) => (
             "model_switched",
             json!({"sessionId": session, "modelId": m.model}),
+        ),
+        // As `qwen serve` says an approval mode set on a client's request.
+        EventData::ModeSet(m) => (
+            "approval_mode_changed",
+            json!({"sessionId": session, "previous": m.previous, "next": m.mode, "persisted": false}),
         ),
         EventData::ModelSwitchFailed(m) => (
             "model_switch_failed",
@@ -215,11 +207,20 @@ pub(crate) fn frame_prompt_id(event: &Event, kind: &str, data: &Value) -> Option
     }
 }
 
+/// A permission's outcome as ACP says it: the option selected, or cancelled.
+fn outcome(decision: &Value) -> Value {
+    match permission_decision(decision) {
+        Some(PermissionDecision::Selected(id)) => json!({"outcome": "selected", "optionId": id}),
+        _ => json!({"outcome": "cancelled"}),
+    }
+}
+
 /// The client whose request `event` records, for `originatorClientId`: the
-/// sender of a prompt.
+/// sender of a prompt, the client that set a mode.
 pub(crate) fn originator(event: &Event) -> Option<String> {
     match &event.data {
         EventData::SessionPrompt(p) => p.client_id.clone(),
+        EventData::ModeSet(m) => m.client_id.clone(),
         _ => None,
     }
 }
@@ -291,6 +292,7 @@ pub(crate) fn shown(event: &Event, runs: bool) -> bool {
         | EventData::PermissionAlreadyResolved(_)
         | EventData::ModelSwitched(_)
         | EventData::ModelSwitchFailed(_)
+        | EventData::ModeSet(_)
         | EventData::SessionClosed(_)
         | EventData::SessionDied(_) => true,
         EventData::CommandRun(_) | EventData::CommandDone(_) => runs,

@@ -252,3 +252,111 @@ fn the_installed_web_shell_is_served_at_the_root_without_the_token() {
     let root = http().get(&format!("{}/", d.url)).call().unwrap();
     assert_eq!(root.status().as_u16(), 404);
 }
+
+/// The agent behind the daemon: the scripted one (`tests/fixtures/acp_agent.py`).
+fn agent_script() -> String {
+    format!(
+        "python3 {}/tests/fixtures/acp_agent.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
+    let w = Workspace::new();
+    let d = w.serve_env("127.0.0.1:0", &["--agent", &agent_script()], None, &[]);
+    let u = &d.url;
+    let created = http()
+        .post(&format!("{u}/session"))
+        .header("content-type", "application/json")
+        .header("x-qwen-client-id", "webui_page")
+        .send(
+            json!({"sessionScope": "thread", "sourceType": "default", "approvalMode": "yolo"})
+                .to_string(),
+        )
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    // The page reads the agent's models and modes from the context.
+    let (status, context) = get(&format!("{u}/session/{session}/context"));
+    assert_eq!(status, 200, "{context}");
+    assert_eq!(
+        context["state"]["modes"]["currentModeId"], "yolo",
+        "{context}"
+    );
+    let models = &context["state"]["configOptions"][0];
+    assert_eq!(models["category"], "model", "{context}");
+    // A switch of model is what the context says next.
+    assert_eq!(
+        post(
+            &format!("{u}/session/{session}/model"),
+            json!({"modelId": "large"})
+        )
+        .0,
+        200
+    );
+    let (_, context) = get(&format!("{u}/session/{session}/context"));
+    assert_eq!(
+        context["state"]["configOptions"][0]["currentValue"],
+        "large"
+    );
+    // The mode route: set, refused for a mode the agent lacks or qwen never names.
+    let (status, changed) = post(
+        &format!("{u}/session/{session}/approval-mode"),
+        json!({"mode": "default"}),
+    );
+    assert_eq!(
+        (status, &changed["previous"]),
+        (200, &json!("yolo")),
+        "{changed}"
+    );
+    for (mode, allowed) in [
+        ("auto-edit", json!(["default", "yolo"])),
+        (
+            "sideways",
+            json!(["plan", "default", "auto-edit", "auto", "yolo"]),
+        ),
+    ] {
+        let (status, refused) = post(
+            &format!("{u}/session/{session}/approval-mode"),
+            json!({"mode": mode}),
+        );
+        assert_eq!(
+            (status, refused["code"].as_str()),
+            (400, Some("invalid_approval_mode")),
+            "{refused}"
+        );
+        assert_eq!(refused["allowed"], allowed);
+    }
+    // Each set is in the log, with who asked; on the wire as qwen says it.
+    let events: Vec<Value> = w
+        .ok(&["log", "--json", "--all", "--session", &session])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let set: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "session/mode_set")
+        .collect();
+    assert_eq!(set.len(), 2, "{events:?}");
+    assert_eq!(
+        set[0]["data"],
+        json!({"mode": "yolo", "previous": "default", "client_id": "webui_page"})
+    );
+    assert_eq!(set[1]["data"]["mode"], "default");
+    let frames = read_frames(&format!("{u}/session/{session}/events"), Some("0"), |f| {
+        f.iter()
+            .filter(|f| f.kind == "approval_mode_changed")
+            .count()
+            == 2
+    });
+    let changed = frames
+        .iter()
+        .find(|f| f.kind == "approval_mode_changed")
+        .unwrap();
+    assert_eq!(changed.data["data"]["next"], "yolo");
+    assert_eq!(changed.data["originatorClientId"], "webui_page");
+}

@@ -11,12 +11,12 @@ const SRC_LINES: usize = 4327;
 /// Lines of the longest source file.
 const FILE_LINES: usize = 719;
 /// Lines of the longest function outside tests.
-const FUNCTION_LINES: usize = 138;
+const FUNCTION_LINES: usize = 137;
 /// Functions outside tests over 100 lines.
 const FUNCTIONS_OVER_100: usize = 27;
 /// `json!` outside tests: JSON built by hand where a typed view would say
 /// what it holds.
-const JSON_MACROS: usize = 191;
+const JSON_MACROS: usize = 190;
 /// Names the engine's root re-exports (the event schema and the rest live in
 /// modules of their own).
 const ENGINE_ROOT_NAMES: usize = 59;

@@ -26,9 +26,9 @@ pub use runs::{
 };
 pub use session::{
     AcpDirection, AcpMessage, AgentEvent, AgentObserved, Decider, Delivery, IDENTITY_STREAM,
-    IMPORT_STREAM, ImportCheckpoint, LogIdentity, ModelRequest, ModelSwitchFailed, ModelSwitched,
-    Parent, PermissionRequested, PermissionResolved, Redacted, SessionCancelled, SessionCreated,
-    SessionEnded, SessionPrompt, WalDiscarded,
+    IMPORT_STREAM, ImportCheckpoint, LogIdentity, ModeSet, ModelRequest, ModelSwitchFailed,
+    ModelSwitched, Parent, PermissionRequested, PermissionResolved, Redacted, SessionCancelled,
+    SessionCreated, SessionEnded, SessionPrompt, WalDiscarded,
 };
 
 /// Where an event that happened outside cmdlog was observed: an agent's hook or
@@ -109,6 +109,8 @@ pub enum EventData {
     ModelSwitched(ModelSwitched),
     /// `session/model_switch_failed`
     ModelSwitchFailed(ModelSwitchFailed),
+    /// `session/mode_set`
+    ModeSet(ModeSet),
     /// `session/cancelled`
     SessionCancelled(SessionCancelled),
     /// `log/wal_discarded`: `cmdlog recover --discard-damaged-wal` dropped the tail of
@@ -164,6 +166,7 @@ impl EventData {
             EventData::PermissionAlreadyResolved(_) => "permission/already_resolved",
             EventData::ModelSwitched(_) => "session/model_switched",
             EventData::ModelSwitchFailed(_) => "session/model_switch_failed",
+            EventData::ModeSet(_) => "session/mode_set",
             EventData::SessionCancelled(_) => "session/cancelled",
             EventData::WalDiscarded(_) => "log/wal_discarded",
             EventData::AcpMessage(_) => "acp/message",
@@ -197,6 +200,7 @@ impl EventData {
             "permission/already_resolved" => EventData::PermissionAlreadyResolved(de(data)?),
             "session/model_switched" => EventData::ModelSwitched(de(data)?),
             "session/model_switch_failed" => EventData::ModelSwitchFailed(de(data)?),
+            "session/mode_set" => EventData::ModeSet(de(data)?),
             "session/cancelled" => EventData::SessionCancelled(de(data)?),
             "log/wal_discarded" => EventData::WalDiscarded(de(data)?),
             "acp/message" => EventData::AcpMessage(de(data)?),
@@ -492,6 +496,11 @@ mod tests {
         }));
         round_trip(EventData::ModelSwitched(ModelSwitched {
             model: "m".into(),
+        }));
+        round_trip(EventData::ModeSet(ModeSet {
+            mode: "yolo".into(),
+            previous: Some("default".into()),
+            client_id: Some("webui_1".into()),
         }));
         round_trip(EventData::PermissionAlreadyResolved(PermissionResolved {
             request_id: "r-1".into(),

@@ -151,6 +151,21 @@ pub struct ModelSwitched {
     pub model: String,
 }
 
+/// `session/mode_set`: the agent's mode for the session (an approval mode:
+/// Qwen Code's `default`, `auto-edit`, `yolo`…) set through ACP
+/// `session/set_mode` at a client's request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeSet {
+    /// The mode now.
+    pub mode: String,
+    /// The mode before, as the agent last said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// The client that asked, as it names itself (`X-Qwen-Client-Id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+}
+
 /// `session/model_switch_failed`: the agent refused a model switch; the
 /// session's model stays what it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

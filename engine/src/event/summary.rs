@@ -61,6 +61,10 @@ pub(crate) fn summary(event: &Event) -> String {
             None => String::new(),
         },
         EventData::ModelSwitched(m) => m.model.clone(),
+        EventData::ModeSet(m) => match &m.previous {
+            Some(previous) => format!("{previous} -> {}", m.mode),
+            None => m.mode.clone(),
+        },
         EventData::ModelSwitchFailed(m) => format!(
             "{} refused: {}",
             m.model,
