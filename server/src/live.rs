@@ -26,6 +26,8 @@ pub(crate) struct Live {
     pub bound: tokio::sync::Mutex<Option<Bound>>,
     /// A hash of the command list last recorded for it.
     pub commands: Mutex<Option<u64>>,
+    /// The prompts admitted and not finished, in order: the running one first.
+    pub pending: Mutex<Vec<PendingPrompt>>,
     /// What the agent said of its session in `session/new` — its `models`,
     /// `modes` and `configOptions` — kept current as they are switched here.
     pub agent_state: Mutex<Value>,
@@ -91,6 +93,21 @@ pub(crate) struct Queued {
     /// Cancel the turn after this long.
     pub deadline: Option<Duration>,
     /// The client that sent it (`X-Qwen-Client-Id`).
+    pub client: Option<String>,
+}
+
+/// A prompt admitted and not finished, as `GET /session/{id}/pending-prompts`
+/// lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PendingPrompt {
+    pub prompt_id: String,
+    pub text: String,
+    /// When it was admitted (RFC 3339).
+    pub queued_at: String,
+    /// `queued`, or `running` for the turn under way.
+    pub state: &'static str,
+    #[serde(rename = "originatorClientId", skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
 }
 

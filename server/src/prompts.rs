@@ -380,3 +380,23 @@ pub(super) async fn supported_commands(
         "availableSkills": update.pointer("/_meta/availableSkills").cloned().unwrap_or_else(|| json!([])),
     })))
 }
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Pending {
+    pending_prompts: Vec<crate::live::PendingPrompt>,
+}
+
+/// `GET /session/{id}/pending-prompts`: the prompts admitted and not
+/// finished, the running one first.
+pub(super) async fn pending_prompts(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Pending>, ApiError> {
+    state.session(&id)?;
+    let pending_prompts = state
+        .live_if(&id)
+        .map(|l| l.pending.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .unwrap_or_default();
+    Ok(Json(Pending { pending_prompts }))
+}

@@ -103,6 +103,10 @@ async fn health(
 fn web_shell_routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/session/{id}/goal", get(workspace::goal))
+        .route(
+            "/session/{id}/pending-prompts",
+            get(prompts::pending_prompts),
+        )
         .route("/session/{id}/context", get(modes::context))
         .route("/session/{id}/approval-mode", post(modes::approval_mode))
         .route("/brand", get(workspace::brand))

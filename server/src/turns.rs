@@ -14,7 +14,7 @@ use cmdlog_engine::{CancellationToken, EventData, Mode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::live::{Active, Live, Queued};
+use crate::live::{Active, Live, PendingPrompt, Queued};
 use crate::state::AppState;
 
 use crate::limits::QUEUE_MAX;
@@ -47,6 +47,7 @@ impl AppState {
             clients: Mutex::new(HashMap::new()),
             bound: tokio::sync::Mutex::new(None),
             commands: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
             agent_state: Mutex::new(Value::Null),
         });
         live.insert(session.to_string(), Arc::clone(&l));
@@ -71,8 +72,19 @@ impl AppState {
             live.queued.fetch_sub(1, Ordering::SeqCst);
             return Err(pending);
         }
-        if live.queue.send(prompt).is_err() {
-            live.queued.fetch_sub(1, Ordering::SeqCst);
+        let listed = PendingPrompt {
+            prompt_id: prompt.prompt_id.clone(),
+            text: prompt.text.clone(),
+            queued_at: cmdlog_common::time::rfc3339(cmdlog_common::time::now_ms()),
+            state: "queued",
+            client: prompt.client.clone(),
+        };
+        let mut listing = live.pending.lock().unwrap_or_else(|p| p.into_inner());
+        match live.queue.send(prompt) {
+            Ok(()) => listing.push(listed),
+            Err(_) => {
+                live.queued.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         Ok(())
     }
@@ -176,6 +188,18 @@ impl AppState {
     }
 }
 
+/// Marks prompt `id` of the listing `state`, or takes it off (`None`).
+fn set_pending(live: &Live, id: &str, state: Option<&'static str>) {
+    let mut listing = live.pending.lock().unwrap_or_else(|p| p.into_inner());
+    match state {
+        Some(state) => listing
+            .iter_mut()
+            .filter(|p| p.prompt_id == id)
+            .for_each(|p| p.state = state),
+        None => listing.retain(|p| p.prompt_id != id),
+    }
+}
+
 /// Runs `session`'s prompts in order until the session ends.
 async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::UnboundedReceiver<Queued>) {
     while let Some(prompt) = queue.recv().await {
@@ -183,7 +207,10 @@ async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::Unbounded
         let Some(live) = state.live_if(&session) else {
             return;
         };
+        let id = prompt.prompt_id.clone();
+        set_pending(&live, &id, Some("running"));
         run_turn(&state, &live, &session, prompt).await;
+        set_pending(&live, &id, None);
         live.queued.fetch_sub(1, Ordering::SeqCst);
     }
 }

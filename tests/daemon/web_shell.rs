@@ -360,3 +360,61 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
     assert_eq!(changed.data["data"]["next"], "yolo");
     assert_eq!(changed.data["originatorClientId"], "webui_page");
 }
+
+#[test]
+fn pending_prompts_list_the_running_turn_and_the_queue_behind_it() {
+    let w = Workspace::new();
+    let d = w.serve_env("127.0.0.1:0", &["--agent", &agent_script()], None, &[]);
+    let u = &d.url;
+    let (_, created) = post(&format!("{u}/session"), json!({"sessionId": "q1"}));
+    assert_eq!(created["sessionId"], "q1");
+    let prompt = |text: &str| {
+        let sent = http()
+            .post(&format!("{u}/session/q1/prompt"))
+            .header("content-type", "application/json")
+            .header("x-qwen-client-id", "webui_page")
+            .send(json!({"prompt": [{"type": "text", "text": text}]}).to_string())
+            .unwrap()
+            .into_body()
+            .read_to_string()
+            .unwrap();
+        serde_json::from_str::<Value>(&sent).unwrap()["promptId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let slow = prompt("slow please");
+    let next = prompt("after the slow one");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let listed = loop {
+        let (status, listed) = get(&format!("{u}/session/q1/pending-prompts"));
+        assert_eq!(status, 200, "{listed}");
+        if listed["pendingPrompts"][0]["state"] == "running" {
+            break listed;
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pending = listed["pendingPrompts"].as_array().unwrap();
+    assert_eq!(pending.len(), 2, "{listed}");
+    assert_eq!(pending[0]["promptId"], slow.as_str());
+    assert_eq!(
+        (
+            pending[1]["promptId"].as_str(),
+            pending[1]["state"].as_str()
+        ),
+        (Some(next.as_str()), Some("queued"))
+    );
+    assert_eq!(pending[1]["text"], "after the slow one");
+    assert_eq!(pending[1]["originatorClientId"], "webui_page");
+    // Cancelled, the slow turn ends; the next runs and ends; nothing is left.
+    assert!(post(&format!("{u}/session/q1/cancel"), json!({})).0 < 300);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while get(&format!("{u}/session/q1/pending-prompts")).1["pendingPrompts"] != json!([]) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the queue did not drain"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
