@@ -80,21 +80,7 @@ pub(super) async fn context(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<Context>, ApiError> {
     state.session(&id)?;
-    if let Some(bridge) = state.bridge.clone() {
-        // A session this daemon has not bound since it started gets its agent
-        // session now; if the agent cannot start, it has nothing to say.
-        let _ = bridge.bind(&state, &id).await;
-    }
-    let agent_state = state
-        .live_if(&id)
-        .map(|l| {
-            l.agent_state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-        })
-        .filter(Value::is_object)
-        .unwrap_or_else(|| Value::Object(Map::new()));
+    let agent_state = said_of(&state, &id).await;
     Ok(Json(Context {
         v: 1,
         session_id: id,
@@ -105,6 +91,26 @@ pub(super) async fn context(
         },
         state: agent_state,
     }))
+}
+
+/// What the agent said of session `id` (`{}` with no agent behind the
+/// daemon, or one that cannot start).
+pub(crate) async fn said_of(state: &Arc<AppState>, id: &str) -> Value {
+    if let Some(bridge) = state.bridge.clone() {
+        // A session this daemon has not bound since it started gets its agent
+        // session now.
+        let _ = bridge.bind(state, id).await;
+    }
+    state
+        .live_if(id)
+        .map(|l| {
+            l.agent_state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        })
+        .filter(Value::is_object)
+        .unwrap_or_else(|| Value::Object(Map::new()))
 }
 
 #[derive(Serialize)]

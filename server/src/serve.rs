@@ -103,6 +103,7 @@ async fn health(
 fn web_shell_routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/session/{id}/goal", get(workspace::goal))
+        .route("/session/{id}/load", post(sessions::load))
         .route(
             "/session/{id}/pending-prompts",
             get(prompts::pending_prompts),

@@ -18,7 +18,7 @@ use crate::state::{ApiError, AppState, body, client_id};
 
 /// The features `/capabilities` lists: the `qwen serve` tags for what the daemon
 /// does as `qwen serve` does it, then cmdlog's own.
-const FEATURES: [&str; 23] = [
+const FEATURES: [&str; 24] = [
     "health",
     "capabilities",
     "session_create",
@@ -39,6 +39,7 @@ const FEATURES: [&str; 23] = [
     "session_supported_commands",
     "session_close",
     "session_source_metadata",
+    "session_load",
     "cmdlog_command_execute",
     "cmdlog_runtime_update",
     "cmdlog_durable_resume",
@@ -248,6 +249,37 @@ pub(super) async fn create_session(
         "hasActivePrompt": has_active_prompt(&state, &id),
     });
     echo_source(&mut answer, source_type, source_id);
+    Ok(Json(answer))
+}
+
+/// `POST /session/{id}/load`: a client (the Web Shell reloading a session's
+/// page) takes up an open session. It gets a client id of its own, so that
+/// the history it replays from event 0 — `lastEventId: 0`, nothing in
+/// `compactedReplay` or `liveJournal` — shows its earlier prompts too (a
+/// client hides the echo of its own), and the agent's models and modes.
+pub(super) async fn load(
+    State(state): State<Arc<AppState>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let session = state.session(&id)?;
+    let client = cmdlog_common::ids::new_id("c-", 16);
+    state
+        .live(&id)
+        .clients
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(client.clone(), now_ms());
+    let mut answer = summary(&state, &id, &session);
+    for (key, value) in [
+        ("attached", Value::from(true)),
+        ("clientId", client.into()),
+        ("state", crate::modes::said_of(&state, &id).await),
+        ("compactedReplay", Value::Array(Vec::new())),
+        ("liveJournal", Value::Array(Vec::new())),
+        ("lastEventId", 0.into()),
+    ] {
+        answer[key] = value;
+    }
     Ok(Json(answer))
 }
 

@@ -359,6 +359,21 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
         .unwrap();
     assert_eq!(changed.data["data"]["next"], "yolo");
     assert_eq!(changed.data["originatorClientId"], "webui_page");
+
+    // The page reloaded: it takes the session up with a client id of its own
+    // (its earlier prompts' echoes then show) and replays from event 0.
+    let (status, loaded) = post(&format!("{u}/session/{session}/load"), json!({}));
+    assert_eq!(status, 200, "{loaded}");
+    assert_ne!(loaded["clientId"], created["clientId"]);
+    assert_eq!(
+        (loaded["lastEventId"].as_u64(), loaded["attached"].as_bool()),
+        (Some(0), Some(true))
+    );
+    assert_eq!(
+        loaded["state"]["modes"]["currentModeId"], "default",
+        "{loaded}"
+    );
+    assert_eq!(post(&format!("{u}/session/nosuch/load"), json!({})).0, 404);
 }
 
 #[test]
