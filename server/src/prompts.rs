@@ -387,6 +387,22 @@ pub(super) struct Pending {
     pending_prompts: Vec<crate::live::PendingPrompt>,
 }
 
+#[derive(serde::Serialize)]
+pub(super) struct Removed {
+    removed: bool,
+}
+
+/// `DELETE /session/{id}/pending-prompts/{prompt}`: takes a queued prompt off
+/// the queue; `removed: false` for one that runs already or is gone.
+pub(super) async fn remove_pending(
+    State(state): State<Arc<AppState>>,
+    UrlPath((id, prompt)): UrlPath<(String, String)>,
+) -> Result<Json<Removed>, ApiError> {
+    state.session(&id)?;
+    let removed = state.live_if(&id).is_some_and(|l| l.unqueue(&prompt));
+    Ok(Json(Removed { removed }))
+}
+
 /// `GET /session/{id}/pending-prompts`: the prompts admitted and not
 /// finished, the running one first.
 pub(super) async fn pending_prompts(

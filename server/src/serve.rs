@@ -108,6 +108,10 @@ fn web_shell_routes() -> Router<Arc<AppState>> {
             "/session/{id}/pending-prompts",
             get(prompts::pending_prompts),
         )
+        .route(
+            "/session/{id}/pending-prompts/{prompt}",
+            axum::routing::delete(prompts::remove_pending),
+        )
         .route("/session/{id}/context", get(modes::context))
         .route("/session/{id}/approval-mode", post(modes::approval_mode))
         .route("/brand", get(workspace::brand))

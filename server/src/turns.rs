@@ -188,15 +188,29 @@ impl AppState {
     }
 }
 
-/// Marks prompt `id` of the listing `state`, or takes it off (`None`).
-fn set_pending(live: &Live, id: &str, state: Option<&'static str>) {
+/// Marks prompt `id` of the listing `state`, or takes it off (`None`);
+/// whether it was listed.
+fn set_pending(live: &Live, id: &str, state: Option<&'static str>) -> bool {
     let mut listing = live.pending.lock().unwrap_or_else(|p| p.into_inner());
-    match state {
-        Some(state) => listing
-            .iter_mut()
-            .filter(|p| p.prompt_id == id)
-            .for_each(|p| p.state = state),
-        None => listing.retain(|p| p.prompt_id != id),
+    let at = listing.iter().position(|p| p.prompt_id == id);
+    match (at, state) {
+        (Some(at), Some(state)) => listing[at].state = state,
+        (Some(at), None) => {
+            listing.remove(at);
+        }
+        (None, _) => {}
+    }
+    at.is_some()
+}
+
+impl Live {
+    /// Takes queued prompt `id` off the queue before it runs; whether it was
+    /// waiting there (a running one stays: cancel it).
+    pub(crate) fn unqueue(&self, id: &str) -> bool {
+        let mut listing = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let before = listing.len();
+        listing.retain(|p| p.prompt_id != id || p.state != "queued");
+        listing.len() < before
     }
 }
 
@@ -208,9 +222,11 @@ async fn work(state: Weak<AppState>, session: String, mut queue: mpsc::Unbounded
             return;
         };
         let id = prompt.prompt_id.clone();
-        set_pending(&live, &id, Some("running"));
-        run_turn(&state, &live, &session, prompt).await;
-        set_pending(&live, &id, None);
+        // One a client took off the queue (`DELETE …/pending-prompts/{id}`) never runs.
+        if set_pending(&live, &id, Some("running")) {
+            run_turn(&state, &live, &session, prompt).await;
+            set_pending(&live, &id, None);
+        }
         live.queued.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -422,6 +422,21 @@ fn pending_prompts_list_the_running_turn_and_the_queue_behind_it() {
     );
     assert_eq!(pending[1]["text"], "after the slow one");
     assert_eq!(pending[1]["originatorClientId"], "webui_page");
+    // A queued prompt taken off the queue never runs; the running one stays.
+    let third = prompt("never runs");
+    let remove = |id: &str| {
+        let answer = http()
+            .delete(&format!("{u}/session/q1/pending-prompts/{id}"))
+            .call()
+            .unwrap()
+            .into_body()
+            .read_to_string()
+            .unwrap();
+        serde_json::from_str::<Value>(&answer).unwrap()["removed"].clone()
+    };
+    assert_eq!(remove(&third), json!(true));
+    assert_eq!(remove(&slow), json!(false));
+    assert_eq!(remove(&third), json!(false));
     // Cancelled, the slow turn ends; the next runs and ends; nothing is left.
     assert!(post(&format!("{u}/session/q1/cancel"), json!({})).0 < 300);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -432,4 +447,7 @@ fn pending_prompts_list_the_running_turn_and_the_queue_behind_it() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let said = w.ok(&["log", "--session", "q1"]);
+    assert!(said.contains("after the slow one"), "{said}");
+    assert!(!said.contains("never runs"), "{said}");
 }
