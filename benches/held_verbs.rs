@@ -133,10 +133,8 @@ fn main() {
         std::fs::create_dir_all(dir).unwrap();
         engine_log::build(dir, events, SESSIONS);
     }
-    let head = Log::open_read_only(&path, LogConfig::default())
-        .unwrap()
-        .head()
-        .seq;
+    // Writable: it recovers a kept log that a killed holder left.
+    let head = Log::open(&path, LogConfig::default()).unwrap().head().seq;
     println!(
         "a log of {head} events across {SESSIONS} sessions, built in {:.1?}; {runs} runs per verb and side, alternating",
         started.elapsed()
