@@ -8,12 +8,14 @@
 //! `cargo bench --bench held` (`CMDLOG_HELD_SECONDS`, default 3 per round).
 //! Its files, the socket's folder included, live under `CARGO_TARGET_TMPDIR`.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cmdlog_store::{Log, LogConfig, NewRecord};
+
+#[path = "shared/own_state.rs"]
+mod own_state;
 
 const APPENDERS: usize = 16;
 const READERS: usize = 4;
@@ -87,17 +89,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    // The socket's folder is the user's state folder: this run's own, set
-    // before anything reads the environment (a child of this bench).
-    if std::env::var_os("CMDLOG_HELD_CHILD").is_none() {
-        let status = Command::new(std::env::current_exe().unwrap())
-            .args(std::env::args().skip(1))
-            .env("CMDLOG_HELD_CHILD", "1")
-            .env("XDG_STATE_HOME", tmp.path())
-            .status()
-            .unwrap();
-        std::process::exit(status.code().unwrap_or(1));
-    }
+    // The socket's folder is the user's state folder: this run's own.
+    own_state::in_own_state_folder(tmp.path());
     let seconds: u64 = std::env::var("CMDLOG_HELD_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())

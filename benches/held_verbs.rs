@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use cmdlog_store::{Log, LogConfig, NewRecord};
 
+#[path = "shared/own_state.rs"]
+mod own_state;
+
 #[path = "shared/engine_log.rs"]
 mod engine_log;
 
@@ -112,17 +115,8 @@ fn follow_latencies(dir: &Path, log: &Arc<Log>) -> Vec<Duration> {
 
 fn main() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    // The socket's folder is the user's state folder: this run's own, set
-    // before anything reads the environment (a child of this bench).
-    if std::env::var_os("CMDLOG_HELD_CHILD").is_none() {
-        let status = Command::new(std::env::current_exe().unwrap())
-            .args(std::env::args().skip(1))
-            .env("CMDLOG_HELD_CHILD", "1")
-            .env("XDG_STATE_HOME", tmp.path())
-            .status()
-            .unwrap();
-        std::process::exit(status.code().unwrap_or(1));
-    }
+    // The socket's folder is the user's state folder: this run's own.
+    own_state::in_own_state_folder(tmp.path());
     let kept = std::env::var_os("CMDLOG_HELD_LOG").map(std::path::PathBuf::from);
     let dir = kept.as_deref().unwrap_or(tmp.path());
     let events = env_or("CMDLOG_HELD_EVENTS", 1_000_000);

@@ -31,12 +31,27 @@ const PACKAGE_DEPTH: usize = 10;
 /// The largest `package.json` read.
 const PACKAGE_JSON_BYTES_MAX: u64 = 1024 * 1024;
 
+/// Why no Web Shell is served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoWebShell {
+    #[error("no `qwen` of {PACKAGE} on PATH (npm install -g {PACKAGE})")]
+    NotInstalled,
+    #[error("{} is inside the workspace, and a workspace's files are not served", .0.display())]
+    InWorkspace(PathBuf),
+    #[error("{} has no web-shell/index.html and assets/", .0.display())]
+    Incomplete(PathBuf),
+}
+
 /// The Web Shell of the Qwen Code installed on `path` (the `PATH` value):
 /// the first `qwen` there whose package (its real file's folder or one above)
 /// is `@qwen-code/qwen-code` with a `web-shell/` holding `index.html` and
-/// `assets/`, outside `workspace`. Why not, when none is.
-pub(crate) fn find(path: Option<&std::ffi::OsStr>, workspace: &Path) -> Result<WebShell, String> {
-    let mut seen = Vec::new();
+/// `assets/`, outside `workspace`. Why not, when none is: the last package
+/// found that could not serve, else none installed.
+pub(crate) fn find(
+    path: Option<&std::ffi::OsStr>,
+    workspace: &Path,
+) -> Result<WebShell, NoWebShell> {
+    let mut why = NoWebShell::NotInstalled;
     for dir in std::env::split_paths(path.unwrap_or_default()) {
         let Ok(real) = std::fs::canonicalize(dir.join("qwen")) else {
             continue;
@@ -49,18 +64,12 @@ pub(crate) fn find(path: Option<&std::ffi::OsStr>, workspace: &Path) -> Result<W
                 continue;
             }
             if package.starts_with(workspace) {
-                seen.push(format!(
-                    "{} is inside the workspace, and a workspace's files are not served",
-                    package.display()
-                ));
+                why = NoWebShell::InWorkspace(package.to_path_buf());
                 break;
             }
             let dir = package.join("web-shell");
             if !dir.join("index.html").is_file() || !dir.join("assets").is_dir() {
-                seen.push(format!(
-                    "{} has no web-shell/index.html and assets/",
-                    package.display()
-                ));
+                why = NoWebShell::Incomplete(package.to_path_buf());
                 break;
             }
             return Ok(WebShell {
@@ -69,10 +78,7 @@ pub(crate) fn find(path: Option<&std::ffi::OsStr>, workspace: &Path) -> Result<W
             });
         }
     }
-    Err(match seen.is_empty() {
-        true => format!("no `qwen` of {PACKAGE} on PATH (npm install -g {PACKAGE})"),
-        false => seen.join("; "),
-    })
+    Err(why)
 }
 
 /// The package's `package.json`, when it names the package.
@@ -110,7 +116,7 @@ pub(crate) fn announced(url: &str, workspace: &Path) -> Option<WebShell> {
         Err(why) => {
             eprintln!(
                 "cmdlog serve: no Web Shell at {url}/: {}; --no-web says nothing of it",
-                clean(&why)
+                clean(&why.to_string())
             );
             None
         }

@@ -33,15 +33,7 @@ impl Log {
         path: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<Log, OpenError> {
-        let path = path.as_ref();
-        if let Ok(log) = Self::through_holder(path, config.clone(), true) {
-            return Ok(log);
-        }
-        match Self::open_short_lived(path, config.clone()) {
-            // Its holder started after the first look.
-            Err(OpenError::Locked { .. }) => Self::through_holder(path, config, true),
-            other => other,
-        }
+        Self::appending_through_holder(path.as_ref(), config, |p, c| Self::open_short_lived(p, c))
     }
 
     /// Opens the log at `path` writable ([`Log::open`]) or, while another
@@ -51,11 +43,21 @@ impl Log {
         path: impl AsRef<Path>,
         config: LogConfig,
     ) -> Result<Log, OpenError> {
-        let path = path.as_ref();
+        Self::appending_through_holder(path.as_ref(), config, |p, c| Self::open(p, c))
+    }
+
+    /// Through the holder of the log at `path`, appending; held by none,
+    /// `open` itself.
+    fn appending_through_holder(
+        path: &Path,
+        config: LogConfig,
+        open: impl FnOnce(&Path, LogConfig) -> Result<Log, OpenError>,
+    ) -> Result<Log, OpenError> {
         if let Ok(log) = Self::through_holder(path, config.clone(), true) {
             return Ok(log);
         }
-        match Self::open(path, config.clone()) {
+        match open(path, config.clone()) {
+            // Its holder started after the first look.
             Err(OpenError::Locked { .. }) => Self::through_holder(path, config, true),
             other => other,
         }
