@@ -130,3 +130,41 @@ fn a_holder_answers_reads_and_appends_and_its_reader_outlives_it() {
             .is_through_holder()
     );
 }
+
+/// A state folder deep enough that the socket's path does not fit a socket
+/// address (a long `$HOME` or `$XDG_STATE_HOME`): the holder still answers.
+#[test]
+fn a_holder_answers_from_a_deep_state_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir
+        .path()
+        .join("state")
+        .join("d".repeat(60))
+        .join("e".repeat(60));
+    if std::env::var_os("CMDLOG_HOLDER_TEST_CHILD").is_none() {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "a_holder_answers_from_a_deep_state_folder",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("CMDLOG_HOLDER_TEST_CHILD", "1")
+            .env("XDG_STATE_HOME", &deep)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        return;
+    }
+    let path = dir.path().join("log.redb");
+    let holder = Arc::new(Log::open(&path, LogConfig::default()).unwrap());
+    fill(&holder, 10);
+    let socket = cmdlog_store::socket_path(&path).unwrap();
+    assert!(socket.as_os_str().len() > 108, "{}", socket.display());
+    let _holding = cmdlog_store::serve_readers(&holder).unwrap();
+    let reader = Log::open_read_only(&path, LogConfig::default()).unwrap();
+    assert!(reader.is_through_holder());
+    assert!(same(
+        &reader.range(1, u64::MAX).unwrap(),
+        &holder.range(1, u64::MAX).unwrap()
+    ));
+}

@@ -295,7 +295,7 @@ impl Remote {
 /// A channel to the holder answering on `socket`, if it is this user's.
 fn channel(socket: &Path) -> io::Result<UnixStream> {
     super::check_socket(socket)?;
-    let stream = UnixStream::connect(socket)?;
+    let stream = super::at_short_path(socket, |at| UnixStream::connect(at))?;
     if !super::same_user(&stream) {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,

@@ -30,6 +30,39 @@ pub fn socket_path(log: &Path) -> io::Result<PathBuf> {
         .join(format!("{}.sock", &hash[..32])))
 }
 
+/// The longest path a Unix socket address holds (`sun_path`, less its NUL).
+const SUN_PATH_MAX: usize = 107;
+
+/// Runs `op` (a bind or a connect) on `socket` by a path short enough for a
+/// socket address. A deep state folder (a long `$HOME` or
+/// `$XDG_STATE_HOME`) makes the socket's own path too long; it is then
+/// reached through its folder opened here (not following a link), as
+/// `/proc/self/fd/N/NAME`, which names the folder we checked and nothing else.
+pub(crate) fn at_short_path<T>(
+    socket: &Path,
+    op: impl FnOnce(&Path) -> io::Result<T>,
+) -> io::Result<T> {
+    if socket.as_os_str().len() <= SUN_PATH_MAX {
+        return op(socket);
+    }
+    let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
+        return op(socket);
+    };
+    use rustix::fs::{Mode, OFlags};
+    let folder = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    use std::os::fd::AsRawFd;
+    let short = Path::new("/proc/self/fd")
+        .join(folder.as_raw_fd().to_string())
+        .join(name);
+    let done = op(&short);
+    drop(folder);
+    done
+}
+
 /// Whether the process at the other end of `stream` runs as this user.
 pub(crate) fn same_user(stream: &UnixStream) -> bool {
     rustix::net::sockopt::socket_peercred(stream)

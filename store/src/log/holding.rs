@@ -45,7 +45,7 @@ pub fn serve_readers(log: &Arc<Log>) -> io::Result<Holding> {
     }
     // A socket left by a holder that died: nobody answers on it.
     if std::fs::symlink_metadata(&socket).is_ok() {
-        if UnixStream::connect(&socket).is_ok() {
+        if crate::holder::at_short_path(&socket, |at| UnixStream::connect(at)).is_ok() {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
                 format!("{} is answered by another holder", socket.display()),
@@ -53,7 +53,7 @@ pub fn serve_readers(log: &Arc<Log>) -> io::Result<Holding> {
         }
         std::fs::remove_file(&socket)?;
     }
-    let listener = UnixListener::bind(&socket)?;
+    let listener = crate::holder::at_short_path(&socket, |at| UnixListener::bind(at))?;
     listener.set_nonblocking(true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let weak = Arc::downgrade(log);
