@@ -137,6 +137,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/session/{id}/heartbeat", post(sessions::heartbeat))
         .route("/session/{id}/detach", post(sessions::detach))
         .route("/workspace/{cwd}/sessions", get(sessions::list))
+        // The qualified twin, which Qwen Code's Web Shell polls for a
+        // session's running state (a workspace named by its absolute cwd).
+        .route("/workspaces/{cwd}/sessions", get(sessions::list))
         .route("/session/{id}/prompt", post(prompts::prompt))
         .route("/session/{id}/cancel", post(prompts::cancel))
         .route("/session/{id}/model", post(prompts::model))

@@ -360,6 +360,9 @@ fn listings_and_presence(served: &Served) {
         get(&format!("{u}/workspace/{encoded}/sessions?cursor=zz")).1["code"],
         "invalid_cursor"
     );
+    // The qualified twin answers the same list.
+    let (status, qualified) = get(&format!("{u}/workspaces/{encoded}/sessions?size=100"));
+    assert_eq!((status, &qualified["sessions"]), (200, &list["sessions"]));
     let (status, beat) = post(&format!("{s}/heartbeat"), json!({}));
     assert_eq!((status, beat["sessionId"].as_str()), (200, Some("s1")));
     let res = agent()
