@@ -5,7 +5,8 @@
 // --acp"`, each serving the same files at its own origin and holding a token
 // the page gets in its URL (`#token=`), as a user opens it. The same eight
 // steps on both — connect, approval mode, prompt and reply, approval card,
-// approve and run, model switch, cancel, prompt after cancel — each judged by
+// approve and run, model switch, cancel, prompt after cancel — and a reload
+// of the session's page, each judged by
 // what the user sees and by what reached the agent (our model server on
 // loopback: which model a turn used; the workspace: whether the shell call
 // ran). cmdlog must pass every step the real daemon passes; the requests the
@@ -131,6 +132,8 @@ function routeOf(url, base, w, sessionId) {
   let p = url.slice(base.length).split("?")[0];
   if (sessionId) p = p.split(sessionId).join("{id}");
   p = p.split(encodeURIComponent(w.ws)).join("{cwd}");
+  // `qwen serve`'s own workspace for conversations outside a project.
+  p = p.split(encodeURIComponent(path.join(w.home, "Documents", "Qwen Code", "Conversations"))).join("{conversations}");
   p = p.replace(/\/(pending-prompts|permission)\/[^/]+$/, "/$1/{x}");
   return p;
 }
@@ -147,11 +150,11 @@ async function until(check, what, ms = T) {
 }
 
 /**
- * The eight steps, in order, on one daemon. Resolves with each step's outcome
+ * The steps, in order, on one daemon. Resolves with each step's outcome
  * (`true`, or why not), the requests the page made (`method route` → statuses)
  * and what the test saw on the way.
  */
-async function eightSteps(which, browser) {
+async function steps(which, browser) {
   const w = world(`web-shell-${which}`);
   cleanups.push(() => w.cleanup());
   const fake = await fakeOpenAIChat({ models: ["fake-model", "fake-model-2"] });
@@ -282,6 +285,19 @@ async function eightSteps(which, browser) {
     assert.equal(await userBubbles("after cancel").count(), 1, "the user's message is shown once");
   });
 
+  // 9. Reload: the page opened again at the session's own address takes the
+  // session up again and shows the conversation as it was, each message once.
+  await step("reload", async () => {
+    await page.reload();
+    await replyShown("reply to: after cancel").waitFor({ timeout: T });
+    await replyShown("reply to: hello web shell").waitFor({ timeout: T });
+    for (const said of ["hello web shell", "after cancel"]) {
+      assert.equal(await userBubbles(said).count(), 1, `"${said}" is shown once after a reload`);
+    }
+    await send("after reload");
+    await replyShown("reply to: after reload").waitFor({ timeout: T });
+  });
+
   const requests = new Map(); // "METHOD route" -> Set of statuses
   for (const [method, url, status] of answered) {
     const key = `${method} ${routeOf(url, daemon.base, w, sessionId)}`;
@@ -302,6 +318,8 @@ const REAL_ONLY = new Set([
   "GET /workspaces/{cwd}/sessions/live-state", // workspace_session_live_state
   "GET /workspaces/{cwd}/session-groups", // session_organization
   "GET /standalone/sessions", // standalone_sessions_v1
+  "GET /workspaces/{conversations}/sessions", // standalone_sessions_v1: after a reload
+  "GET /workspaces/{conversations}/sessions/live-state", // standalone_sessions_v1: after a reload
   "GET /session/{id}/status", // session_status
   "GET /session/{id}/artifacts", // session_artifacts
   "GET /session/{id}/sources", // session_sources
@@ -317,18 +335,18 @@ const REAL_ONLY = new Set([
  */
 const CMDLOG_ONLY = new Set(["GET /workspaces/{cwd}/sessions", "POST /session/{id}/heartbeat"]);
 
-test("Qwen Code's Web Shell: the same eight steps pass on cmdlog serve as on qwen serve", { skip: SKIP, timeout: 900_000 }, async (t) => {
+test("Qwen Code's Web Shell: the same eight steps and a reload pass on cmdlog serve as on qwen serve", { skip: SKIP, timeout: 900_000 }, async (t) => {
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
   cleanups.push(() => browser.close());
-  const real = await eightSteps("real", browser);
-  const ours = await eightSteps("cmdlog", browser);
+  const real = await steps("real", browser);
+  const ours = await steps("cmdlog", browser);
   const report = () =>
     `qwen serve: ${JSON.stringify(real.outcomes, null, 1)}\ncmdlog serve: ${JSON.stringify(ours.outcomes, null, 1)}\n` +
     `cmdlog's output:\n${ours.seen.output}\nscreenshots of failed steps under ${ours.w.root}`;
 
-  await t.test("the real qwen serve passes all eight steps (else the suite tests nothing)", () => {
-    assert.deepEqual(Object.values(real.outcomes), Array(8).fill(true), report());
+  await t.test("the real qwen serve passes all nine steps (else the suite tests nothing)", () => {
+    assert.deepEqual(Object.values(real.outcomes), Array(9).fill(true), report());
   });
 
   await t.test("cmdlog serve passes every step qwen serve passes", () => {
@@ -345,7 +363,7 @@ test("Qwen Code's Web Shell: the same eight steps pass on cmdlog serve as on qwe
     assert.deepEqual(only(ours, real).filter((k) => !CMDLOG_ONLY.has(route(k))), [], "asked of cmdlog serve only");
     // The docs list each of them.
     const http = fs.readFileSync(path.join(HERE, "../../docs/http.md"), "utf8");
-    for (const k of REAL_ONLY) assert.ok(http.includes(k.split(" ")[1].replace("{cwd}", "{ws}")) || http.includes(k.split(" ")[1]), `docs/http.md lists ${k}`);
+    for (const k of REAL_ONLY) assert.ok(http.includes(k.split(" ")[1]), `docs/http.md lists ${k}`);
   });
 
   await t.test("a route both answer gets the same class of status from both", () => {
@@ -369,7 +387,7 @@ test("Qwen Code's Web Shell: the same eight steps pass on cmdlog serve as on qwe
     assert.match(String(modes[0]?.client_id), /^webui_/, "who asked for it: the page's client id");
     assert.deepEqual(
       of("session/prompt").map((d) => d.text),
-      ["hello web shell", "TOOL:touch made-by-web-shell", "TOOL:sh slow-touch.sh", "after cancel"],
+      ["hello web shell", "TOOL:touch made-by-web-shell", "TOOL:sh slow-touch.sh", "after cancel", "after reload"],
     );
     const resolved = of("permission/resolved").map((d) => d.decision?.optionId ?? d.decision?.outcome);
     assert.deepEqual(resolved.slice(0, 2), ["proceed_once", "proceed_once"], "the two votes the page gave");
