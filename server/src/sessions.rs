@@ -248,6 +248,18 @@ pub(super) async fn create_session(
         "createdAt": iso(created_at(&state, &session)),
         "hasActivePrompt": has_active_prompt(&state, &id),
     });
+    // The agent's models and modes, as its `session/new` answer gave them
+    // (and as the mode asked for left them): a client picks among these.
+    let said = live
+        .agent_state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for key in ["models", "modes", "configOptions"] {
+        if let Some(value) = said.get(key) {
+            answer[key] = value.clone();
+        }
+    }
     echo_source(&mut answer, source_type, source_id);
     Ok(Json(answer))
 }

@@ -166,20 +166,21 @@ async function steps(which, browser) {
   cleanups.push(() => context.close());
   const page = await context.newPage();
   let sessionId = null;
+  const outcomes = {};
+  const seen = {};
   const answered = []; // [method, url, status, body] of each request the page made of the daemon
   page.on("response", async (res) => {
     const req = res.request();
     if (!req.url().startsWith(daemon.base) || req.url().includes("/assets/")) return;
     answered.push([req.method(), req.url(), res.status(), req.postData()]);
     if (req.method() === "POST" && req.url() === `${daemon.base}/session` && res.ok()) {
-      sessionId ??= (await res.json().catch(() => ({}))).sessionId ?? null;
+      seen.created ??= await res.json().catch(() => ({}));
+      sessionId ??= seen.created.sessionId ?? null;
     }
   });
   const consoleErrors = [];
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
 
-  const outcomes = {};
-  const seen = {};
   const step = async (name, body) => {
     try {
       await body();
@@ -373,6 +374,12 @@ test("Qwen Code's Web Shell: the same eight steps and a reload pass on cmdlog se
       if (real.requests.has(k) && cls(statuses) !== cls(real.requests.get(k))) differ.push(`${k}: qwen ${[...real.requests.get(k)]} cmdlog ${[...statuses]}`);
     }
     assert.deepEqual(differ, []);
+  });
+
+  await t.test("cmdlog's POST /session names the agent's models, and the mode the page asked for as current", () => {
+    const ids = (ours.seen.created?.models?.availableModels ?? []).map((m) => m.modelId);
+    assert.ok(ids.some((id) => id.startsWith("fake-model-2")), JSON.stringify(ours.seen.created));
+    assert.equal(ours.seen.created?.modes?.currentModeId, "auto-edit", JSON.stringify(ours.seen.created));
   });
 
   await t.test("the page threw no error on cmdlog serve", () => {

@@ -280,6 +280,13 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
         .unwrap();
     let created: Value = serde_json::from_str(&created).unwrap();
     let session = created["sessionId"].as_str().unwrap().to_string();
+    // The answer names the agent's modes, the one asked for current, and its
+    // models (here a config option, as ACP's standard agents give them).
+    assert_eq!(created["modes"]["currentModeId"], "yolo", "{created}");
+    assert_eq!(
+        created["configOptions"][0]["category"], "model",
+        "{created}"
+    );
     // The page reads the agent's models and modes from the context.
     let (status, context) = get(&format!("{u}/session/{session}/context"));
     assert_eq!(status, 200, "{context}");
