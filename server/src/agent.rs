@@ -23,6 +23,10 @@ pub(crate) struct Bridge {
     /// Each daemon session's latest command list from the agent, the whole
     /// update (its `_meta` too): the list the session's clients see is built on it.
     pub(crate) agent_lists: Mutex<HashMap<String, Value>>,
+    /// The models and modes the agent's latest `session/new` answer gave,
+    /// as it gave them (its defaults: a mode or model later set on that
+    /// session is not carried into the next one).
+    pub(crate) defaults: Mutex<Value>,
 }
 
 #[derive(Default)]
@@ -62,6 +66,7 @@ impl Bridge {
             restarts: Mutex::new(Restarts::default()),
             commands: AgentCommands::new(&command_label),
             agent_lists: Mutex::new(HashMap::new()),
+            defaults: Mutex::new(Value::Null),
         })
     }
 }

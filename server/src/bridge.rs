@@ -218,8 +218,9 @@ impl Bridge {
             agent_session,
             model_option: model_option(&answer),
         };
-        *live.agent_state.lock().unwrap_or_else(|p| p.into_inner()) =
-            crate::modes::agent_state(&answer);
+        let said = crate::modes::agent_state(&answer);
+        *self.defaults.lock().unwrap_or_else(|p| p.into_inner()) = said.clone();
+        *live.agent_state.lock().unwrap_or_else(|p| p.into_inner()) = said;
         *bound = Some(b.clone());
         Ok((running, b))
     }

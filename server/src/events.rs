@@ -18,9 +18,10 @@ use cmdlog_store::{Log, Seq};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::journal::{Numbered, Numbering};
 use crate::sse::{Resume, SharedFrame, resume_from};
 use crate::state::{ApiError, AppState};
-use crate::wire::{self, Envelope, TurnMark, envelope};
+use crate::wire::{self, Envelope, envelope};
 
 use crate::limits::{SSE_BATCH_BYTES_MAX, SSE_BATCH_EVENTS_MAX, SSE_BUSY_EVENTS, SSE_COALESCE};
 
@@ -38,8 +39,8 @@ pub(super) struct Cursor {
     session: String,
     /// Include log records and unshown events.
     full: bool,
-    /// The id the next shown event gets.
-    next_id: u64,
+    /// The id the next shown event gets, and the turn under way.
+    numbering: Numbering,
     /// The last seq read.
     seq: Seq,
     /// Session seqs still to replay, then frames ready to send.
@@ -52,8 +53,6 @@ pub(super) struct Cursor {
     ended: bool,
     /// The last read was large: wait for more commits before the next.
     busy: bool,
-    /// The prompt whose turn is under way at `seq`, for the envelopes.
-    turn: Option<String>,
 }
 
 pub(super) async fn events(
@@ -89,7 +88,10 @@ pub(super) async fn events(
     let mut cursor = Cursor {
         session: id.clone(),
         full: query.cmdlog.as_deref() == Some("1"),
-        next_id: start.next_id,
+        numbering: Numbering {
+            next_id: start.next_id,
+            turn: start.turn,
+        },
         seq: head,
         replay: start.replay.into(),
         replaying: resume != Resume::Live,
@@ -98,7 +100,6 @@ pub(super) async fn events(
         head: log.subscribe(),
         ended: false,
         busy: false,
-        turn: start.turn,
     };
     cursor.pending.push_back(
         SseEvent::default()
@@ -149,8 +150,8 @@ async fn next_frame(
                 c.replaying = false;
                 let mut done = json!({"replayedCount": c.replayed});
                 if c.replayed > 0 {
-                    done["lastReplayedEventId"] = json!(c.next_id - 1);
-                    done["lastEventId"] = json!(c.next_id - 1);
+                    done["lastReplayedEventId"] = json!(c.numbering.next_id - 1);
+                    done["lastEventId"] = json!(c.numbering.next_id - 1);
                 }
                 c.pending.push_back(synthetic("replay_complete", &done));
                 continue;
@@ -170,9 +171,9 @@ async fn next_frame(
             }
             for e in events {
                 let f = SharedFrame::of(&e, state.frames.runs);
-                let before = c.next_id;
+                let before = c.numbering.next_id;
                 show(&mut c, &f);
-                c.replayed += c.next_id - before;
+                c.replayed += c.numbering.next_id - before;
             }
             continue;
         }
@@ -296,36 +297,16 @@ fn read_seqs(
 /// Queues the frame of one of the session's events: shown ones with the next id,
 /// the rest (for cmdlog's clients) id-less.
 fn show(c: &mut Cursor, f: &SharedFrame) {
-    let source = Some((f.seq, f.type_name.as_str(), f.at));
     let record = c.full.then_some(f.record.as_str());
-    if let Some(TurnMark::Opens(id)) = &f.turn {
-        c.turn = Some(id.clone());
-    }
-    match &f.wire {
-        Some(frame) => {
-            let (id, kind) = (c.next_id, frame.kind);
-            c.next_id += 1;
-            // A frame's own prompt (a turn's end, a cancel), else the turn under way.
-            let prompt_id = frame
-                .prompt_id
-                .as_deref()
-                .or_else(|| c.turn.as_deref().filter(|_| wire::in_turn(kind)));
-            let about = Envelope {
-                prompt_id,
-                originator: frame.originator.as_deref(),
-                source,
-                record,
-            };
-            c.pending.push_back(raw(
-                Some(id),
-                kind,
-                envelope(Some(id), kind, &frame.data, about),
-            ));
+    match c.numbering.take(f, record) {
+        Some(Numbered { id, kind, envelope }) => {
+            c.pending.push_back(raw(Some(id), kind, envelope));
             if wire::terminal(kind) {
                 c.ended = true;
             }
         }
         None if c.full => {
+            let source = Some((f.seq, f.type_name.as_str(), f.at));
             c.pending.push_back(raw(
                 None,
                 "cmdlog_event",
@@ -342,9 +323,6 @@ fn show(c: &mut Cursor, f: &SharedFrame) {
             ));
         }
         None => {}
-    }
-    if f.turn == Some(TurnMark::Closes) {
-        c.turn = None;
     }
 }
 

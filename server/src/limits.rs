@@ -63,3 +63,9 @@ const _: () = assert!(SSE_BATCH_EVENTS_MAX as usize <= SSE_CACHE_FRAMES);
 const _: () = assert!(LAST_EVENT_ID_CHARS_MAX >= 20);
 const _: () = assert!(AGENT_BACKOFF_FIRST.as_millis() <= AGENT_BACKOFF_MAX.as_millis());
 const _: () = assert!(SUPERVISE_EVERY.as_millis() <= REOPEN_BACKOFF_MAX.as_millis());
+
+/// Most events of a session `POST /session/{id}/load` sends whole in its
+/// journal; a larger session's client reads its history on the event stream.
+pub(crate) const JOURNAL_EVENTS_MAX: usize = 20_000;
+/// Most bytes of envelopes in that journal (the same fallback beyond).
+pub(crate) const JOURNAL_BYTES_MAX: usize = 16 * 1024 * 1024;

@@ -22,8 +22,8 @@ use serde_json::json;
 use crate::limits::{BODY_BYTES_MAX, COMMAND_BODY_BYTES_MAX, REOPEN_BACKOFF_MAX, SUPERVISE_EVERY};
 use crate::state::{Access, AppState};
 use crate::{
-    auth, commands, events, hooks, modes, otlp, permissions, prompts, sessions, tlog, turns,
-    web_shell, workspace,
+    auth, commands, events, hooks, modes, otlp, permissions, prompts, providers, sessions, tlog,
+    turns, web_shell, workspace,
 };
 
 /// Reopens the engine after a storage error (the same opening `serve` began with).
@@ -118,7 +118,7 @@ fn web_shell_routes() -> Router<Arc<AppState>> {
         .route("/workspace/settings", get(workspace::settings))
         .route("/workspace/models", get(workspace::models))
         .route("/workspace/skills", get(workspace::skills))
-        .route("/workspace/providers", get(workspace::providers))
+        .route("/workspace/providers", get(providers::providers))
         .route("/workspace/git", get(workspace::git))
         .route("/workspaces/{workspace}/git", get(workspace::workspace_git))
 }

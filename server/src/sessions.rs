@@ -265,10 +265,13 @@ pub(super) async fn create_session(
 }
 
 /// `POST /session/{id}/load`: a client (the Web Shell reloading a session's
-/// page) takes up an open session. It gets a client id of its own, so that
-/// the history it replays from event 0 — `lastEventId: 0`, nothing in
-/// `compactedReplay` or `liveJournal` — shows its earlier prompts too (a
-/// client hides the echo of its own), and the agent's models and modes.
+/// page) takes up an open session, with a client id of its own and the
+/// agent's models and modes. Its history comes whole, as `qwen serve` sends
+/// it: every shown frame in `liveJournal` (a page renders these with its
+/// own prompts' echoes), and `lastEventId` the last of them, after which its
+/// event stream resumes. A session too large to send whole
+/// ([`crate::limits::JOURNAL_EVENTS_MAX`]) answers `lastEventId: 0` and
+/// `replayDegraded: true`: its history then comes on the event stream.
 pub(super) async fn load(
     State(state): State<Arc<AppState>>,
     UrlPath(id): UrlPath<String>,
@@ -281,16 +284,38 @@ pub(super) async fn load(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(client.clone(), now_ms());
+    let log = Arc::clone(state.engine()?.log());
+    let (sid, runs) = (id.clone(), state.frames.runs);
+    let journal = tokio::task::spawn_blocking(move || {
+        crate::journal::journal(&log, &sid, log.head().seq, runs)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
     let mut answer = summary(&state, &id, &session);
+    let (frames, last, degraded) = match journal {
+        Some((envelopes, last)) => {
+            let frames = envelopes
+                .iter()
+                .map(|e| serde_json::from_str::<Value>(e))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(ApiError::internal)?;
+            (frames, last, false)
+        }
+        None => (Vec::new(), 0, true),
+    };
     for (key, value) in [
         ("attached", Value::from(true)),
         ("clientId", client.into()),
         ("state", crate::modes::said_of(&state, &id).await),
         ("compactedReplay", Value::Array(Vec::new())),
-        ("liveJournal", Value::Array(Vec::new())),
-        ("lastEventId", 0.into()),
+        ("liveJournal", Value::Array(frames)),
+        ("lastEventId", last.into()),
     ] {
         answer[key] = value;
+    }
+    if degraded {
+        answer["replayDegraded"] = true.into();
     }
     Ok(Json(answer))
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::state::{ApiError, AppState};
 
-/// An empty list the page reads (`settings`, `models`, `skills`, `providers`).
+/// An empty list the page reads (`settings`, `models`, `skills`).
 type Nothing = [(); 0];
 
 #[derive(Serialize)]
@@ -56,8 +56,6 @@ pub(super) struct Idle {
     initialized: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     skills: Option<Nothing>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    providers: Option<Nothing>,
 }
 
 impl Idle {
@@ -67,7 +65,6 @@ impl Idle {
             workspace_cwd: state.workspace.clone(),
             initialized: false,
             skills: None,
-            providers: None,
         }
     }
 }
@@ -77,15 +74,6 @@ impl Idle {
 pub(super) async fn skills(State(state): State<Arc<AppState>>) -> Json<Idle> {
     Json(Idle {
         skills: Some([]),
-        ..Idle::of(&state)
-    })
-}
-
-/// `GET /workspace/providers`: the idle answer, no model provider configured
-/// in the daemon (the agent behind it keeps its own).
-pub(super) async fn providers(State(state): State<Arc<AppState>>) -> Json<Idle> {
-    Json(Idle {
-        providers: Some([]),
         ..Idle::of(&state)
     })
 }

@@ -5,8 +5,8 @@
 // --acp"`, each serving the same files at its own origin and holding a token
 // the page gets in its URL (`#token=`), as a user opens it. The same eight
 // steps on both — connect, approval mode, prompt and reply, approval card,
-// approve and run, model switch, cancel, prompt after cancel — and a reload
-// of the session's page, each judged by
+// approve and run, model switch, cancel, prompt after cancel — then a reload
+// of the session's page and a new page, each judged by
 // what the user sees and by what reached the agent (our model server on
 // loopback: which model a turn used; the workspace: whether the shell call
 // ran). cmdlog must pass every step the real daemon passes; the requests the
@@ -299,6 +299,20 @@ async function steps(which, browser) {
     await replyShown("reply to: after reload").waitFor({ timeout: T });
   });
 
+  // 10. A new page, on a daemon that has had a session: before its first
+  // message the model chip names the model a new session starts on.
+  await step("new page names the model", async () => {
+    const other = await context.newPage();
+    try {
+      await other.goto(`${daemon.base}/#token=${TOKEN}`);
+      const chip = other.locator("[data-web-shell-model-button]");
+      await until(async () => /Fake Model/.test(await chip.innerText().catch(() => "")), "the model chip names Fake Model");
+      seen.newPageChip = await chip.innerText();
+    } finally {
+      await other.close();
+    }
+  });
+
   const requests = new Map(); // "METHOD route" -> Set of statuses
   for (const [method, url, status] of answered) {
     const key = `${method} ${routeOf(url, daemon.base, w, sessionId)}`;
@@ -336,7 +350,7 @@ const REAL_ONLY = new Set([
  */
 const CMDLOG_ONLY = new Set(["GET /workspaces/{cwd}/sessions", "POST /session/{id}/heartbeat"]);
 
-test("Qwen Code's Web Shell: the same eight steps and a reload pass on cmdlog serve as on qwen serve", { skip: SKIP, timeout: 900_000 }, async (t) => {
+test("Qwen Code's Web Shell: the same eight steps, a reload and a new page pass on cmdlog serve as on qwen serve", { skip: SKIP, timeout: 900_000 }, async (t) => {
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
   cleanups.push(() => browser.close());
@@ -346,8 +360,8 @@ test("Qwen Code's Web Shell: the same eight steps and a reload pass on cmdlog se
     `qwen serve: ${JSON.stringify(real.outcomes, null, 1)}\ncmdlog serve: ${JSON.stringify(ours.outcomes, null, 1)}\n` +
     `cmdlog's output:\n${ours.seen.output}\nscreenshots of failed steps under ${ours.w.root}`;
 
-  await t.test("the real qwen serve passes all nine steps (else the suite tests nothing)", () => {
-    assert.deepEqual(Object.values(real.outcomes), Array(9).fill(true), report());
+  await t.test("the real qwen serve passes all ten steps (else the suite tests nothing)", () => {
+    assert.deepEqual(Object.values(real.outcomes), Array(10).fill(true), report());
   });
 
   await t.test("cmdlog serve passes every step qwen serve passes", () => {

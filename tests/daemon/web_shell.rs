@@ -310,6 +310,23 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
         context["state"]["configOptions"][0]["currentValue"],
         "large"
     );
+    // Before its next session, a page picks among the agent's models, from
+    // the agent's own current model and mode: not the ones this session set.
+    let (status, providers) = get(&format!("{u}/workspace/providers"));
+    assert_eq!(status, 200, "{providers}");
+    assert_eq!(providers["initialized"], true, "{providers}");
+    assert_eq!(providers["current"]["modelId"], "small", "{providers}");
+    assert_eq!(providers["approvalMode"], "default", "{providers}");
+    let models = &providers["providers"][0]["models"];
+    assert_eq!(
+        (
+            models[0]["modelId"].as_str(),
+            models[0]["isCurrent"].as_bool()
+        ),
+        (Some("small"), Some(true)),
+        "{providers}"
+    );
+    assert_eq!(models[1]["name"], "Large", "{providers}");
     // The mode route: set, refused for a mode the agent lacks or qwen never names.
     let (status, changed) = post(
         &format!("{u}/session/{session}/approval-mode"),
@@ -368,13 +385,36 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
     assert_eq!(changed.data["originatorClientId"], "webui_page");
 
     // The page reloaded: it takes the session up with a client id of its own
-    // (its earlier prompts' echoes then show) and replays from event 0.
+    // (its earlier prompts' echoes then show), and its history whole: the
+    // frames the stream gives from event 0, numbered alike, up to
+    // `lastEventId`, after which its stream resumes.
     let (status, loaded) = post(&format!("{u}/session/{session}/load"), json!({}));
     assert_eq!(status, 200, "{loaded}");
     assert_ne!(loaded["clientId"], created["clientId"]);
+    assert_eq!(loaded["attached"], true);
+    let journal: Vec<(u64, String)> = loaded["liveJournal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_u64().unwrap(),
+                e["type"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let replayed: Vec<(u64, String)> =
+        read_frames(&format!("{u}/session/{session}/events"), Some("0"), |f| {
+            f.iter().any(|f| f.kind == "replay_complete")
+        })
+        .into_iter()
+        .filter_map(|f| Some((f.id?, f.kind)))
+        .collect();
+    assert!(journal.len() >= 3, "{loaded}");
+    assert_eq!(journal, replayed);
     assert_eq!(
-        (loaded["lastEventId"].as_u64(), loaded["attached"].as_bool()),
-        (Some(0), Some(true))
+        loaded["lastEventId"].as_u64(),
+        journal.last().map(|(id, _)| *id)
     );
     assert_eq!(
         loaded["state"]["modes"]["currentModeId"], "default",
