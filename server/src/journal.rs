@@ -59,8 +59,18 @@ impl Numbering {
     }
 }
 
-/// Every shown frame of `session` up to `head`, numbered from 1: the
-/// envelopes and the last id. `None` when the session is too large to send
+/// A session's history as a reloaded page gets it whole.
+pub(crate) struct Journal {
+    /// Every shown frame's envelope, in order, numbered from 1.
+    pub(crate) envelopes: Vec<String>,
+    /// The last id (0 for none): the stream resumes after it.
+    pub(crate) last_id: u64,
+    /// Whether a turn is under way at its end: its end is still to come, on
+    /// the stream.
+    pub(crate) turn_open: bool,
+}
+
+/// Every shown frame of `session` up to `head`, numbered from 1. `None` when the session is too large to send
 /// whole (more than [`JOURNAL_EVENTS_MAX`] events or [`JOURNAL_BYTES_MAX`]
 /// bytes of envelopes): its client then reads it on the event stream.
 pub(crate) fn journal(
@@ -68,7 +78,7 @@ pub(crate) fn journal(
     session: &str,
     head: Seq,
     runs: bool,
-) -> Result<Option<(Vec<String>, u64)>, ReadError> {
+) -> Result<Option<Journal>, ReadError> {
     let seqs: Vec<Seq> = log
         .stream_seqs(session, 0)?
         .into_iter()
@@ -97,5 +107,9 @@ pub(crate) fn journal(
             envelopes.push(n.envelope);
         }
     }
-    Ok(Some((envelopes, numbering.next_id - 1)))
+    Ok(Some(Journal {
+        envelopes,
+        last_id: numbering.next_id - 1,
+        turn_open: numbering.turn.is_some(),
+    }))
 }

@@ -294,13 +294,19 @@ pub(super) async fn load(
     .map_err(ApiError::internal)?;
     let mut answer = summary(&state, &id, &session);
     let (frames, last, degraded) = match journal {
-        Some((envelopes, last)) => {
-            let frames = envelopes
+        Some(journal) => {
+            let frames = journal
+                .envelopes
                 .iter()
                 .map(|e| serde_json::from_str::<Value>(e))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(ApiError::internal)?;
-            (frames, last, false)
+            // What the journal shows, not the turn's bookkeeping, which ends a
+            // moment after the turn's end is in the log: a page told a turn
+            // runs whose end its journal already holds waits for an end that
+            // never comes on its stream.
+            answer["hasActivePrompt"] = journal.turn_open.into();
+            (frames, journal.last_id, false)
         }
         None => (Vec::new(), 0, true),
     };

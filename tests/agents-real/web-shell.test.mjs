@@ -172,7 +172,7 @@ async function steps(which, browser) {
   page.on("response", async (res) => {
     const req = res.request();
     if (!req.url().startsWith(daemon.base) || req.url().includes("/assets/")) return;
-    answered.push([req.method(), req.url(), res.status(), req.postData()]);
+    answered.push([req.method(), req.url(), res.status(), req.postData(), current]);
     if (req.method() === "POST" && req.url() === `${daemon.base}/session` && res.ok()) {
       seen.created ??= await res.json().catch(() => ({}));
       sessionId ??= seen.created.sessionId ?? null;
@@ -181,7 +181,9 @@ async function steps(which, browser) {
   const consoleErrors = [];
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
 
+  let current = "";
   const step = async (name, body) => {
+    current = name;
     try {
       await body();
       outcomes[name] = true;
@@ -292,6 +294,8 @@ async function steps(which, browser) {
     await page.reload();
     await replyShown("reply to: after cancel").waitFor({ timeout: T });
     await replyShown("reply to: hello web shell").waitFor({ timeout: T });
+    // No turn shown running: every turn of the session has ended.
+    await running.waitFor({ state: "detached", timeout: 2000 });
     for (const said of ["hello web shell", "after cancel"]) {
       assert.equal(await userBubbles(said).count(), 1, `"${said}" is shown once after a reload`);
     }
@@ -324,7 +328,9 @@ async function steps(which, browser) {
   seen.output = daemon.output();
   await context.close();
   await daemon.stop();
-  return { w, outcomes, requests, bodies, seen };
+  // Each request in order, with the step it was made in, for the reports.
+  const asked = answered.map(([m, url, status, , during]) => `${during}: ${m} ${routeOf(url, daemon.base, w, sessionId)} ${status}`);
+  return { w, outcomes, requests, bodies, seen, asked };
 }
 
 /** The routes only `qwen serve` is asked, because it lists the feature that gates them and cmdlog does not (docs/http.md). */
@@ -372,7 +378,10 @@ test("Qwen Code's Web Shell: the same eight steps, a reload and a new page pass 
 
   await t.test("the page asks both daemons the same routes, except the feature-gated ones docs/http.md lists", () => {
     const only = (a, b) => [...a.requests.keys()].filter((k) => !b.requests.has(k)).map((k) => `${k} ${[...a.requests.get(k)]}`);
-    for (const k of only(ours, real)) assert.match(k, / 2\d\d$/, "cmdlog answers what the page asks");
+    for (const k of only(ours, real)) {
+      const at = ours.asked.findIndex((a) => a.endsWith(k.split(" ").slice(0, 3).join(" ")));
+      assert.match(k, / 2\d\d$/, `cmdlog answers what the page asks; the page's requests around it:\n${ours.asked.slice(Math.max(0, at - 12), at + 3).join("\n")}`);
+    }
     const route = (k) => k.split(" ").slice(0, 2).join(" ");
     assert.deepEqual(only(real, ours).filter((k) => !REAL_ONLY.has(route(k))), [], "asked of qwen serve only");
     assert.deepEqual(only(ours, real).filter((k) => !CMDLOG_ONLY.has(route(k))), [], "asked of cmdlog serve only");

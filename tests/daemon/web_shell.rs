@@ -392,6 +392,7 @@ fn the_approval_mode_asked_is_set_on_the_agent_and_logged_with_who_asked() {
     assert_eq!(status, 200, "{loaded}");
     assert_ne!(loaded["clientId"], created["clientId"]);
     assert_eq!(loaded["attached"], true);
+    assert_eq!(loaded["hasActivePrompt"], false, "{loaded}");
     let journal: Vec<(u64, String)> = loaded["liveJournal"]
         .as_array()
         .unwrap()
