@@ -53,6 +53,10 @@ enum Verb {
     Audit(cli::audit::AuditArgs),
     /// One event with its context (a run's done, registration and attachments)
     Show(cli::show::ShowArgs),
+    /// Find events by their words and facets (the log's full-text index)
+    Search(cli::search::SearchArgs),
+    /// Bring the log's full-text index up to date, or make it again
+    Index(cli::search::IndexArgs),
     /// Check the hash chain, the Merkle tree, seqs, lifecycle invariants and blobs;
     /// with --checkpoint, that the log still holds what a saved checkpoint commits to
     Verify(cli::verify::VerifyArgs),
@@ -139,6 +143,8 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Sessions => cli::sessions::exec(&open_existing(&paths)?, json),
         Verb::Audit(args) => cli::audit::exec(&open_existing(&paths)?, args, json),
         Verb::Show(args) => cli::show::exec(&open_existing(&paths)?, args, json),
+        Verb::Search(args) => cli::search::search(&paths, args, json),
+        Verb::Index(args) => cli::search::index(&paths, args, json),
         Verb::Export(args) => cli::export::exec(&open_existing(&paths)?, args),
         Verb::Drift(args) => cli::drift::exec(&paths, args, json),
         Verb::Report(args) => cli::report::exec(&open_existing(&paths)?, args),

@@ -31,6 +31,7 @@ pub(crate) mod recover;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod search;
 pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod show;

@@ -1,0 +1,185 @@
+//! What of an event is found: every text it holds, in `text`, and the facets
+//! read from its type and data — the kinds a query names (`type:prompt`,
+//! `type:reply`, `type:tool`, `type:command`, `type:permission`,
+//! `type:model`, `type:error`, besides the event's own type), the tools and
+//! files it names, its statuses.
+
+use cmdlog_engine::Event;
+use serde_json::Value;
+use tantivy::TantivyDocument;
+
+use crate::fields::Fields;
+
+/// The most bytes of one event's text that are indexed.
+pub const TEXT_BYTES_MAX: usize = 1024 * 1024;
+
+/// The index's document of `event`.
+pub(crate) fn document(f: &Fields, event: &Event) -> TantivyDocument {
+    let mut doc = TantivyDocument::new();
+    doc.add_u64(f.seq, event.seq);
+    doc.add_i64(f.at, i64::try_from(event.at).unwrap_or(i64::MAX));
+    if let Some(session) = &event.session {
+        doc.add_text(f.session, session);
+    }
+    if let Some(agent) = &event.agent {
+        doc.add_text(f.agent, agent);
+    }
+    let type_name = event.data.type_name();
+    doc.add_text(f.kind, type_name);
+    let data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
+    let update = data["sessionUpdate"].as_str().unwrap_or("");
+    let kinds = kinds(type_name, update);
+    for kind in &kinds {
+        doc.add_text(f.kind, kind);
+    }
+    doc.add_text(
+        f.source,
+        event
+            .observed
+            .as_ref()
+            .map_or("cmdlog", |o| o.source.as_str()),
+    );
+    let mut found = Found::default();
+    found.walk(&data, None, 0);
+    for tool in &found.tools {
+        doc.add_text(f.tool, tool);
+    }
+    for file in &found.files {
+        for prefix in prefixes(file) {
+            doc.add_text(f.file, prefix);
+        }
+    }
+    let failed = kinds.contains(&"error") || found.failed;
+    for status in &found.statuses {
+        doc.add_text(f.status, status);
+    }
+    if failed {
+        doc.add_text(f.status, "error");
+    }
+    doc.add_text(f.text, &found.text);
+    doc
+}
+
+/// The text of `event` as it is indexed (for a hit's snippet).
+pub(crate) fn text_of(event: &Event) -> String {
+    let data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
+    let mut found = Found::default();
+    found.walk(&data, None, 0);
+    found.text
+}
+
+/// The kinds a query names, for an event of `type_name` (and, for a
+/// `session/update`, its `sessionUpdate`).
+fn kinds(type_name: &str, update: &str) -> Vec<&'static str> {
+    match (type_name, update) {
+        ("session/prompt", _) | ("session/update", "user_message_chunk") => vec!["prompt"],
+        ("command/run" | "command/done", _) => vec!["command"],
+        ("session/update", "agent_message_chunk") => vec!["reply"],
+        ("session/update", "agent_thought_chunk") => vec!["thought"],
+        ("session/update", "tool_call" | "tool_call_update") => vec!["tool"],
+        ("session/update", "turn_error") => vec!["error"],
+        ("permission/requested" | "permission/resolved" | "permission/already_resolved", _) => {
+            vec!["permission"]
+        }
+        ("session/model_switched", _) => vec!["model"],
+        ("session/model_switch_failed", _) => vec!["model", "error"],
+        ("session/died", _) => vec!["error"],
+        _ => Vec::new(),
+    }
+}
+
+/// `src/payments/webhook.ts` → itself and `src/payments`, `src`: a query for
+/// a folder finds the files in it.
+fn prefixes(path: &str) -> impl Iterator<Item = &str> {
+    let trimmed = path.trim_end_matches('/');
+    std::iter::once(trimmed).chain(
+        trimmed
+            .match_indices('/')
+            .map(move |(i, _)| &trimmed[..i])
+            .filter(|p| !p.is_empty()),
+    )
+}
+
+/// What a walk over an event's data found.
+#[derive(Default)]
+struct Found {
+    text: String,
+    tools: Vec<String>,
+    files: Vec<String>,
+    statuses: Vec<String>,
+    failed: bool,
+}
+
+/// Keys whose string values name a tool.
+const TOOL_KEYS: [&str; 3] = ["tool_name", "toolName", "tool"];
+/// Keys whose string values name a file.
+const FILE_KEYS: [&str; 4] = ["file_path", "filePath", "path", "notebook_path"];
+
+impl Found {
+    fn walk(&mut self, value: &Value, key: Option<&str>, depth: usize) {
+        if depth > 32 {
+            return;
+        }
+        match value {
+            Value::String(s) => {
+                if let Some(key) = key {
+                    if TOOL_KEYS.contains(&key) {
+                        self.tools.push(s.clone());
+                    } else if FILE_KEYS.contains(&key) {
+                        self.files.push(s.clone());
+                    } else if key == "status" {
+                        let status = s.to_lowercase();
+                        self.failed |= matches!(status.as_str(), "failed" | "error");
+                        self.statuses.push(status);
+                    }
+                }
+                if self.text.len() < TEXT_BYTES_MAX {
+                    let room = TEXT_BYTES_MAX - self.text.len();
+                    let mut end = s.len().min(room);
+                    while !s.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    self.text.push_str(&s[..end]);
+                    self.text.push('\n');
+                }
+            }
+            Value::Number(n) => {
+                let nonzero = n.as_i64().is_some_and(|n| n != 0);
+                if matches!(key, Some("exit_code" | "exitCode")) && nonzero {
+                    self.failed = true;
+                }
+            }
+            Value::Bool(true) if matches!(key, Some("is_error" | "isError")) => {
+                self.failed = true;
+            }
+            Value::Array(items) => {
+                for item in items {
+                    self.walk(item, key, depth + 1);
+                }
+            }
+            Value::Object(map) => {
+                for (k, v) in map {
+                    self.walk(v, Some(k), depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefixes;
+
+    #[test]
+    fn a_file_is_found_by_each_folder_above_it() {
+        assert_eq!(
+            prefixes("src/payments/webhook.ts").collect::<Vec<_>>(),
+            ["src/payments/webhook.ts", "src", "src/payments"]
+        );
+        assert_eq!(
+            prefixes("/abs/a.rs").collect::<Vec<_>>(),
+            ["/abs/a.rs", "/abs"]
+        );
+    }
+}

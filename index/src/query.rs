@@ -1,0 +1,92 @@
+//! A query as people write one: words (all of them must match), "phrases",
+//! `field:value` for the facets (`session:`, `agent:`, `type:`, `source:`,
+//! `tool:`, `file:`, `status:`), `-word` to leave out, `OR`. A query that does
+//! not parse, or names another field, is refused with where and why.
+
+use tantivy::Index;
+use tantivy::query::{Query, QueryParser};
+use tantivy::query_grammar::{UserInputAst, UserInputLeaf};
+
+use crate::fields::{Fields, QUERY_FIELDS};
+
+/// The longest query taken, in characters.
+pub const QUERY_CHARS_MAX: usize = 1000;
+/// The most hits one search returns.
+pub const MAX_HITS: usize = 1000;
+
+/// Why a query was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// Nothing to find.
+    #[error("the query is empty: give words to find, or field:value")]
+    Empty,
+    /// Longer than [`QUERY_CHARS_MAX`] characters.
+    #[error("the query is {0} characters long; at most {QUERY_CHARS_MAX} are taken")]
+    TooLong(usize),
+    /// It does not parse.
+    #[error("the query does not parse at character {position}: {why}")]
+    Syntax {
+        /// Where, counting characters from 1.
+        position: usize,
+        /// What was expected.
+        why: String,
+    },
+    /// It names a field a query may not name.
+    #[error("the query names the field {0:?}; the fields are {fields}", fields = QUERY_FIELDS.join(", "))]
+    UnknownField(String),
+    /// tantivy refused it.
+    #[error("the query: {0}")]
+    Other(String),
+}
+
+/// `query` as tantivy's, over `text` and the facets.
+pub(crate) fn parse(index: &Index, f: &Fields, query: &str) -> Result<Box<dyn Query>, QueryError> {
+    let chars = query.chars().count();
+    if chars > QUERY_CHARS_MAX {
+        return Err(QueryError::TooLong(chars));
+    }
+    if query.trim().is_empty() {
+        return Err(QueryError::Empty);
+    }
+    let (ast, errors) = tantivy::query_grammar::parse_query_lenient(query);
+    if let Some(e) = errors.first() {
+        let position = query[..e.pos.min(query.len())].chars().count() + 1;
+        return Err(QueryError::Syntax {
+            position,
+            why: e.message.clone(),
+        });
+    }
+    check_fields(&ast)?;
+    let mut parser = QueryParser::for_index(index, vec![f.text]);
+    parser.set_conjunction_by_default();
+    parser
+        .parse_query(query)
+        .map_err(|e| QueryError::Other(e.to_string()))
+}
+
+/// Refuses a field a query may not name.
+fn check_fields(ast: &UserInputAst) -> Result<(), QueryError> {
+    match ast {
+        UserInputAst::Clause(clauses) => {
+            for (_, clause) in clauses {
+                check_fields(clause)?;
+            }
+            Ok(())
+        }
+        UserInputAst::Boost(inner, _) => check_fields(inner),
+        UserInputAst::Leaf(leaf) => {
+            let field = match leaf.as_ref() {
+                UserInputLeaf::Literal(l) => l.field_name.as_deref(),
+                UserInputLeaf::Range { field, .. } => field.as_deref(),
+                UserInputLeaf::Set { field, .. } => field.as_deref(),
+                _ => None,
+            };
+            match field {
+                Some(name) if !QUERY_FIELDS.contains(&name) => {
+                    Err(QueryError::UnknownField(name.to_string()))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The index finds what a log holds: words, phrases and each facet, nothing
+//! else; it is kept current by syncing, equal to a rebuild, and refuses a
+//! query it cannot read with where and why.
+
+use cmdlog_index::{IndexError, QueryError, SearchIndex};
+use cmdlog_store::{Log, LogConfig, NewRecord};
+use serde_json::{Value, json};
+
+fn event(session: &str, agent: &str, kind: &str, data: Value) -> NewRecord {
+    NewRecord::new(
+        json!({"at": 1_796_000_000_000u64, "type": kind, "session": session, "agent": agent, "data": data})
+            .to_string()
+            .into_bytes(),
+    )
+    .stream(session.to_string())
+}
+
+fn first_events() -> Vec<NewRecord> {
+    vec![
+        event(
+            "s1",
+            "claude-code",
+            "session/prompt",
+            json!({"text": "fix the migration in payments", "delivery": "idle"}),
+        ),
+        event(
+            "s1",
+            "claude-code",
+            "session/update",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "rm -rf /tmp/x", "tool_name": "Bash", "rawInput": {"command": "rm -rf /tmp/x"}, "status": "failed"}),
+        ),
+        event(
+            "s1",
+            "claude-code",
+            "session/update",
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "the migration is done"}}),
+        ),
+        event(
+            "s2",
+            "codex",
+            "session/update",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Edit", "kind": "edit", "locations": [{"path": "src/payments/webhook.ts"}]}),
+        ),
+    ]
+}
+
+fn seqs(index: &SearchIndex, log: &Log, query: &str) -> Vec<u64> {
+    let (hits, total) = index.search(log, query, 100).unwrap();
+    assert_eq!(hits.len(), total, "{query}");
+    let mut seqs: Vec<u64> = hits.iter().map(|h| h.seq).collect();
+    seqs.sort();
+    seqs
+}
+
+#[test]
+fn each_field_finds_what_it_should_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    log.append(first_events()).unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    assert_eq!(index.sync(&log).unwrap(), (4, 4));
+
+    assert_eq!(seqs(&index, &log, "migration"), [1, 3]);
+    assert_eq!(seqs(&index, &log, "MIGRATION done"), [3]);
+    assert_eq!(seqs(&index, &log, "\"migration in payments\""), [1]);
+    assert_eq!(
+        seqs(&index, &log, "\"payments migration\""),
+        Vec::<u64>::new()
+    );
+    assert_eq!(seqs(&index, &log, "type:prompt"), [1]);
+    assert_eq!(seqs(&index, &log, "type:reply migration"), [3]);
+    assert_eq!(seqs(&index, &log, "type:tool"), [2, 4]);
+    assert_eq!(seqs(&index, &log, "tool:bash"), [2]);
+    assert_eq!(seqs(&index, &log, "status:error"), [2]);
+    assert_eq!(seqs(&index, &log, "file:src/payments"), [4]);
+    assert_eq!(seqs(&index, &log, "file:src/payments/webhook.ts"), [4]);
+    assert_eq!(seqs(&index, &log, "file:src/pay"), Vec::<u64>::new());
+    assert_eq!(seqs(&index, &log, "agent:codex"), [4]);
+    assert_eq!(seqs(&index, &log, "session:s1 -migration"), [2]);
+    assert_eq!(seqs(&index, &log, "\"rm -rf\""), [2]);
+
+    // A hit names its event, and its snippet shows the match.
+    let (hits, _) = index.search(&log, "done", 10).unwrap();
+    let hit = &hits[0];
+    assert_eq!(
+        (hit.seq, hit.session.as_deref(), hit.kind.as_str()),
+        (3, Some("s1"), "session/update")
+    );
+    let marked: Vec<&str> = hit
+        .highlights
+        .iter()
+        .map(|r| &hit.snippet[r.clone()])
+        .collect();
+    assert_eq!(marked, ["done"], "{hit:?}");
+}
+
+#[test]
+fn a_query_it_cannot_read_is_refused_with_where_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    log.append(first_events()).unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.sync(&log).unwrap();
+    let refused = |q: &str| match index.search(&log, q, 10) {
+        Err(IndexError::Query(e)) => e,
+        other => panic!("{q}: {other:?}"),
+    };
+    assert!(matches!(refused("seq:1"), QueryError::UnknownField(f) if f == "seq"));
+    assert!(matches!(refused("  "), QueryError::Empty));
+    assert!(matches!(
+        refused(&"x".repeat(2000)),
+        QueryError::TooLong(2000)
+    ));
+    match refused("migration \"unclosed") {
+        QueryError::Syntax { position, .. } => assert!(position >= 11, "{position}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn syncing_as_the_log_grows_equals_a_rebuild_and_another_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    let index_dir = dir.path().join("index");
+    log.append(first_events()[..2].to_vec()).unwrap();
+    let index = SearchIndex::open(&index_dir).unwrap();
+    assert_eq!(index.sync(&log).unwrap(), (2, 2));
+    log.append(first_events()[2..].to_vec()).unwrap();
+    assert_eq!(index.sync(&log).unwrap(), (2, 4));
+    assert_eq!(index.sync(&log).unwrap(), (0, 4));
+    let incremental = seqs(&index, &log, "migration OR type:tool");
+    assert_eq!(index.covered().unwrap().through, 4);
+    drop(index);
+
+    let rebuilt_dir = dir.path().join("rebuilt");
+    assert_eq!(cmdlog_index::rebuild(&rebuilt_dir, &log).unwrap(), (4, 4));
+    let rebuilt = SearchIndex::open(&rebuilt_dir).unwrap();
+    assert_eq!(seqs(&rebuilt, &log, "migration OR type:tool"), incremental);
+
+    // The same index against a log that is not the one it covers.
+    let other = Log::open(dir.path().join("other.redb"), LogConfig::default()).unwrap();
+    other
+        .append(vec![event(
+            "s9",
+            "codex",
+            "session/prompt",
+            json!({"text": "x", "delivery": "idle"}),
+        )])
+        .unwrap();
+    other.append(first_events()).unwrap();
+    assert!(matches!(
+        SearchIndex::open(&index_dir).unwrap().sync(&other),
+        Err(IndexError::Diverged { through: 4, .. })
+    ));
+}
