@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 use cmdlog_engine::Event;
 use cmdlog_store::{Log, ReadError, Seq};
 use serde::{Deserialize, Serialize};
+use std::ops::Bound;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::{Index, IndexWriter, ReloadPolicy};
+
+use tantivy::query::{BooleanQuery, Occur, RangeQuery};
+use tantivy::{Index, IndexWriter, ReloadPolicy, Term};
 
 pub use document::TEXT_BYTES_MAX;
 pub use query::{MAX_HITS, QUERY_CHARS_MAX, QueryError};
@@ -253,7 +256,31 @@ impl SearchIndex {
         query: &str,
         limit: usize,
     ) -> Result<(Vec<Hit>, usize), IndexError> {
-        let parsed = query::parse(&self.index, &self.fields, query)?;
+        self.search_in(log, query, limit, None)
+    }
+
+    /// [`SearchIndex::search`] among the events appended in `span` (unix ms,
+    /// from included, to excluded).
+    pub fn search_in(
+        &self,
+        log: &Log,
+        query: &str,
+        limit: usize,
+        span: Option<(Option<u64>, Option<u64>)>,
+    ) -> Result<(Vec<Hit>, usize), IndexError> {
+        let mut parsed = query::parse(&self.index, &self.fields, query)?;
+        if let Some((from, to)) = span {
+            let at =
+                |t: u64| Term::from_field_i64(self.fields.at, i64::try_from(t).unwrap_or(i64::MAX));
+            let range = RangeQuery::new(
+                from.map_or(Bound::Unbounded, |t| Bound::Included(at(t))),
+                to.map_or(Bound::Unbounded, |t| Bound::Excluded(at(t))),
+            );
+            parsed = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, parsed),
+                (Occur::Must, Box::new(range)),
+            ]));
+        }
         let reader = self
             .index
             .reader_builder()
@@ -309,6 +336,98 @@ impl SearchIndex {
             });
         }
         Ok((hits, total))
+    }
+}
+
+/// What `verify` finds of an index against its log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// The seq the index says it covers through (0: nothing).
+    pub through: Seq,
+    /// The log's head.
+    pub head: Seq,
+    /// Events of the log up to `through` the index does not hold (the first
+    /// [`NAMED_MAX`]).
+    pub missing: Vec<Seq>,
+    /// How many in all.
+    pub missing_count: u64,
+    /// Documents for seqs the log does not have up to `through`, or twice,
+    /// or past `through` (the first [`NAMED_MAX`]).
+    pub extra: Vec<Seq>,
+    /// How many in all.
+    pub extra_count: u64,
+}
+
+/// The most seqs a [`Coverage`] names of each kind.
+pub const NAMED_MAX: usize = 20;
+
+impl Coverage {
+    /// Whether the index holds exactly the log's events through its head.
+    pub fn exact(&self) -> bool {
+        self.missing_count == 0 && self.extra_count == 0 && self.through == self.head
+    }
+}
+
+impl SearchIndex {
+    /// Checks that the index holds one document for each event of the log
+    /// through the seq it says it covers, and nothing else.
+    pub fn check(&self, log: &Log) -> Result<Coverage, IndexError> {
+        let through = self.covered().map_or(0, |c| c.through);
+        let mut seen = vec![
+            0u8;
+            usize::try_from(through)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        ];
+        let mut coverage = Coverage {
+            through,
+            head: log.head().seq,
+            ..Coverage::default()
+        };
+        let extra = |c: &mut Coverage, seq: Seq| {
+            c.extra_count += 1;
+            if c.extra.len() < NAMED_MAX {
+                c.extra.push(seq);
+            }
+        };
+        let reader = self
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| self.err(e))?;
+        let searcher = reader.searcher();
+        for segment in searcher.segment_readers() {
+            let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
+            for doc in segment.doc_ids_alive() {
+                let Some(seq) = seqs.first(doc) else {
+                    continue;
+                };
+                match seen.get_mut(usize::try_from(seq).unwrap_or(usize::MAX)) {
+                    Some(n) if seq > 0 && *n == 0 => *n = 1,
+                    _ => extra(&mut coverage, seq),
+                }
+            }
+        }
+        log.scan(1, through, |record| {
+            let indexed = seen[usize::try_from(record.seq).unwrap_or(0)] == 1;
+            seen[usize::try_from(record.seq).unwrap_or(0)] = 2;
+            let event = Event::decode(record.seq, &record.bytes).is_ok();
+            if event && !indexed {
+                coverage.missing_count += 1;
+                if coverage.missing.len() < NAMED_MAX {
+                    coverage.missing.push(record.seq);
+                }
+            }
+            true
+        })?;
+        // Marked seen but never met in the log, or an undecodable record indexed.
+        for (seq, n) in seen.iter().enumerate().skip(1) {
+            if *n == 1 {
+                extra(&mut coverage, seq as Seq);
+            }
+        }
+        Ok(coverage)
     }
 }
 

@@ -153,3 +153,85 @@ fn syncing_as_the_log_grows_equals_a_rebuild_and_another_log_is_refused() {
         Err(IndexError::Diverged { through: 4, .. })
     ));
 }
+
+#[test]
+fn verify_names_what_the_index_misses_adds_or_has_not_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    log.append(first_events()).unwrap();
+    let index_dir = dir.path().join("index");
+    let index = SearchIndex::open(&index_dir).unwrap();
+    index.sync(&log).unwrap();
+    let exact = index.check(&log).unwrap();
+    assert!(exact.exact(), "{exact:?}");
+
+    // The log grows: the index has not reached its head.
+    log.append(vec![event(
+        "s1",
+        "claude-code",
+        "session/prompt",
+        json!({"text": "later", "delivery": "idle"}),
+    )])
+    .unwrap();
+    let stale = index.check(&log).unwrap();
+    assert_eq!((stale.through, stale.head, stale.exact()), (4, 5, false));
+    index.sync(&log).unwrap();
+    assert!(index.check(&log).unwrap().exact());
+
+    // A document lost from the index, and one for a seq the log lacks, under
+    // the same claim of what it covers.
+    drop(index);
+    let raw = tantivy::Index::open_in_dir(&index_dir).unwrap();
+    for name in ["cmdlog_words", "cmdlog_exact"] {
+        raw.tokenizers().register(name, tantivy::tokenizer::RawTokenizer::default());
+    }
+    let payload = raw.load_metas().unwrap().payload;
+    let seq = raw.schema().get_field("seq").unwrap();
+    let mut writer: tantivy::IndexWriter = raw.writer_with_num_threads(1, 15_000_000).unwrap();
+    writer.delete_term(tantivy::Term::from_field_u64(seq, 2));
+    let mut forged = tantivy::TantivyDocument::new();
+    forged.add_u64(seq, 99);
+    writer.add_document(forged).unwrap();
+    let mut prepared = writer.prepare_commit().unwrap();
+    prepared.set_payload(&payload.unwrap());
+    prepared.commit().unwrap();
+    drop(writer);
+    let damaged = SearchIndex::open(&index_dir).unwrap().check(&log).unwrap();
+    assert_eq!(
+        (damaged.missing.clone(), damaged.extra.clone()),
+        (vec![2], vec![99]),
+        "{damaged:?}"
+    );
+    assert!(!damaged.exact());
+}
+
+#[test]
+fn since_and_until_keep_to_when_events_were_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    let at = |t: u64, text: &str| {
+        NewRecord::new(
+            json!({"at": t, "type": "session/prompt", "session": "s1", "data": {"text": text, "delivery": "idle"}})
+                .to_string()
+                .into_bytes(),
+        )
+        .stream("s1")
+    };
+    log.append(vec![
+        at(1_000, "deploy one"),
+        at(2_000, "deploy two"),
+        at(3_000, "deploy three"),
+    ])
+    .unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.sync(&log).unwrap();
+    let found = |span| {
+        let (hits, _) = index.search_in(&log, "deploy", 10, Some(span)).unwrap();
+        let mut seqs: Vec<u64> = hits.iter().map(|h| h.seq).collect();
+        seqs.sort();
+        seqs
+    };
+    assert_eq!(found((Some(2_000), None)), [2, 3]);
+    assert_eq!(found((None, Some(2_000))), [1]);
+    assert_eq!(found((Some(1_500), Some(3_000))), [2]);
+}
