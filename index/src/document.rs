@@ -13,8 +13,12 @@ use crate::fields::Fields;
 /// The most bytes of one event's text that are indexed.
 pub const TEXT_BYTES_MAX: usize = 1024 * 1024;
 
-/// The index's document of `event`.
-pub(crate) fn document(f: &Fields, event: &Event) -> TantivyDocument {
+/// Reads a blob's bytes by its hash (hex), when the log has it.
+pub(crate) type Blobs<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
+
+/// The index's document of `event`; values it keeps as blobs are read
+/// through `blobs` and indexed as its text.
+pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDocument {
     let mut doc = TantivyDocument::new();
     doc.add_u64(f.seq, event.seq);
     doc.add_i64(f.at, i64::try_from(event.at).unwrap_or(i64::MAX));
@@ -41,6 +45,7 @@ pub(crate) fn document(f: &Fields, event: &Event) -> TantivyDocument {
     );
     let mut found = Found::default();
     found.walk(&data, None, 0);
+    found.read_blobs(blobs);
     for tool in &found.tools {
         doc.add_text(f.tool, tool);
     }
@@ -61,10 +66,11 @@ pub(crate) fn document(f: &Fields, event: &Event) -> TantivyDocument {
 }
 
 /// The text of `event` as it is indexed (for a hit's snippet).
-pub(crate) fn text_of(event: &Event) -> String {
+pub(crate) fn text_of(event: &Event, blobs: Blobs<'_>) -> String {
     let data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
     let mut found = Found::default();
     found.walk(&data, None, 0);
+    found.read_blobs(blobs);
     found.text
 }
 
@@ -104,6 +110,9 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
 #[derive(Default)]
 struct Found {
     text: String,
+    /// Hashes of blobs that hold the event's values (`blob`, `blobs`,
+    /// a prompt command's `template`).
+    blob_hashes: Vec<String>,
     tools: Vec<String>,
     files: Vec<String>,
     statuses: Vec<String>,
@@ -115,7 +124,34 @@ const TOOL_KEYS: [&str; 3] = ["tool_name", "toolName", "tool"];
 /// Keys whose string values name a file.
 const FILE_KEYS: [&str; 4] = ["file_path", "filePath", "path", "notebook_path"];
 
+/// Keys whose values (a hash, or a list of them) name blobs of text.
+const BLOB_KEYS: [&str; 3] = ["blob", "blobs", "template"];
+
 impl Found {
+    /// Adds the text of the blobs the event names (lossily, within the cap).
+    fn read_blobs(&mut self, blobs: Blobs<'_>) {
+        for hash in std::mem::take(&mut self.blob_hashes) {
+            if self.text.len() >= TEXT_BYTES_MAX {
+                return;
+            }
+            if let Some(bytes) = blobs(&hash) {
+                self.push_text(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+
+    fn push_text(&mut self, s: &str) {
+        if self.text.len() < TEXT_BYTES_MAX {
+            let room = TEXT_BYTES_MAX - self.text.len();
+            let mut end = s.len().min(room);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.text.push_str(&s[..end]);
+            self.text.push('\n');
+        }
+    }
+
     fn walk(&mut self, value: &Value, key: Option<&str>, depth: usize) {
         if depth > 32 {
             return;
@@ -127,21 +163,19 @@ impl Found {
                         self.tools.push(s.clone());
                     } else if FILE_KEYS.contains(&key) {
                         self.files.push(s.clone());
+                    } else if BLOB_KEYS.contains(&key)
+                        && s.len() == 64
+                        && s.bytes().all(|b| b.is_ascii_hexdigit())
+                    {
+                        self.blob_hashes.push(s.clone());
+                        return;
                     } else if key == "status" {
                         let status = s.to_lowercase();
                         self.failed |= matches!(status.as_str(), "failed" | "error");
                         self.statuses.push(status);
                     }
                 }
-                if self.text.len() < TEXT_BYTES_MAX {
-                    let room = TEXT_BYTES_MAX - self.text.len();
-                    let mut end = s.len().min(room);
-                    while !s.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    self.text.push_str(&s[..end]);
-                    self.text.push('\n');
-                }
+                self.push_text(s);
             }
             Value::Number(n) => {
                 let nonzero = n.as_i64().is_some_and(|n| n != 0);

@@ -203,7 +203,8 @@ impl SearchIndex {
         let mut failed = None;
         log.scan(from, head.seq, |record| {
             if let Ok(event) = Event::decode(record.seq, &record.bytes) {
-                if let Err(e) = writer.add_document(document::document(&self.fields, &event)) {
+                let doc = document::document(&self.fields, &event, &|h| blob(log, h));
+                if let Err(e) = writer.add_document(doc) {
                     failed = Some(e);
                     return false;
                 }
@@ -311,7 +312,7 @@ impl SearchIndex {
             let Ok(event) = Event::decode(record.seq, &record.bytes) else {
                 continue;
             };
-            let text = document::text_of(&event);
+            let text = document::text_of(&event, &|h| blob(log, h));
             let snippet = snippets.snippet(&text);
             let (snippet, highlights) = if snippet.fragment().is_empty() {
                 let mut end = text.len().min(160);
@@ -453,6 +454,11 @@ pub fn rebuild(dir: &Path, log: &Log) -> Result<(u64, Seq), IndexError> {
         })?;
     }
     SearchIndex::open(dir)?.sync(log)
+}
+
+/// The blob of `log` whose hash is `hex`, if it has it.
+fn blob(log: &Log, hex: &str) -> Option<Vec<u8>> {
+    log.get_blob(&cmdlog_store::BlobHash::from_hex(hex)?).ok()?
 }
 
 fn covered_of(index: &Index) -> Option<Covered> {

@@ -183,7 +183,8 @@ fn verify_names_what_the_index_misses_adds_or_has_not_reached() {
     drop(index);
     let raw = tantivy::Index::open_in_dir(&index_dir).unwrap();
     for name in ["cmdlog_words", "cmdlog_exact"] {
-        raw.tokenizers().register(name, tantivy::tokenizer::RawTokenizer::default());
+        raw.tokenizers()
+            .register(name, tantivy::tokenizer::RawTokenizer::default());
     }
     let payload = raw.load_metas().unwrap().payload;
     let seq = raw.schema().get_field("seq").unwrap();
@@ -234,4 +235,33 @@ fn since_and_until_keep_to_when_events_were_appended() {
     assert_eq!(found((Some(2_000), None)), [2, 3]);
     assert_eq!(found((None, Some(2_000))), [1]);
     assert_eq!(found((Some(1_500), Some(3_000))), [2]);
+}
+
+#[test]
+fn a_value_kept_as_a_blob_is_found_by_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    let big = format!(
+        "{} the needle sits here {}",
+        "hay ".repeat(10_000),
+        "hay ".repeat(10_000)
+    );
+    let hash = log.put_blob(big.into_bytes()).unwrap();
+    log.append(vec![event(
+        "s1",
+        "qwen-code",
+        "agent/event",
+        json!({"agent": "qwen-code", "event": "tool output", "data": {"output": {"cmdlog": "value stored as a blob", "blob": hash.to_hex(), "bytes": 80_020}}}),
+    )])
+    .unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.sync(&log).unwrap();
+    let (hits, _) = index.search(&log, "needle", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    let marked: Vec<&str> = hits[0]
+        .highlights
+        .iter()
+        .map(|r| &hits[0].snippet[r.clone()])
+        .collect();
+    assert_eq!(marked, ["needle"]);
 }
