@@ -110,6 +110,23 @@ pub struct Hit {
     pub highlights: Vec<std::ops::Range<usize>>,
 }
 
+impl Hit {
+    /// The snippet with each match between `open` and `close`.
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        let mut s = String::with_capacity(self.snippet.len() + self.highlights.len() * 4);
+        let mut at = 0;
+        for r in &self.highlights {
+            s.push_str(&self.snippet[at..r.start]);
+            s.push_str(open);
+            s.push_str(&self.snippet[r.clone()]);
+            s.push_str(close);
+            at = r.end;
+        }
+        s.push_str(&self.snippet[at..]);
+        s
+    }
+}
+
 /// The index of a log, open.
 pub struct SearchIndex {
     dir: PathBuf,
