@@ -1,0 +1,283 @@
+//! The full-text index (issue 41) side by side with what it replaces, in one
+//! run, on a generated log of realistic agent sessions (prompts, shell
+//! commands, tool outputs of a few KB, replies):
+//!
+//! - building the index from scratch, events/s, beside replaying (reading
+//!   and decoding) the same log; bar ≥ 0.3×;
+//! - query latency, p50 and p99, for a word, a phrase, a field filter and a
+//!   combination: the index, SQLite FTS5 over the same texts, and `rg` over
+//!   the log's export (when `rg` is installed); bars ≥ 10× `rg`, ≥ 1× FTS5;
+//! - the index's size ÷ the log's, and the process's peak memory.
+//!
+//! `CMDLOG_SEARCH_EVENTS` (100,000) sets the log's size;
+//! `CMDLOG_SEARCH_RUNS` (30) the runs per query.
+
+use std::io::Write;
+use std::time::Instant;
+
+use cmdlog_engine::Event;
+use cmdlog_index::SearchIndex;
+use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
+use serde_json::json;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A small deterministic generator (xorshift), so every run sees the same log.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+    fn words(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.pick(WORDS)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the", "migration", "payments", "webhook", "retry", "handler", "schema", "database", "test",
+    "failing", "refactor", "module", "error", "timeout", "request", "response", "config", "build",
+    "deploy", "cache", "user", "session", "token", "parser", "fix", "add", "remove", "update",
+    "function", "struct", "async", "await", "queue", "worker", "index", "query", "latency", "log",
+    "review", "plan", "explain", "coverage", "benchmark", "release", "version", "branch", "merge",
+    "conflict", "lint", "format", "warning", "panic", "unwrap", "option", "result", "trait", "impl",
+];
+const FILES: &[&str] = &[
+    "src/payments/webhook.ts", "src/payments/retry.ts", "src/db/migrations/0042_add_index.sql",
+    "server/src/handler.rs", "lib/cache/store.go", "tests/e2e/checkout.spec.ts", "README.md",
+    "docs/architecture.md", "Cargo.toml", "package.json",
+];
+const COMMANDS: &[&str] = &[
+    "cargo test --workspace", "npm run build", "git status", "rg -n TODO src", "ls -la",
+    "rm -rf target/tmp", "python3 -m pytest -q", "go test ./...", "make lint", "cat Cargo.toml",
+];
+
+/// Writes `events` events to `dir/log.redb`: sessions of a prompt, a few tool
+/// calls with their outputs, a reply.
+fn build_log(dir: &std::path::Path, events: usize) -> Log {
+    let config = LogConfig {
+        durability: Durability::Buffered,
+        ..LogConfig::default()
+    };
+    let log = Log::open(dir.join("log.redb"), config).unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut batch = Vec::with_capacity(1000);
+    let mut n = 0usize;
+    let mut at = 1_790_000_000_000u64;
+    while n < events {
+        let session = format!("s-{:06}", n / 40);
+        let agent = rng.pick(&["claude-code", "codex", "gemini", "qwen-code"]);
+        at += 1000;
+        let record = |kind: &str, data: serde_json::Value| {
+            NewRecord::new(
+                json!({"at": at, "type": kind, "session": session, "agent": agent, "data": data})
+                    .to_string()
+                    .into_bytes(),
+            )
+            .stream(session.clone())
+        };
+        let words = 10 + (rng.next() % 20) as usize;
+        let r = match n % 8 {
+            0 => record("session/prompt", json!({"text": rng.words(words), "delivery": "idle"})),
+            1 | 3 | 5 => record("session/update", json!({
+                "sessionUpdate": "tool_call", "toolCallId": format!("c{n}"), "title": "Bash",
+                "tool_name": "Bash", "kind": "execute", "status": "pending",
+                "rawInput": {"command": rng.pick(COMMANDS)},
+                "locations": [{"path": rng.pick(FILES)}],
+            })),
+            2 | 4 | 6 => {
+                let lines = 20 + (rng.next() % 40) as usize;
+                let output: String = (0..lines)
+                    .map(|_| format!("{}: {}\n", rng.pick(FILES), rng.words(8)))
+                    .collect();
+                let status = if rng.next() % 10 == 0 { "failed" } else { "completed" };
+                record("session/update", json!({
+                    "sessionUpdate": "tool_call_update", "toolCallId": format!("c{}", n - 1),
+                    "status": status, "rawOutput": {"output": output},
+                }))
+            }
+            _ => record("session/update", json!({
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": rng.words(words * 2)},
+            })),
+        };
+        batch.push(r);
+        n += 1;
+        if batch.len() == 1000 {
+            log.append(std::mem::take(&mut batch)).unwrap();
+        }
+    }
+    if !batch.is_empty() {
+        log.append(batch).unwrap();
+    }
+    log
+}
+
+/// Reads and decodes every event: the replay the index is built beside.
+fn replay(log: &Log) -> usize {
+    let mut n = 0;
+    log.scan(1, log.head().seq, |r| {
+        if Event::decode(r.seq, &r.bytes).is_ok() {
+            n += 1;
+        }
+        true
+    })
+    .unwrap();
+    n
+}
+
+fn folder_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// The process's peak resident memory (`VmHWM`), KiB.
+fn peak_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let events = env_usize("CMDLOG_SEARCH_EVENTS", 100_000);
+    let runs = env_usize("CMDLOG_SEARCH_RUNS", 30);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let log = build_log(dir.path(), events);
+    let log_bytes = std::fs::metadata(dir.path().join("log.redb")).unwrap().len();
+    println!("{events} events, log {:.1} MiB", log_bytes as f64 / 1048576.0);
+
+    // Build beside replay, alternating, three rounds.
+    println!("| round | replay (events/s) | index build (events/s) | build ÷ replay |");
+    println!("|---|---|---|---|");
+    let index_dir = dir.path().join("index");
+    let mut ratios = Vec::new();
+    for round in 1..=3 {
+        let t = Instant::now();
+        let n = replay(&log);
+        let replay_rate = n as f64 / t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let (added, _) = cmdlog_index::rebuild(&index_dir, &log).unwrap();
+        let build_rate = added as f64 / t.elapsed().as_secs_f64();
+        ratios.push(build_rate / replay_rate);
+        println!("| {round} | {replay_rate:.0} | {build_rate:.0} | {:.3}x |", build_rate / replay_rate);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("median build ÷ replay: **{:.3}x** (bar ≥ 0.3x)", ratios[1]);
+    let index_bytes = folder_bytes(&index_dir);
+    println!(
+        "index {:.1} MiB = {:.2}x the log; peak memory {} MiB",
+        index_bytes as f64 / 1048576.0,
+        index_bytes as f64 / log_bytes as f64,
+        peak_kib() / 1024
+    );
+
+    // The same texts in SQLite FTS5, and the export for rg.
+    let db = rusqlite::Connection::open(dir.path().join("fts.sqlite")).unwrap();
+    db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(seq UNINDEXED, kind, tool, text)")
+        .unwrap();
+    let export = dir.path().join("export.jsonl");
+    {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&export).unwrap());
+        let tx = db.unchecked_transaction().unwrap();
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO docs(seq, kind, tool, text) VALUES (?1, ?2, ?3, ?4)")
+                .unwrap();
+            log.scan(1, log.head().seq, |r| {
+                let e = Event::decode(r.seq, &r.bytes).unwrap();
+                let v = e.to_json();
+                writeln!(out, "{v}").unwrap();
+                let data = &v["data"];
+                let text = data.to_string();
+                let kind = data["sessionUpdate"].as_str().unwrap_or(v["type"].as_str().unwrap());
+                let tool = data["tool_name"].as_str().unwrap_or("");
+                insert.execute(rusqlite::params![r.seq as i64, kind, tool, text]).unwrap();
+                true
+            })
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let rg = std::process::Command::new("rg").arg("--version").output().is_ok();
+
+    let index = SearchIndex::open(&index_dir).unwrap();
+    // (name, index query, FTS5 query, rg pattern)
+    let queries = [
+        ("word", "migration", "migration", "migration"),
+        ("phrase", "\"payments webhook retry\"", "\"payments webhook retry\"", "payments webhook retry"),
+        ("field", "tool:bash", "tool:Bash", "\"tool_name\":\"Bash\""),
+        ("combination", "type:tool status:error timeout", "kind:tool_call_update AND failed AND timeout", "failed.*timeout"),
+    ];
+    println!(
+        "\n| query | index p50 / p99 (ms) | FTS5 p50 / p99 (ms) | rg p50 / p99 (ms) | vs FTS5 (p50) | vs rg (p50) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (name, q, fts, pattern) in queries {
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        let mut grep = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            let (hits, _) = index.search(&log, q, 20).unwrap();
+            std::hint::black_box(hits);
+            ours.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            let mut stmt = db
+                .prepare_cached("SELECT seq, snippet(docs, 3, '[', ']', '…', 12) FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT 20")
+                .unwrap();
+            let rows: Vec<(i64, String)> = stmt
+                .query_map([fts], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            std::hint::black_box(rows);
+            theirs.push(t.elapsed().as_secs_f64() * 1e3);
+            if rg && grep.len() < 5 {
+                let t = Instant::now();
+                let out = std::process::Command::new("rg")
+                    .args(["-c", "--", pattern])
+                    .arg(&export)
+                    .output()
+                    .unwrap();
+                std::hint::black_box(out);
+                grep.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let (o50, o99) = percentiles(ours);
+        let (f50, f99) = percentiles(theirs);
+        let (rg_cell, rg_ratio) = if grep.is_empty() {
+            ("not installed".to_string(), "-".to_string())
+        } else {
+            let (g50, g99) = percentiles(grep);
+            (format!("{g50:.2} / {g99:.2}"), format!("{:.1}x", g50 / o50))
+        };
+        println!(
+            "| {name} `{q}` | {o50:.2} / {o99:.2} | {f50:.2} / {f99:.2} | {rg_cell} | {:.2}x | {rg_ratio} |",
+            f50 / o50
+        );
+    }
+}
