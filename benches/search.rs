@@ -21,7 +21,10 @@ use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
 use serde_json::json;
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// A small deterministic generator (xorshift), so every run sees the same log.
@@ -37,26 +40,95 @@ impl Rng {
         items[(self.next() % items.len() as u64) as usize]
     }
     fn words(&mut self, n: usize) -> String {
-        (0..n).map(|_| self.pick(WORDS)).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|_| self.pick(WORDS))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
 const WORDS: &[&str] = &[
-    "the", "migration", "payments", "webhook", "retry", "handler", "schema", "database", "test",
-    "failing", "refactor", "module", "error", "timeout", "request", "response", "config", "build",
-    "deploy", "cache", "user", "session", "token", "parser", "fix", "add", "remove", "update",
-    "function", "struct", "async", "await", "queue", "worker", "index", "query", "latency", "log",
-    "review", "plan", "explain", "coverage", "benchmark", "release", "version", "branch", "merge",
-    "conflict", "lint", "format", "warning", "panic", "unwrap", "option", "result", "trait", "impl",
+    "the",
+    "migration",
+    "payments",
+    "webhook",
+    "retry",
+    "handler",
+    "schema",
+    "database",
+    "test",
+    "failing",
+    "refactor",
+    "module",
+    "error",
+    "timeout",
+    "request",
+    "response",
+    "config",
+    "build",
+    "deploy",
+    "cache",
+    "user",
+    "session",
+    "token",
+    "parser",
+    "fix",
+    "add",
+    "remove",
+    "update",
+    "function",
+    "struct",
+    "async",
+    "await",
+    "queue",
+    "worker",
+    "index",
+    "query",
+    "latency",
+    "log",
+    "review",
+    "plan",
+    "explain",
+    "coverage",
+    "benchmark",
+    "release",
+    "version",
+    "branch",
+    "merge",
+    "conflict",
+    "lint",
+    "format",
+    "warning",
+    "panic",
+    "unwrap",
+    "option",
+    "result",
+    "trait",
+    "impl",
 ];
 const FILES: &[&str] = &[
-    "src/payments/webhook.ts", "src/payments/retry.ts", "src/db/migrations/0042_add_index.sql",
-    "server/src/handler.rs", "lib/cache/store.go", "tests/e2e/checkout.spec.ts", "README.md",
-    "docs/architecture.md", "Cargo.toml", "package.json",
+    "src/payments/webhook.ts",
+    "src/payments/retry.ts",
+    "src/db/migrations/0042_add_index.sql",
+    "server/src/handler.rs",
+    "lib/cache/store.go",
+    "tests/e2e/checkout.spec.ts",
+    "README.md",
+    "docs/architecture.md",
+    "Cargo.toml",
+    "package.json",
 ];
 const COMMANDS: &[&str] = &[
-    "cargo test --workspace", "npm run build", "git status", "rg -n TODO src", "ls -la",
-    "rm -rf target/tmp", "python3 -m pytest -q", "go test ./...", "make lint", "cat Cargo.toml",
+    "cargo test --workspace",
+    "npm run build",
+    "git status",
+    "rg -n TODO src",
+    "ls -la",
+    "rm -rf target/tmp",
+    "python3 -m pytest -q",
+    "go test ./...",
+    "make lint",
+    "cat Cargo.toml",
 ];
 
 /// Writes `events` events to `dir/log.redb`: sessions of a prompt, a few tool
@@ -85,28 +157,44 @@ fn build_log(dir: &std::path::Path, events: usize) -> Log {
         };
         let words = 10 + (rng.next() % 20) as usize;
         let r = match n % 8 {
-            0 => record("session/prompt", json!({"text": rng.words(words), "delivery": "idle"})),
-            1 | 3 | 5 => record("session/update", json!({
-                "sessionUpdate": "tool_call", "toolCallId": format!("c{n}"), "title": "Bash",
-                "tool_name": "Bash", "kind": "execute", "status": "pending",
-                "rawInput": {"command": rng.pick(COMMANDS)},
-                "locations": [{"path": rng.pick(FILES)}],
-            })),
+            0 => record(
+                "session/prompt",
+                json!({"text": rng.words(words), "delivery": "idle"}),
+            ),
+            1 | 3 | 5 => record(
+                "session/update",
+                json!({
+                    "sessionUpdate": "tool_call", "toolCallId": format!("c{n}"), "title": "Bash",
+                    "tool_name": "Bash", "kind": "execute", "status": "pending",
+                    "rawInput": {"command": rng.pick(COMMANDS)},
+                    "locations": [{"path": rng.pick(FILES)}],
+                }),
+            ),
             2 | 4 | 6 => {
                 let lines = 20 + (rng.next() % 40) as usize;
                 let output: String = (0..lines)
                     .map(|_| format!("{}: {}\n", rng.pick(FILES), rng.words(8)))
                     .collect();
-                let status = if rng.next() % 10 == 0 { "failed" } else { "completed" };
-                record("session/update", json!({
-                    "sessionUpdate": "tool_call_update", "toolCallId": format!("c{}", n - 1),
-                    "status": status, "rawOutput": {"output": output},
-                }))
+                let status = if rng.next() % 10 == 0 {
+                    "failed"
+                } else {
+                    "completed"
+                };
+                record(
+                    "session/update",
+                    json!({
+                        "sessionUpdate": "tool_call_update", "toolCallId": format!("c{}", n - 1),
+                        "status": status, "rawOutput": {"output": output},
+                    }),
+                )
             }
-            _ => record("session/update", json!({
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": rng.words(words * 2)},
-            })),
+            _ => record(
+                "session/update",
+                json!({
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": rng.words(words * 2)},
+                }),
+            ),
         };
         batch.push(r);
         n += 1;
@@ -167,8 +255,13 @@ fn main() {
     let runs = env_usize("CMDLOG_SEARCH_RUNS", 30);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log = build_log(dir.path(), events);
-    let log_bytes = std::fs::metadata(dir.path().join("log.redb")).unwrap().len();
-    println!("{events} events, log {:.1} MiB", log_bytes as f64 / 1048576.0);
+    let log_bytes = std::fs::metadata(dir.path().join("log.redb"))
+        .unwrap()
+        .len();
+    println!(
+        "{events} events, log {:.1} MiB",
+        log_bytes as f64 / 1048576.0
+    );
 
     // Build beside replay, alternating, three rounds.
     println!("| round | replay (events/s) | index build (events/s) | build ÷ replay |");
@@ -180,10 +273,16 @@ fn main() {
         let n = replay(&log);
         let replay_rate = n as f64 / t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let (added, _) = cmdlog_index::rebuild(&index_dir, &log).unwrap();
+        let (added, _) = SearchIndex::open(&index_dir)
+            .unwrap()
+            .rebuild(&log)
+            .unwrap();
         let build_rate = added as f64 / t.elapsed().as_secs_f64();
         ratios.push(build_rate / replay_rate);
-        println!("| {round} | {replay_rate:.0} | {build_rate:.0} | {:.3}x |", build_rate / replay_rate);
+        println!(
+            "| {round} | {replay_rate:.0} | {build_rate:.0} | {:.3}x |",
+            build_rate / replay_rate
+        );
     }
     ratios.sort_by(f64::total_cmp);
     println!("median build ÷ replay: **{:.3}x** (bar ≥ 0.3x)", ratios[1]);
@@ -213,24 +312,41 @@ fn main() {
                 writeln!(out, "{v}").unwrap();
                 let data = &v["data"];
                 let text = data.to_string();
-                let kind = data["sessionUpdate"].as_str().unwrap_or(v["type"].as_str().unwrap());
+                let kind = data["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or(v["type"].as_str().unwrap());
                 let tool = data["tool_name"].as_str().unwrap_or("");
-                insert.execute(rusqlite::params![r.seq as i64, kind, tool, text]).unwrap();
+                insert
+                    .execute(rusqlite::params![r.seq as i64, kind, tool, text])
+                    .unwrap();
                 true
             })
             .unwrap();
         }
         tx.commit().unwrap();
     }
-    let rg = std::process::Command::new("rg").arg("--version").output().is_ok();
+    let rg = std::process::Command::new("rg")
+        .arg("--version")
+        .output()
+        .is_ok();
 
     let index = SearchIndex::open(&index_dir).unwrap();
     // (name, index query, FTS5 query, rg pattern)
     let queries = [
         ("word", "migration", "migration", "migration"),
-        ("phrase", "\"payments webhook retry\"", "\"payments webhook retry\"", "payments webhook retry"),
+        (
+            "phrase",
+            "\"payments webhook retry\"",
+            "\"payments webhook retry\"",
+            "payments webhook retry",
+        ),
         ("field", "tool:bash", "tool:Bash", "\"tool_name\":\"Bash\""),
-        ("combination", "type:tool status:error timeout", "kind:tool_call_update AND failed AND timeout", "failed.*timeout"),
+        (
+            "combination",
+            "type:tool status:error timeout",
+            "kind:tool_call_update AND failed AND timeout",
+            "failed.*timeout",
+        ),
     ];
     println!(
         "\n| query | index p50 / p99 (ms) | FTS5 p50 / p99 (ms) | rg p50 / p99 (ms) | vs FTS5 (p50) | vs rg (p50) |"

@@ -6,23 +6,26 @@
 //! believed. tantivy does the indexing and the searching (`fields.rs`,
 //! `document.rs`, `query.rs`).
 
+mod beside;
+mod coverage;
 mod document;
 mod fields;
 mod query;
+mod search;
 
 use std::path::{Path, PathBuf};
 
 use cmdlog_engine::Event;
 use cmdlog_store::{Log, ReadError, Seq};
 use serde::{Deserialize, Serialize};
-use std::ops::Bound;
-use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::error::LockError;
+use tantivy::{Index, IndexWriter, ReloadPolicy};
 
-use tantivy::query::{BooleanQuery, Occur, RangeQuery};
-use tantivy::{Index, IndexWriter, ReloadPolicy, Term};
-
+pub use beside::{Beside, Refresh, beside, dir_of, keep_current};
+pub use coverage::{Coverage, Findings, NAMED_MAX, verify_beside};
 pub use document::TEXT_BYTES_MAX;
 pub use query::{MAX_HITS, QUERY_CHARS_MAX, QueryError};
+pub use search::{Hit, SessionHits, Span};
 
 use fields::Fields;
 
@@ -68,13 +71,28 @@ pub enum IndexError {
         /// The seq it covers through.
         through: Seq,
     },
+    /// The index's folder is not a folder of the user's own, owner-only.
+    #[error("the index folder {dir}: {source}")]
+    Folder {
+        /// The index's folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another process is writing the index (a daemon keeping it current).
+    #[error("the index at {dir} is being written by another process")]
+    Busy {
+        /// The index's folder.
+        dir: PathBuf,
+    },
     /// The query was refused.
     #[error(transparent)]
     Query(#[from] QueryError),
 }
 
 /// What an index's last commit says it covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Covered {
     /// The format of the index (its schema).
     pub v: u32,
@@ -89,54 +107,11 @@ pub struct Covered {
 /// The schema's version: an index of another is rebuilt.
 const FORMAT: u32 = 1;
 
-/// One hit: the event, and the words that matched in it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Hit {
-    /// The event's seq (`cmdlog show SEQ`).
-    pub seq: Seq,
-    /// Its session.
-    pub session: Option<String>,
-    /// Its type.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// When it was appended, unix ms.
-    pub at: u64,
-    /// How well it matches (higher is better).
-    pub score: f32,
-    /// A passage of the event's text around the match.
-    pub snippet: String,
-    /// Byte ranges of `snippet` that matched.
-    #[serde(skip)]
-    pub highlights: Vec<std::ops::Range<usize>>,
-}
-
-impl Hit {
-    /// The snippet with each match between `open` and `close`.
-    pub fn marked(&self, open: &str, close: &str) -> String {
-        let mut s = String::with_capacity(self.snippet.len() + self.highlights.len() * 4);
-        let mut at = 0;
-        for r in &self.highlights {
-            s.push_str(&self.snippet[at..r.start]);
-            s.push_str(open);
-            s.push_str(&self.snippet[r.clone()]);
-            s.push_str(close);
-            at = r.end;
-        }
-        s.push_str(&self.snippet[at..]);
-        s
-    }
-}
-
 /// The index of a log, open.
 pub struct SearchIndex {
     dir: PathBuf,
     index: Index,
     fields: Fields,
-}
-
-/// Where the index of the log at `log` lives: `index/` beside it.
-pub fn dir_of(log: &Path) -> PathBuf {
-    log.parent().unwrap_or(Path::new(".")).join("index")
 }
 
 impl SearchIndex {
@@ -169,6 +144,29 @@ impl SearchIndex {
         })
     }
 
+    /// Opens the index in `dir` as it is, refusing one tantivy cannot open
+    /// or of another format (for `verify`, which changes nothing).
+    pub fn open_existing(dir: &Path) -> Result<SearchIndex, IndexError> {
+        let err = |source| IndexError::Tantivy {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let index = Index::open_in_dir(dir).map_err(err)?;
+        let (schema, fields) = fields::schema();
+        let format = covered_of(&index).map_or(FORMAT, |c| c.v);
+        if index.schema() != schema || format != FORMAT {
+            return Err(err(tantivy::TantivyError::SchemaError(format!(
+                "another format (v{format}); this cmdlog reads v{FORMAT}"
+            ))));
+        }
+        fields::register(&index);
+        Ok(SearchIndex {
+            dir: dir.to_path_buf(),
+            index,
+            fields,
+        })
+    }
+
     /// What the index covers, if it covers anything.
     pub fn covered(&self) -> Option<Covered> {
         covered_of(&self.index)
@@ -181,13 +179,27 @@ impl SearchIndex {
         }
     }
 
+    /// Takes the index's writer (one process at a time writes an index).
+    fn writer(&self) -> Result<IndexWriter, IndexError> {
+        match self.index.writer_with_num_threads(1, WRITER_BYTES) {
+            Ok(writer) => Ok(writer),
+            Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) => {
+                Err(IndexError::Busy {
+                    dir: self.dir.clone(),
+                })
+            }
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
     /// Indexes what the log holds past what the index covers; refuses an
     /// index of another log, or of a log that was rewritten. Returns how many
     /// events were added and the seq it now covers through.
     pub fn sync(&self, log: &Log) -> Result<(u64, Seq), IndexError> {
-        let log_id = cmdlog_engine::identity::read_identity(log)?
-            .map(|i| i.id)
-            .unwrap_or_default();
+        // What the index covers is read once its writer is ours, so two
+        // processes syncing in turn never index a seq twice.
+        let mut writer = self.writer()?;
+        let log_id = log_id(log)?;
         let from = match self.covered() {
             None => 1,
             Some(c) => {
@@ -208,15 +220,34 @@ impl SearchIndex {
                 c.through + 1
             }
         };
-        let head = log.head();
-        if from > head.seq {
-            return Ok((0, head.seq));
+        if from > log.head().seq {
+            return Ok((0, from - 1));
         }
-        let mut writer: IndexWriter = self
-            .index
-            .writer_with_num_threads(1, WRITER_BYTES)
-            .map_err(|e| self.err(e))?;
+        self.index_from(&mut writer, log, &log_id, from)
+    }
+
+    /// Makes the index of `log` again, from nothing: every document goes, in
+    /// the same commit that covers the log's head.
+    pub fn rebuild(&self, log: &Log) -> Result<(u64, Seq), IndexError> {
+        let mut writer = self.writer()?;
+        writer.delete_all_documents().map_err(|e| self.err(e))?;
+        self.index_from(&mut writer, log, &log_id(log)?, 1)
+    }
+
+    /// Indexes the log from `from` to its head, committing every
+    /// [`COMMIT_EVERY`] events and at the end.
+    fn index_from(
+        &self,
+        writer: &mut IndexWriter,
+        log: &Log,
+        log_id: &str,
+        from: Seq,
+    ) -> Result<(u64, Seq), IndexError> {
+        let head = log.head();
         let (mut added, mut pending, mut last) = (0u64, 0usize, (from - 1, None));
+        if from > 1 {
+            last.1 = log.get(from - 1)?.map(|r| r.hash);
+        }
         let mut failed = None;
         log.scan(from, head.seq, |record| {
             if let Ok(event) = Event::decode(record.seq, &record.bytes) {
@@ -231,7 +262,7 @@ impl SearchIndex {
             last = (record.seq, Some(record.hash));
             if pending >= COMMIT_EVERY {
                 pending = 0;
-                if let Err(e) = self.commit(&mut writer, &log_id, last.0, last.1.as_ref()) {
+                if let Err(e) = self.commit(writer, log_id, last.0, last.1.as_ref()) {
                     failed = Some(e);
                     return false;
                 }
@@ -241,9 +272,8 @@ impl SearchIndex {
         if let Some(e) = failed {
             return Err(self.err(e));
         }
-        self.commit(&mut writer, &log_id, last.0, last.1.as_ref())
+        self.commit(writer, log_id, last.0, last.1.as_ref())
             .map_err(|e| self.err(e))?;
-        writer.wait_merging_threads().map_err(|e| self.err(e))?;
         Ok((added, last.0))
     }
 
@@ -266,187 +296,23 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// The events that match `query`, best first, at most `limit`; and how
-    /// many match in all.
-    pub fn search(
-        &self,
-        log: &Log,
-        query: &str,
-        limit: usize,
-    ) -> Result<(Vec<Hit>, usize), IndexError> {
-        self.search_in(log, query, limit, None)
-    }
-
-    /// [`SearchIndex::search`] among the events appended in `span` (unix ms,
-    /// from included, to excluded).
-    pub fn search_in(
-        &self,
-        log: &Log,
-        query: &str,
-        limit: usize,
-        span: Option<(Option<u64>, Option<u64>)>,
-    ) -> Result<(Vec<Hit>, usize), IndexError> {
-        let mut parsed = query::parse(&self.index, &self.fields, query)?;
-        if let Some((from, to)) = span {
-            let at =
-                |t: u64| Term::from_field_i64(self.fields.at, i64::try_from(t).unwrap_or(i64::MAX));
-            let range = RangeQuery::new(
-                from.map_or(Bound::Unbounded, |t| Bound::Included(at(t))),
-                to.map_or(Bound::Unbounded, |t| Bound::Excluded(at(t))),
-            );
-            parsed = Box::new(BooleanQuery::new(vec![
-                (Occur::Must, parsed),
-                (Occur::Must, Box::new(range)),
-            ]));
-        }
-        let reader = self
+    /// A reader of the index's last commit.
+    fn searcher(&self) -> Result<tantivy::Searcher, IndexError> {
+        let reader: tantivy::IndexReader = self
             .index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| self.err(e))?;
-        let searcher = reader.searcher();
-        let limit = limit.clamp(1, MAX_HITS);
-        let (top, total) = searcher
-            .search(
-                &parsed,
-                &(TopDocs::with_limit(limit).order_by_score(), Count),
-            )
-            .map_err(|e| self.err(e))?;
-        let snippets =
-            tantivy::snippet::SnippetGenerator::create(&searcher, &parsed, self.fields.text)
-                .map_err(|e| self.err(e))?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let segment = searcher.segment_reader(address.segment_ord);
-            let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
-            let Some(seq) = seqs.first(address.doc_id) else {
-                continue;
-            };
-            let Some(record) = log.get(seq)? else {
-                continue;
-            };
-            let Ok(event) = Event::decode(record.seq, &record.bytes) else {
-                continue;
-            };
-            let text = document::text_of(&event, &|h| blob(log, h));
-            let snippet = snippets.snippet(&text);
-            let (snippet, highlights) = if snippet.fragment().is_empty() {
-                let mut end = text.len().min(160);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                (text[..end].to_string(), Vec::new())
-            } else {
-                (
-                    snippet.fragment().to_string(),
-                    snippet.highlighted().to_vec(),
-                )
-            };
-            hits.push(Hit {
-                seq,
-                session: event.session.clone(),
-                kind: event.data.type_name().to_string(),
-                at: event.at,
-                score,
-                snippet,
-                highlights,
-            });
-        }
-        Ok((hits, total))
+        Ok(reader.searcher())
     }
 }
 
-/// What `verify` finds of an index against its log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Coverage {
-    /// The seq the index says it covers through (0: nothing).
-    pub through: Seq,
-    /// The log's head.
-    pub head: Seq,
-    /// Events of the log up to `through` the index does not hold (the first
-    /// [`NAMED_MAX`]).
-    pub missing: Vec<Seq>,
-    /// How many in all.
-    pub missing_count: u64,
-    /// Documents for seqs the log does not have up to `through`, or twice,
-    /// or past `through` (the first [`NAMED_MAX`]).
-    pub extra: Vec<Seq>,
-    /// How many in all.
-    pub extra_count: u64,
-}
-
-/// The most seqs a [`Coverage`] names of each kind.
-pub const NAMED_MAX: usize = 20;
-
-impl Coverage {
-    /// Whether the index holds exactly the log's events through its head.
-    pub fn exact(&self) -> bool {
-        self.missing_count == 0 && self.extra_count == 0 && self.through == self.head
-    }
-}
-
-impl SearchIndex {
-    /// Checks that the index holds one document for each event of the log
-    /// through the seq it says it covers, and nothing else.
-    pub fn check(&self, log: &Log) -> Result<Coverage, IndexError> {
-        let through = self.covered().map_or(0, |c| c.through);
-        let mut seen = vec![
-            0u8;
-            usize::try_from(through)
-                .unwrap_or(usize::MAX)
-                .saturating_add(1)
-        ];
-        let mut coverage = Coverage {
-            through,
-            head: log.head().seq,
-            ..Coverage::default()
-        };
-        let extra = |c: &mut Coverage, seq: Seq| {
-            c.extra_count += 1;
-            if c.extra.len() < NAMED_MAX {
-                c.extra.push(seq);
-            }
-        };
-        let reader = self
-            .index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(|e| self.err(e))?;
-        let searcher = reader.searcher();
-        for segment in searcher.segment_readers() {
-            let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
-            for doc in segment.doc_ids_alive() {
-                let Some(seq) = seqs.first(doc) else {
-                    continue;
-                };
-                match seen.get_mut(usize::try_from(seq).unwrap_or(usize::MAX)) {
-                    Some(n) if seq > 0 && *n == 0 => *n = 1,
-                    _ => extra(&mut coverage, seq),
-                }
-            }
-        }
-        log.scan(1, through, |record| {
-            let indexed = seen[usize::try_from(record.seq).unwrap_or(0)] == 1;
-            seen[usize::try_from(record.seq).unwrap_or(0)] = 2;
-            let event = Event::decode(record.seq, &record.bytes).is_ok();
-            if event && !indexed {
-                coverage.missing_count += 1;
-                if coverage.missing.len() < NAMED_MAX {
-                    coverage.missing.push(record.seq);
-                }
-            }
-            true
-        })?;
-        // Marked seen but never met in the log, or an undecodable record indexed.
-        for (seq, n) in seen.iter().enumerate().skip(1) {
-            if *n == 1 {
-                extra(&mut coverage, seq as Seq);
-            }
-        }
-        Ok(coverage)
-    }
+/// The log's id (`log/identity`), empty for a log without one.
+fn log_id(log: &Log) -> Result<String, IndexError> {
+    Ok(cmdlog_engine::identity::read_identity(log)?
+        .map(|i| i.id)
+        .unwrap_or_default())
 }
 
 /// Empties the index's folder (only files and folders tantivy makes there).
@@ -460,17 +326,6 @@ fn clear(dir: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Makes the index of `log` at `dir` again, from nothing.
-pub fn rebuild(dir: &Path, log: &Log) -> Result<(u64, Seq), IndexError> {
-    if dir.exists() {
-        clear(dir).map_err(|e| IndexError::Tantivy {
-            dir: dir.to_path_buf(),
-            source: e.into(),
-        })?;
-    }
-    SearchIndex::open(dir)?.sync(log)
 }
 
 /// The blob of `log` whose hash is `hex`, if it has it.

@@ -2,7 +2,7 @@
 //! else; it is kept current by syncing, equal to a rebuild, and refuses a
 //! query it cannot read with where and why.
 
-use cmdlog_index::{IndexError, QueryError, SearchIndex};
+use cmdlog_index::{IndexError, QueryError, Refresh, SearchIndex, Span};
 use cmdlog_store::{Log, LogConfig, NewRecord};
 use serde_json::{Value, json};
 
@@ -133,8 +133,11 @@ fn syncing_as_the_log_grows_equals_a_rebuild_and_another_log_is_refused() {
     drop(index);
 
     let rebuilt_dir = dir.path().join("rebuilt");
-    assert_eq!(cmdlog_index::rebuild(&rebuilt_dir, &log).unwrap(), (4, 4));
     let rebuilt = SearchIndex::open(&rebuilt_dir).unwrap();
+    assert_eq!(rebuilt.rebuild(&log).unwrap(), (4, 4));
+    // A rebuild starts from nothing: the same again, nothing twice.
+    assert_eq!(rebuilt.rebuild(&log).unwrap(), (4, 4));
+    assert!(rebuilt.check(&log).unwrap().exact());
     assert_eq!(seqs(&rebuilt, &log, "migration OR type:tool"), incremental);
 
     // The same index against a log that is not the one it covers.
@@ -204,6 +207,33 @@ fn verify_names_what_the_index_misses_adds_or_has_not_reached() {
         "{damaged:?}"
     );
     assert!(!damaged.exact());
+
+    // verify names both, with the seqs, and changes nothing.
+    let found = cmdlog_index::verify_beside(&dir.path().join("log.redb"), &log)
+        .unwrap()
+        .unwrap();
+    let said: Vec<_> = found
+        .problems
+        .iter()
+        .map(|(seq, m)| (*seq, m.as_str()))
+        .collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(said[0].0, Some(2));
+    assert!(
+        said[0].1.contains("misses 1 event(s)") && said[0].1.contains("seq 2"),
+        "{said:?}"
+    );
+    assert_eq!(said[1].0, Some(99));
+    assert!(said[1].1.contains("seq 99"), "{said:?}");
+    // A missing document is not damage tantivy can see; a rebuild mends it.
+    SearchIndex::open(&index_dir)
+        .unwrap()
+        .rebuild(&log)
+        .unwrap();
+    let mended = cmdlog_index::verify_beside(&dir.path().join("log.redb"), &log)
+        .unwrap()
+        .unwrap();
+    assert!(mended.problems.is_empty(), "{:?}", mended.problems);
 }
 
 #[test]
@@ -227,14 +257,15 @@ fn since_and_until_keep_to_when_events_were_appended() {
     let index = SearchIndex::open(&dir.path().join("index")).unwrap();
     index.sync(&log).unwrap();
     let found = |span| {
-        let (hits, _) = index.search_in(&log, "deploy", 10, Some(span)).unwrap();
+        let (hits, _) = index.search_in(&log, "deploy", 10, span).unwrap();
         let mut seqs: Vec<u64> = hits.iter().map(|h| h.seq).collect();
         seqs.sort();
         seqs
     };
-    assert_eq!(found((Some(2_000), None)), [2, 3]);
-    assert_eq!(found((None, Some(2_000))), [1]);
-    assert_eq!(found((Some(1_500), Some(3_000))), [2]);
+    let span = |since, until| Span { since, until };
+    assert_eq!(found(span(Some(2_000), None)), [2, 3]);
+    assert_eq!(found(span(None, Some(2_000))), [1]);
+    assert_eq!(found(span(Some(1_500), Some(3_000))), [2]);
 }
 
 #[test]
@@ -264,4 +295,70 @@ fn a_value_kept_as_a_blob_is_found_by_its_words() {
         .map(|r| &hits[0].snippet[r.clone()])
         .collect();
     assert_eq!(marked, ["needle"]);
+}
+
+#[test]
+fn sessions_count_their_matching_events_best_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    log.append(first_events()).unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.sync(&log).unwrap();
+    let sessions = index
+        .search_sessions(&log, "migration OR webhook", Span::default())
+        .unwrap();
+    let counts: Vec<(&str, u64)> = sessions
+        .iter()
+        .map(|s| (s.session.as_str(), s.count))
+        .collect();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(
+        counts.contains(&("s1", 2)) && counts.contains(&("s2", 1)),
+        "{counts:?}"
+    );
+    assert!(sessions.iter().all(|s| {
+        s.best
+            .as_ref()
+            .is_some_and(|b| b.session.as_deref() == Some(&s.session))
+    }));
+    assert!(
+        index
+            .search_sessions(&log, "nowhere", Span::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_index_beside_a_rewritten_log_is_made_again_and_a_writer_elsewhere_is_waited_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let log = Log::open(&path, LogConfig::default()).unwrap();
+        log.append(first_events()).unwrap();
+        let done = cmdlog_index::beside(&path, &log, Refresh::Sync).unwrap();
+        assert_eq!(
+            (done.added, done.through, done.busy, done.rebuilt),
+            (4, 4, false, false)
+        );
+    }
+    // The log is replaced by another with other records at the same seqs.
+    std::fs::remove_file(&path).unwrap();
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let mut other = first_events();
+    other.swap(0, 3);
+    log.append(other).unwrap();
+    let done = cmdlog_index::beside(&path, &log, Refresh::Sync).unwrap();
+    assert_eq!((done.added, done.through, done.rebuilt), (4, 4, true));
+    assert_eq!(seqs(&done.index, &log, "agent:codex"), [1]);
+
+    // Another process holds the writer: the index is searched as it stands.
+    let held = tantivy::Index::open_in_dir(dir.path().join("index")).unwrap();
+    let writer: tantivy::IndexWriter = held.writer_with_num_threads(1, 15_000_000).unwrap();
+    log.append(first_events()[..1].to_vec()).unwrap();
+    let done = cmdlog_index::beside(&path, &log, Refresh::Sync).unwrap();
+    assert_eq!((done.added, done.through, done.busy), (0, 4, true));
+    drop(writer);
+    let done = cmdlog_index::beside(&path, &log, Refresh::Sync).unwrap();
+    assert_eq!((done.added, done.through, done.busy), (1, 5, false));
 }

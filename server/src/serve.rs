@@ -347,6 +347,28 @@ async fn supervise(state: Arc<AppState>, reopen: Reopen) {
     }
 }
 
+/// Keeps the log's search index (`.cmdlog/index/`) current on a thread of
+/// its own, a group commit's events indexed shortly after it, until the
+/// daemon stops (issue 41). A search while it writes reads its last commit.
+fn keep_index_current(state: Arc<AppState>, log_path: &Path) {
+    let log_path = log_path.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("cmdlog-index".into())
+        .spawn(move || {
+            let log = || state.engine().ok().map(|e| Arc::clone(e.log()));
+            let stopped = || state.shutdown.is_cancelled();
+            if let Err(e) = cmdlog_index::keep_current(&log_path, &log, &stopped) {
+                eprintln!(
+                    "cmdlog serve: the search index is no longer kept current ({}); `cmdlog search` brings it up to the log itself",
+                    cmdlog_common::terminal::clean(&e.to_string())
+                );
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("cmdlog serve: the search index is not kept current: {e}");
+    }
+}
+
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -456,6 +478,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         tokio::runtime::Handle::current(),
     );
     tokio::spawn(supervise(Arc::clone(&state), config.reopen));
+    keep_index_current(Arc::clone(&state), log_path);
     eprintln!(
         "cmdlog serve: listening on {url} (pid {}); log {}",
         std::process::id(),

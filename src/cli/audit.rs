@@ -30,9 +30,14 @@ pub(crate) struct AuditArgs {
 
 /// `--since`: an absolute time (`2026-11-28`, `2026-11-28T09:30:00Z`) or a span back
 pub(crate) fn parse_since(text: &str) -> Result<u64, CliError> {
-    cmdlog_common::time::parse_since(text, now_ms()).ok_or_else(|| {
+    parse_time("--since", text, now_ms())
+}
+
+/// A time given to `flag`, as [`parse_since`] reads it, span back from `now`.
+pub(crate) fn parse_time(flag: &str, text: &str, now: u64) -> Result<u64, CliError> {
+    cmdlog_common::time::parse_since(text, now).ok_or_else(|| {
         CliError::usage(format!(
-            "--since {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)"
+            "{flag} {text:?}: give a date (2026-11-28), a UTC time (2026-11-28T09:30:00Z) or a span back (24h, 2d)"
         ))
     })
 }

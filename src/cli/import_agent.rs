@@ -12,15 +12,6 @@ use super::{CliError, Paths, VerbResult, now_ms, open_failure, store_failure};
 use crate::render;
 use cmdlog_agents::{AgentKind, default_roots, files};
 
-/// `--since`: a duration back from now (`7d`) or a date (`2026-11-01`), as unix ms.
-fn since(text: &str, now: u64) -> Result<u64, CliError> {
-    cmdlog_common::time::parse_since(text, now).ok_or_else(|| {
-        CliError::usage(format!(
-            "--since {text:?}: give a duration such as 7d or 12h, or a date such as 2026-11-01"
-        ))
-    })
-}
-
 pub(crate) fn exec(
     paths: &Paths,
     agent: &str,
@@ -31,7 +22,9 @@ pub(crate) fn exec(
 ) -> VerbResult {
     let agent = AgentKind::parse(agent).map_err(|e| CliError::usage(e.to_string()))?;
     let now = now_ms();
-    let since = since_text.map(|s| since(s, now)).transpose()?;
+    let since = since_text
+        .map(|s| super::audit::parse_time("--since", s, now))
+        .transpose()?;
     let roots = if given.is_empty() {
         default_roots(agent, &home()?)
     } else {

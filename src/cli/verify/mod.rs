@@ -179,6 +179,14 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
         None => (None, None),
     };
     report.violations.extend(violation);
+    let index =
+        cmdlog_index::verify_beside(&paths.log, log).map_err(|e| CliError::io(e.to_string()))?;
+    let (problems, coverage) = index.map(|f| (f.problems, f.coverage)).unwrap_or_default();
+    report.violations.extend(
+        problems
+            .into_iter()
+            .map(|(seq, message)| Violation { seq, message }),
+    );
     // Hook payloads that wait in the spill folder are not in the log yet.
     let spill = cmdlog_agents::Spill::for_log(log.path()).report();
     report::print(
@@ -186,6 +194,7 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
         identity.as_ref(),
         &spill,
         checkpoint_check.as_ref(),
+        coverage.as_ref(),
         json,
     )?;
     Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use cmdlog_agents::SpillReport;
 use cmdlog_engine::event::LogIdentity;
+use cmdlog_index::Coverage;
 use cmdlog_replay::{SavedCheck, VerifyReport};
 
 use super::super::output::print_json;
@@ -19,6 +20,8 @@ struct Printed<'a> {
     log_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     checkpoint: Option<&'a SavedCheck>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<&'a Coverage>,
     spilled: Vec<String>,
     spill_refused: Vec<Refused<'a>>,
     spill_set_aside: Vec<String>,
@@ -38,6 +41,7 @@ pub(super) fn print(
     identity: Option<&LogIdentity>,
     spill: &SpillReport,
     checkpoint: Option<&SavedCheck>,
+    index: Option<&Coverage>,
     json: bool,
 ) -> Result<(), CliError> {
     let spilled = &spill.waiting;
@@ -48,6 +52,7 @@ pub(super) fn print(
             report,
             log_id: identity.map(|i| i.id.as_str()),
             checkpoint,
+            index,
             spilled: spilled.iter().map(shown).collect(),
             spill_refused: spill
                 .refused
@@ -123,6 +128,18 @@ pub(super) fn print(
             writeln!(
                 out,
                 "checkpoint: the log holds the {size} records the checkpoint commits to, unchanged"
+            )?;
+        }
+        if let Some(c) = index.filter(|c| c.missing_count + c.extra_count == 0) {
+            let behind = if c.through < c.head {
+                "; `cmdlog index` brings it up"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "index: covers seq 1 through {} of {}{behind}",
+                c.through, c.head
             )?;
         }
         if report.is_clean() {

@@ -1,0 +1,311 @@
+//! Searching the index: the hits of a query, best first, each with a
+//! passage of its event's text around the words that matched.
+
+use std::ops::Bound;
+
+use cmdlog_engine::Event;
+use cmdlog_store::{Log, Seq};
+use serde::Serialize;
+use std::collections::HashMap;
+
+use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
+use tantivy::columnar::StrColumn;
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader, Term};
+
+use crate::query::{self, MAX_HITS};
+use crate::{IndexError, SearchIndex, blob, document};
+
+/// One hit: the event, and the words that matched in it. As JSON, its
+/// snippet has each match between `[` and `]`.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The event's seq (`cmdlog show SEQ`).
+    pub seq: Seq,
+    /// Its session.
+    pub session: Option<String>,
+    /// Its type.
+    pub kind: String,
+    /// When it was appended, unix ms.
+    pub at: u64,
+    /// How well it matches (higher is better).
+    pub score: f32,
+    /// A passage of the event's text around the match.
+    pub snippet: String,
+    /// Byte ranges of `snippet` that matched.
+    pub highlights: Vec<std::ops::Range<usize>>,
+}
+
+impl Hit {
+    /// The snippet with each match between `open` and `close`.
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        let mut s = String::with_capacity(self.snippet.len() + self.highlights.len() * 4);
+        let mut at = 0;
+        for r in &self.highlights {
+            s.push_str(&self.snippet[at..r.start]);
+            s.push_str(open);
+            s.push_str(&self.snippet[r.clone()]);
+            s.push_str(close);
+            at = r.end;
+        }
+        s.push_str(&self.snippet[at..]);
+        s
+    }
+}
+
+impl Serialize for Hit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            seq: Seq,
+            session: Option<&'a str>,
+            #[serde(rename = "type")]
+            kind: &'a str,
+            at: u64,
+            score: f32,
+            snippet: String,
+        }
+        Shown {
+            seq: self.seq,
+            session: self.session.as_deref(),
+            kind: &self.kind,
+            at: self.at,
+            score: self.score,
+            snippet: self.marked("[", "]"),
+        }
+        .serialize(s)
+    }
+}
+
+impl SearchIndex {
+    /// The events that match `query`, best first, at most `limit`; and how
+    /// many match in all.
+    pub fn search(
+        &self,
+        log: &Log,
+        query: &str,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, usize), IndexError> {
+        self.search_in(log, query, limit, Span::default())
+    }
+
+    /// [`SearchIndex::search`] among the events appended in `span`.
+    pub fn search_in(
+        &self,
+        log: &Log,
+        query: &str,
+        limit: usize,
+        span: Span,
+    ) -> Result<(Vec<Hit>, usize), IndexError> {
+        let parsed = self.parsed(query, span)?;
+        let searcher = self.searcher()?;
+        let limit = limit.clamp(1, MAX_HITS);
+        let (top, total) = searcher
+            .search(
+                &parsed,
+                &(TopDocs::with_limit(limit).order_by_score(), Count),
+            )
+            .map_err(|e| self.err(e))?;
+        let snippets =
+            tantivy::snippet::SnippetGenerator::create(&searcher, &parsed, self.fields.text)
+                .map_err(|e| self.err(e))?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let segment = searcher.segment_reader(address.segment_ord);
+            let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
+            if let Some(seq) = seqs.first(address.doc_id)
+                && let Some(hit) = hit(log, seq, score, &snippets)?
+            {
+                hits.push(hit);
+            }
+        }
+        Ok((hits, total))
+    }
+
+    /// The sessions with events that match `query` in `span`, the one with
+    /// the best hit first: how many of its events match, and its best hit
+    /// when that is among the best [`MAX_HITS`] of all.
+    pub fn search_sessions(
+        &self,
+        log: &Log,
+        query: &str,
+        span: Span,
+    ) -> Result<Vec<SessionHits>, IndexError> {
+        let counts = self
+            .searcher()?
+            .search(&self.parsed(query, span)?, &BySession)
+            .map_err(|e| self.err(e))?;
+        let (hits, _) = self.search_in(log, query, MAX_HITS, span)?;
+        let mut sessions: Vec<SessionHits> = Vec::new();
+        for hit in hits {
+            let session = hit.session.clone().unwrap_or_default();
+            if !sessions.iter().any(|s| s.session == session) {
+                let count = counts.get(&session).copied().unwrap_or(0);
+                sessions.push(SessionHits {
+                    session,
+                    count,
+                    best: Some(hit),
+                });
+            }
+        }
+        let mut rest: Vec<SessionHits> = counts
+            .into_iter()
+            .filter(|(s, _)| !sessions.iter().any(|h| &h.session == s))
+            .map(|(session, count)| SessionHits {
+                session,
+                count,
+                best: None,
+            })
+            .collect();
+        rest.sort_by(|a, b| b.count.cmp(&a.count).then(a.session.cmp(&b.session)));
+        sessions.extend(rest);
+        Ok(sessions)
+    }
+
+    /// `query` parsed, kept to `span`.
+    fn parsed(&self, query: &str, span: Span) -> Result<Box<dyn Query>, IndexError> {
+        let parsed = query::parse(&self.index, &self.fields, query)?;
+        if span == Span::default() {
+            return Ok(parsed);
+        }
+        let at =
+            |t: u64| Term::from_field_i64(self.fields.at, i64::try_from(t).unwrap_or(i64::MAX));
+        let range = RangeQuery::new(
+            span.since
+                .map_or(Bound::Unbounded, |t| Bound::Included(at(t))),
+            span.until
+                .map_or(Bound::Unbounded, |t| Bound::Excluded(at(t))),
+        );
+        Ok(Box::new(BooleanQuery::new(vec![
+            (Occur::Must, parsed),
+            (Occur::Must, Box::new(range)),
+        ])))
+    }
+}
+
+/// The events appended from `since` (included) to `until` (excluded), unix
+/// ms; either end open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Span {
+    /// From this time on.
+    pub since: Option<u64>,
+    /// Before this time.
+    pub until: Option<u64>,
+}
+
+/// A session's share of a search's hits.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionHits {
+    /// The session ("" for events of none).
+    pub session: String,
+    /// How many of its events match.
+    pub count: u64,
+    /// Its best hit, when among the best [`MAX_HITS`] of all.
+    pub best: Option<Hit>,
+}
+
+/// The hit of the event at `seq`, with its snippet; none when the log no
+/// longer decodes it.
+fn hit(
+    log: &Log,
+    seq: Seq,
+    score: f32,
+    snippets: &SnippetGenerator,
+) -> Result<Option<Hit>, IndexError> {
+    let Some(record) = log.get(seq)? else {
+        return Ok(None);
+    };
+    let Ok(event) = Event::decode(record.seq, &record.bytes) else {
+        return Ok(None);
+    };
+    let text = document::text_of(&event, &|h| blob(log, h));
+    let snippet = snippets.snippet(&text);
+    let (snippet, highlights) = if snippet.fragment().is_empty() {
+        let mut end = text.len().min(160);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        (text[..end].to_string(), Vec::new())
+    } else {
+        (
+            snippet.fragment().to_string(),
+            snippet.highlighted().to_vec(),
+        )
+    };
+    Ok(Some(Hit {
+        seq,
+        session: event.session.clone(),
+        kind: event.data.type_name().to_string(),
+        at: event.at,
+        score,
+        snippet,
+        highlights,
+    }))
+}
+
+/// Counts the matching events of each session (from the session's fast
+/// column, without reading the events).
+struct BySession;
+
+struct SegmentBySession {
+    column: Option<StrColumn>,
+    counts: HashMap<u64, u64>,
+}
+
+impl Collector for BySession {
+    type Fruit = HashMap<String, u64>;
+    type Child = SegmentBySession;
+
+    fn for_segment(
+        &self,
+        _: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<SegmentBySession> {
+        Ok(SegmentBySession {
+            column: segment.fast_fields().str("session")?,
+            counts: HashMap::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<HashMap<String, u64>>,
+    ) -> tantivy::Result<HashMap<String, u64>> {
+        let mut all = HashMap::new();
+        for (session, n) in fruits.into_iter().flatten() {
+            *all.entry(session).or_default() += n;
+        }
+        Ok(all)
+    }
+}
+
+impl SegmentCollector for SegmentBySession {
+    type Fruit = HashMap<String, u64>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        if let Some(column) = &self.column {
+            for ord in column.term_ords(doc) {
+                *self.counts.entry(ord).or_default() += 1;
+            }
+        }
+    }
+
+    fn harvest(self) -> HashMap<String, u64> {
+        let mut named = HashMap::with_capacity(self.counts.len());
+        let Some(column) = self.column else {
+            return named;
+        };
+        for (ord, n) in self.counts {
+            let mut session = String::new();
+            if column.ord_to_str(ord, &mut session).unwrap_or(false) {
+                named.insert(session, n);
+            }
+        }
+        named
+    }
+}
