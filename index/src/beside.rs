@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cmdlog_store::{Log, Seq};
 
+use crate::limits::SETTLE;
 use crate::{IndexError, SearchIndex};
 
 /// How [`beside`] brings the index up to date.
@@ -79,10 +80,6 @@ pub fn beside(log_path: &Path, log: &Log, refresh: Refresh) -> Result<Beside, In
         rebuilt,
     })
 }
-
-/// How long [`keep_current`] waits after an append before it indexes, so one
-/// commit takes in a burst of them.
-const SETTLE: Duration = Duration::from_millis(200);
 
 /// Keeps the index beside `log_path` current as `log()` grows, until
 /// `stopped()`: indexes each group commit's events shortly after it

@@ -5,6 +5,7 @@ use cmdlog_engine::Event;
 use cmdlog_store::{Log, Seq};
 use serde::Serialize;
 
+use crate::limits::NAMED_MAX;
 use crate::{IndexError, SearchIndex};
 
 /// What `verify` finds of an index against its log.
@@ -25,9 +26,6 @@ pub struct Coverage {
     /// How many in all.
     pub extra_count: u64,
 }
-
-/// The most seqs a [`Coverage`] names of each kind.
-pub const NAMED_MAX: usize = 20;
 
 impl Coverage {
     /// Whether the index holds exactly the log's events through its head.

@@ -9,9 +9,7 @@ use serde_json::Value;
 use tantivy::TantivyDocument;
 
 use crate::fields::Fields;
-
-/// The most bytes of one event's text that are indexed.
-pub const TEXT_BYTES_MAX: usize = 1024 * 1024;
+use crate::limits::TEXT_BYTES_MAX;
 
 /// Reads a blob's bytes by its hash (hex), when the log has it.
 pub(crate) type Blobs<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
@@ -36,13 +34,9 @@ pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDo
     for kind in &kinds {
         doc.add_text(f.kind, kind);
     }
-    doc.add_text(
-        f.source,
-        event
-            .observed
-            .as_ref()
-            .map_or("cmdlog", |o| o.source.as_str()),
-    );
+    for source in sources(event, type_name) {
+        doc.add_text(f.source, source);
+    }
     let mut found = Found::default();
     found.walk(&data, None, 0);
     found.read_blobs(blobs);
@@ -63,6 +57,21 @@ pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDo
     }
     doc.add_text(f.text, &found.text);
     doc
+}
+
+/// Where `event` came from, as `source:` finds it: what observed it whole
+/// (`claude-code hook`) and each of its words (`hook`, `claude-code`); `acp`
+/// for a message between an ACP client and agent that cmdlog passed on;
+/// `cmdlog` for what cmdlog itself recorded (its runs, the daemon's and the
+/// proxy's typed events).
+fn sources<'a>(event: &'a Event, type_name: &str) -> Vec<&'a str> {
+    match &event.observed {
+        Some(o) => std::iter::once(o.source.as_str())
+            .chain(o.source.split_whitespace())
+            .collect(),
+        None if type_name == "acp/message" => vec!["acp"],
+        None => vec!["cmdlog"],
+    }
 }
 
 /// The text of `event` as it is indexed (for a hit's snippet).
@@ -159,7 +168,11 @@ impl Found {
         match value {
             Value::String(s) => {
                 if let Some(key) = key {
-                    if TOOL_KEYS.contains(&key) {
+                    // A tool call's title is its tool's name when it is one
+                    // word (hooks title a call `Read`, `Bash`, `mcp__x__y`).
+                    let named =
+                        key == "title" && s.len() <= 128 && !s.contains(char::is_whitespace);
+                    if TOOL_KEYS.contains(&key) || named {
                         self.tools.push(s.clone());
                     } else if FILE_KEYS.contains(&key) {
                         self.files.push(s.clone());

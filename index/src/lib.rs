@@ -10,6 +10,7 @@ mod beside;
 mod coverage;
 mod document;
 mod fields;
+mod limits;
 mod query;
 mod search;
 
@@ -22,17 +23,14 @@ use tantivy::directory::error::LockError;
 use tantivy::{Index, IndexWriter, ReloadPolicy};
 
 pub use beside::{Beside, Refresh, beside, dir_of, keep_current};
-pub use coverage::{Coverage, Findings, NAMED_MAX, verify_beside};
-pub use document::TEXT_BYTES_MAX;
-pub use query::{MAX_HITS, QUERY_CHARS_MAX, QueryError};
+pub use coverage::{Coverage, Findings, verify_beside};
+pub use limits::{MAX_HITS, NAMED_MAX, QUERY_CHARS_MAX, TEXT_BYTES_MAX};
+pub use query::QueryError;
 pub use search::{Hit, SessionHits, Span};
 
 use fields::Fields;
 
-/// The index's memory while it indexes (one thread).
-const WRITER_BYTES: usize = 32 * 1024 * 1024;
-/// Events indexed between two commits while building.
-const COMMIT_EVERY: usize = 50_000;
+use limits::{COMMIT_EVERY, WRITER_BYTES};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]

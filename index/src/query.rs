@@ -9,10 +9,7 @@ use tantivy::query_grammar::{UserInputAst, UserInputLeaf};
 
 use crate::fields::{Fields, QUERY_FIELDS};
 
-/// The longest query taken, in characters.
-pub const QUERY_CHARS_MAX: usize = 1000;
-/// The most hits one search returns.
-pub const MAX_HITS: usize = 1000;
+use crate::limits::QUERY_CHARS_MAX;
 
 /// Why a query was refused.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,8 @@ use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader, Term};
 
-use crate::query::{self, MAX_HITS};
+use crate::limits::MAX_HITS;
+use crate::query;
 use crate::{IndexError, SearchIndex, blob, document};
 
 /// One hit: the event, and the words that matched in it. As JSON, its

@@ -19,6 +19,7 @@ mod kills;
 mod modes;
 mod real;
 mod releases;
+mod search;
 mod settings;
 mod ties;
 

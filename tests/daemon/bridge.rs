@@ -413,6 +413,18 @@ fn the_log_holds_both_directions(ctx: &Bridged<'_>) {
         .find(|e| e["type"] == "acp/message" && e["data"]["message"]["method"] == "session/new")
         .unwrap();
     assert_eq!(session_new["data"]["direction"], "to_agent");
+    // Searched while the daemon holds the log: the messages it passed on, and
+    // what it recorded of them.
+    let count = |q: &str| {
+        let o = w.run(&["search", "--count", q]);
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(count("source:acp session:b1 session/new") >= 1);
+    assert!(count("source:cmdlog session:b1 type:prompt") >= 1);
+    assert_eq!(count("source:hook session:b1"), 0);
 }
 
 /// One side of a line-based JSON-RPC conversation with `cmdlog acp`.

@@ -250,6 +250,18 @@ fn the_daemon_answers_otlp_as_the_spec_says() {
             .count(),
         1
     );
+    // Found by its words and its source (the daemon indexed it as it went).
+    let found = w.ok(&["search", "--json", "source:telemetry type:prompt prompt"]);
+    let found: Vec<Value> = found
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.iter().all(|h| h["session"] == SESSION), "{found:?}");
+    assert_eq!(
+        w.run(&["search", "source:hook prompt"]).status.code(),
+        Some(3)
+    );
     let o = w.run(&["verify"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }

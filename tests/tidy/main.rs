@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 mod size;
 
 /// The crates whose `src/` the checks read, the binary's included.
-const CRATES: [&str; 11] = [
+const CRATES: [&str; 12] = [
     "common",
     "store",
     "tlog",
@@ -26,6 +26,7 @@ const CRATES: [&str; 11] = [
     "acp",
     "agents",
     "hub",
+    "index",
     "server",
     "test-support",
     ".",

@@ -1,0 +1,19 @@
+//! Every limit of the index, in one place (units last in the names).
+
+use std::time::Duration;
+
+/// The most bytes of one event's text that are indexed.
+pub const TEXT_BYTES_MAX: usize = 1024 * 1024;
+/// The longest query taken, in characters.
+pub const QUERY_CHARS_MAX: usize = 1000;
+/// The most hits one search returns.
+pub const MAX_HITS: usize = 1000;
+/// The most seqs a [`crate::Coverage`] names of each kind.
+pub const NAMED_MAX: usize = 20;
+/// The index's memory while it indexes (one thread).
+pub(crate) const WRITER_BYTES: usize = 32 * 1024 * 1024;
+/// Events indexed between two commits while building.
+pub(crate) const COMMIT_EVERY: usize = 50_000;
+/// How long [`crate::keep_current`] waits after an append before it indexes,
+/// so one commit takes in a burst of them.
+pub(crate) const SETTLE: Duration = Duration::from_millis(200);
