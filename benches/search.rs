@@ -9,8 +9,12 @@
 //!   the log's export (when `rg` is installed); bars ≥ 10× `rg`, ≥ 1× FTS5;
 //! - the index's size ÷ the log's, and the process's peak memory.
 //!
+//! - incremental indexing beside 64 appending threads: how long until the
+//!   index covers the head the log had (bar: within 1 s).
+//!
 //! `CMDLOG_SEARCH_EVENTS` (100,000) sets the log's size;
-//! `CMDLOG_SEARCH_RUNS` (30) the runs per query.
+//! `CMDLOG_SEARCH_RUNS` (30) the runs per query; `CMDLOG_SEARCH_LAG_SECONDS`
+//! (10, 0: none) how long the appenders run.
 
 use std::io::Write;
 use std::time::Instant;
@@ -175,7 +179,7 @@ fn build_log(dir: &std::path::Path, events: usize) -> Log {
                 let output: String = (0..lines)
                     .map(|_| format!("{}: {}\n", rng.pick(FILES), rng.words(8)))
                     .collect();
-                let status = if rng.next() % 10 == 0 {
+                let status = if rng.next().is_multiple_of(10) {
                     "failed"
                 } else {
                     "completed"
@@ -247,11 +251,105 @@ fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
+/// 64 threads append for `seconds` while `keep_current` indexes, as
+/// `cmdlog serve` does; every 50 ms the log's head is noted, and the time
+/// until the index covers it is its lag. Returns (appends/s, lag p50, p99,
+/// max in ms).
+fn follow_lag(seconds: u64) -> (f64, f64, f64, f64) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("log.redb");
+    let log = Arc::new(Log::open(&path, LogConfig::default()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let indexer = {
+        let (log, stop, path) = (Arc::clone(&log), Arc::clone(&done), path.clone());
+        std::thread::spawn(move || {
+            let current = || Some(Arc::clone(&log));
+            let stopped = || stop.load(Ordering::Relaxed);
+            cmdlog_index::keep_current(&path, &current, &stopped).unwrap();
+        })
+    };
+    let start = Instant::now();
+    let appenders: Vec<_> = (0..64)
+        .map(|t| {
+            let (log, stop) = (Arc::clone(&log), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let session = format!("live-{t}");
+                    let text = rng.words(20);
+                    let record = NewRecord::new(
+                        json!({"at": 1_790_000_000_000u64 + n, "type": "session/prompt", "session": session,
+                               "agent": "codex", "data": {"text": text, "delivery": "idle"}})
+                        .to_string()
+                        .into_bytes(),
+                    )
+                    .stream(session);
+                    log.append(vec![record]).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let index_dir = cmdlog_index::dir_of(&path);
+    let covered = || {
+        SearchIndex::open_existing(&index_dir)
+            .ok()
+            .and_then(|i| i.covered())
+            .map_or(0, |c| c.through)
+    };
+    // (when noted, head then); lags once covered.
+    let mut waiting: std::collections::VecDeque<(Instant, u64)> = Default::default();
+    let mut lags = Vec::new();
+    let mut next_note = Instant::now();
+    while start.elapsed() < Duration::from_secs(seconds) || !waiting.is_empty() {
+        if start.elapsed() < Duration::from_secs(seconds) && Instant::now() >= next_note {
+            waiting.push_back((Instant::now(), log.head().seq));
+            next_note += Duration::from_millis(50);
+        }
+        if start.elapsed() >= Duration::from_secs(seconds) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let through = covered();
+        while let Some(&(when, head)) = waiting.front() {
+            if through < head {
+                break;
+            }
+            lags.push(when.elapsed().as_secs_f64() * 1e3);
+            waiting.pop_front();
+        }
+        if start.elapsed() > Duration::from_secs(seconds + 30) {
+            panic!("the index did not catch up within 30 s of the appends' end");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
+    let appended: u64 = appenders.into_iter().map(|a| a.join().unwrap()).sum();
+    indexer.join().unwrap();
+    let rate = appended as f64 / seconds as f64;
+    let max = lags.iter().copied().fold(0.0, f64::max);
+    let (p50, p99) = percentiles(lags);
+    (rate, p50, p99, max)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let events = env_usize("CMDLOG_SEARCH_EVENTS", 100_000);
+    let lag_seconds = env_usize("CMDLOG_SEARCH_LAG_SECONDS", 10) as u64;
+    if lag_seconds > 0 {
+        let (rate, p50, p99, max) = follow_lag(lag_seconds);
+        println!(
+            "64 appenders, {rate:.0} appends/s for {lag_seconds} s, the index kept current as cmdlog serve does: lag p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms (bar: within 1 s)"
+        );
+    }
     let runs = env_usize("CMDLOG_SEARCH_RUNS", 30);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log = build_log(dir.path(), events);

@@ -433,6 +433,20 @@ pub fn uninstall(path: &Path, text: &str, agent: AgentKind) -> Result<Edit, Sett
     })
 }
 
+/// What Codex needs before it runs a hook it did not see before (Codex 0.171:
+/// it skips untrusted hooks without a word).
+const CODEX_TRUST: &str = "Codex runs these hooks only once you trust them, and says nothing while it skips them:
+  interactive: open /hooks in Codex and trust the cmdlog entries (again after each cmdlog reinstall: a changed command is untrusted);
+  headless (codex exec): trust them once interactively, or pass --dangerously-bypass-hook-trust for the run;
+  project hooks (.codex/hooks.json) also need the project trusted: `codex exec --trust`, or Codex's trust prompt.
+`cmdlog hooks status` says when Codex's last payload arrived.";
+
+/// What the user must still do once cmdlog's hooks are installed for
+/// `agent`, when there is something (Codex: trust them).
+pub fn after_install(agent: AgentKind) -> Option<&'static str> {
+    (agent == AgentKind::Codex).then_some(CODEX_TRUST)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,8 +57,8 @@ pub use delivery::{DeliveryQuery, HookDelivery, RecentDeliveries, record_deliver
 pub use facts::FactCache;
 pub use headless::hook_mode;
 pub use install::{
-    Edit, Scope, SettingsError, events, hook_command, install, settings_path, settings_roots,
-    uninstall,
+    Edit, Scope, SettingsError, after_install, events, hook_command, install, settings_path,
+    settings_roots, uninstall,
 };
 pub use kind::{AgentKind, UnknownAgent};
 pub use limits::{

@@ -40,25 +40,39 @@ pub struct Spill {
     fallback: Option<PathBuf>,
 }
 
-/// What the spill folders hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the spill folders hold (as JSON, in `verify --json`'s words:
+/// `spilled`, `spill_refused`, `spill_set_aside`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SpillReport {
     /// Payloads the next call that reaches the log appends.
+    #[serde(rename = "spilled", serialize_with = "shown_all")]
     pub waiting: Vec<PathBuf>,
     /// Entries and folders never read: not this user's, open to others, links,
     /// too large, not regular files.
+    #[serde(rename = "spill_refused")]
     pub refused: Vec<Refused>,
     /// Entries the log could never take, moved to `failed/`.
+    #[serde(rename = "spill_set_aside", serialize_with = "shown_all")]
     pub set_aside: Vec<PathBuf>,
 }
 
 /// A spill entry or folder that is not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Refused {
     /// The file or folder.
+    #[serde(serialize_with = "shown")]
     pub path: PathBuf,
     /// Why it is not read.
     pub why: String,
+}
+
+/// A path as a person reads it (lossily, never refused).
+fn shown<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&path.display())
+}
+
+fn shown_all<S: serde::Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(paths.iter().map(|p| p.display().to_string()))
 }
 
 impl Spill {

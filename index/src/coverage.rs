@@ -1,7 +1,6 @@
 //! Checking an index against its log (`cmdlog verify`): one document for
 //! each event through the seq it says it covers, and nothing else.
 
-use cmdlog_engine::Event;
 use cmdlog_store::{Log, Seq};
 use serde::Serialize;
 
@@ -72,7 +71,7 @@ impl SearchIndex {
         log.scan(1, through, |record| {
             let indexed = seen[usize::try_from(record.seq).unwrap_or(0)] == 1;
             seen[usize::try_from(record.seq).unwrap_or(0)] = 2;
-            let event = Event::decode(record.seq, &record.bytes).is_ok();
+            let event = crate::document::View::read(record.seq, &record.bytes).is_some();
             if event && !indexed {
                 coverage.missing_count += 1;
                 if coverage.missing.len() < NAMED_MAX {

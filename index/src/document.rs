@@ -4,19 +4,53 @@
 //! `type:model`, `type:error`, besides the event's own type), the tools and
 //! files it names, its statuses.
 
-use cmdlog_engine::Event;
+use serde::Deserialize;
 use serde_json::Value;
 use tantivy::TantivyDocument;
 
 use crate::fields::Fields;
 use crate::limits::TEXT_BYTES_MAX;
 
+/// An event as the index reads it: its envelope, and its data as recorded
+/// (every field, known to this version or not), parsed once.
+#[derive(Debug, Deserialize)]
+pub(crate) struct View {
+    #[serde(skip)]
+    pub(crate) seq: u64,
+    pub(crate) at: u64,
+    #[serde(rename = "type")]
+    pub(crate) type_name: String,
+    #[serde(default)]
+    pub(crate) session: Option<String>,
+    #[serde(default)]
+    pub(crate) agent: Option<String>,
+    #[serde(default)]
+    observed: Option<Observer>,
+    #[serde(default)]
+    data: Value,
+}
+
+/// What observed an event (`observed.source`).
+#[derive(Debug, Deserialize)]
+struct Observer {
+    source: String,
+}
+
+impl View {
+    /// The record at `seq` read as an event; `None` for one that is not.
+    pub(crate) fn read(seq: u64, bytes: &[u8]) -> Option<View> {
+        let mut view: View = serde_json::from_slice(bytes).ok()?;
+        view.seq = seq;
+        Some(view)
+    }
+}
+
 /// Reads a blob's bytes by its hash (hex), when the log has it.
 pub(crate) type Blobs<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
 
 /// The index's document of `event`; values it keeps as blobs are read
 /// through `blobs` and indexed as its text.
-pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDocument {
+pub(crate) fn document(f: &Fields, event: &View, blobs: Blobs<'_>) -> TantivyDocument {
     let mut doc = TantivyDocument::new();
     doc.add_u64(f.seq, event.seq);
     doc.add_i64(f.at, i64::try_from(event.at).unwrap_or(i64::MAX));
@@ -26,9 +60,9 @@ pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDo
     if let Some(agent) = &event.agent {
         doc.add_text(f.agent, agent);
     }
-    let type_name = event.data.type_name();
+    let type_name = event.type_name.as_str();
     doc.add_text(f.kind, type_name);
-    let data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
+    let data = &event.data;
     let update = data["sessionUpdate"].as_str().unwrap_or("");
     let kinds = kinds(type_name, update);
     for kind in &kinds {
@@ -38,7 +72,7 @@ pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDo
         doc.add_text(f.source, source);
     }
     let mut found = Found::default();
-    found.walk(&data, None, 0);
+    found.walk(data, None, 0);
     found.read_blobs(blobs);
     for tool in &found.tools {
         doc.add_text(f.tool, tool);
@@ -64,7 +98,7 @@ pub(crate) fn document(f: &Fields, event: &Event, blobs: Blobs<'_>) -> TantivyDo
 /// for a message between an ACP client and agent that cmdlog passed on;
 /// `cmdlog` for what cmdlog itself recorded (its runs, the daemon's and the
 /// proxy's typed events).
-fn sources<'a>(event: &'a Event, type_name: &str) -> Vec<&'a str> {
+fn sources<'a>(event: &'a View, type_name: &str) -> Vec<&'a str> {
     match &event.observed {
         Some(o) => std::iter::once(o.source.as_str())
             .chain(o.source.split_whitespace())
@@ -75,10 +109,9 @@ fn sources<'a>(event: &'a Event, type_name: &str) -> Vec<&'a str> {
 }
 
 /// The text of `event` as it is indexed (for a hit's snippet).
-pub(crate) fn text_of(event: &Event, blobs: Blobs<'_>) -> String {
-    let data = serde_json::to_value(&event.data).unwrap_or(Value::Null);
+pub(crate) fn text_of(event: &View, blobs: Blobs<'_>) -> String {
     let mut found = Found::default();
-    found.walk(&data, None, 0);
+    found.walk(&event.data, None, 0);
     found.read_blobs(blobs);
     found.text
 }

@@ -16,7 +16,6 @@ mod search;
 
 use std::path::{Path, PathBuf};
 
-use cmdlog_engine::Event;
 use cmdlog_store::{Log, ReadError, Seq};
 use serde::{Deserialize, Serialize};
 use tantivy::directory::error::LockError;
@@ -30,7 +29,7 @@ pub use search::{Hit, SessionHits, Span};
 
 use fields::Fields;
 
-use limits::{COMMIT_EVERY, WRITER_BYTES};
+use limits::{COMMIT_EVERY, INDEXING_THREADS, WRITER_BYTES};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +178,10 @@ impl SearchIndex {
 
     /// Takes the index's writer (one process at a time writes an index).
     fn writer(&self) -> Result<IndexWriter, IndexError> {
-        match self.index.writer_with_num_threads(1, WRITER_BYTES) {
+        match self
+            .index
+            .writer_with_num_threads(INDEXING_THREADS, WRITER_BYTES)
+        {
             Ok(writer) => Ok(writer),
             Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) => {
                 Err(IndexError::Busy {
@@ -248,7 +250,7 @@ impl SearchIndex {
         }
         let mut failed = None;
         log.scan(from, head.seq, |record| {
-            if let Ok(event) = Event::decode(record.seq, &record.bytes) {
+            if let Some(event) = document::View::read(record.seq, &record.bytes) {
                 let doc = document::document(&self.fields, &event, &|h| blob(log, h));
                 if let Err(e) = writer.add_document(doc) {
                     failed = Some(e);

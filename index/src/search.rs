@@ -3,7 +3,6 @@
 
 use std::ops::Bound;
 
-use cmdlog_engine::Event;
 use cmdlog_store::{Log, Seq};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -217,7 +216,7 @@ fn hit(
     let Some(record) = log.get(seq)? else {
         return Ok(None);
     };
-    let Ok(event) = Event::decode(record.seq, &record.bytes) else {
+    let Some(event) = document::View::read(record.seq, &record.bytes) else {
         return Ok(None);
     };
     let text = document::text_of(&event, &|h| blob(log, h));
@@ -237,7 +236,7 @@ fn hit(
     Ok(Some(Hit {
         seq,
         session: event.session.clone(),
-        kind: event.data.type_name().to_string(),
+        kind: event.type_name.clone(),
         at: event.at,
         score,
         snippet,

@@ -131,19 +131,11 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs, json: bool) -> VerbResult {
     if let Some(kept) = kept {
         writeln!(out, "the file as it was is kept in {}", kept.display())?;
     }
-    if installing && agent == AgentKind::Codex {
-        writeln!(out, "{CODEX_TRUST}")?;
+    if let Some(note) = cmdlog_agents::after_install(agent).filter(|_| installing) {
+        writeln!(out, "{note}")?;
     }
     Ok(0)
 }
-
-/// What Codex needs before it runs a hook it did not see before (Codex 0.171:
-/// it skips untrusted hooks without a word).
-const CODEX_TRUST: &str = "Codex runs these hooks only once you trust them, and says nothing while it skips them:
-  interactive: open /hooks in Codex and trust the cmdlog entries (again after each cmdlog reinstall: a changed command is untrusted);
-  headless (codex exec): trust them once interactively, or pass --dangerously-bypass-hook-trust for the run;
-  project hooks (.codex/hooks.json) also need the project trusted: `codex exec --trust`, or Codex's trust prompt.
-`cmdlog hooks status` says when Codex's last payload arrived.";
 
 /// `cmdlog hooks status`.
 fn status(paths: &Paths, json: bool) -> VerbResult {

@@ -22,16 +22,8 @@ struct Printed<'a> {
     checkpoint: Option<&'a SavedCheck>,
     #[serde(skip_serializing_if = "Option::is_none")]
     index: Option<&'a Coverage>,
-    spilled: Vec<String>,
-    spill_refused: Vec<Refused<'a>>,
-    spill_set_aside: Vec<String>,
-}
-
-/// A spill entry verify will not read, and why.
-#[derive(serde::Serialize)]
-struct Refused<'a> {
-    path: String,
-    why: &'a str,
+    #[serde(flatten)]
+    spill: &'a SpillReport,
 }
 
 /// Prints `report`, the log's `identity`, the hook payloads in its spill folder
@@ -47,22 +39,12 @@ pub(super) fn print(
     let spilled = &spill.waiting;
     let mut out = render::Human::stdout(json);
     if json {
-        let shown = |p: &std::path::PathBuf| p.display().to_string();
         let printed = Printed {
             report,
             log_id: identity.map(|i| i.id.as_str()),
             checkpoint,
             index,
-            spilled: spilled.iter().map(shown).collect(),
-            spill_refused: spill
-                .refused
-                .iter()
-                .map(|r| Refused {
-                    path: shown(&r.path),
-                    why: &r.why,
-                })
-                .collect(),
-            spill_set_aside: spill.set_aside.iter().map(shown).collect(),
+            spill,
         };
         // Through a JSON value: its keys print sorted.
         let value = serde_json::to_value(&printed).map_err(store_failure)?;
