@@ -223,7 +223,15 @@ impl SearchIndex {
         if from > log.head().seq {
             return Ok((0, from - 1));
         }
-        self.index_from(&mut writer, log, &log_id, from)
+        let done = self.index_from(&mut writer, log, &log_id, from)?;
+        self.settle(writer)?;
+        Ok(done)
+    }
+
+    /// Lets the writer's merges of the segments it wrote finish, so a search
+    /// reads few segments.
+    fn settle(&self, writer: IndexWriter) -> Result<(), IndexError> {
+        writer.wait_merging_threads().map_err(|e| self.err(e))
     }
 
     /// Makes the index of `log` again, from nothing: every document goes, in
@@ -231,7 +239,9 @@ impl SearchIndex {
     pub fn rebuild(&self, log: &Log) -> Result<(u64, Seq), IndexError> {
         let mut writer = self.writer()?;
         writer.delete_all_documents().map_err(|e| self.err(e))?;
-        self.index_from(&mut writer, log, &log_id(log)?, 1)
+        let done = self.index_from(&mut writer, log, &log_id(log)?, 1)?;
+        self.settle(writer)?;
+        Ok(done)
     }
 
     /// Indexes the log from `from` to its head, committing every
