@@ -129,7 +129,7 @@ pub fn verify_beside(
     };
     let covered = index.covered().unwrap_or_default();
     let log_id = crate::log_id(log)?;
-    if covered.log_id != log_id {
+    if !crate::same_log(&covered.log_id, &log_id) {
         let e = IndexError::OtherLog {
             dir,
             index: covered.log_id,

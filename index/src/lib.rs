@@ -203,7 +203,7 @@ impl SearchIndex {
         let from = match self.covered() {
             None => 1,
             Some(c) => {
-                if c.log_id != log_id {
+                if !same_log(&c.log_id, &log_id) {
                     return Err(IndexError::OtherLog {
                         dir: self.dir.clone(),
                         index: c.log_id,
@@ -316,6 +316,14 @@ impl SearchIndex {
             .map_err(|e| self.err(e))?;
         Ok(reader.searcher())
     }
+}
+
+/// Whether an index of the log with id `indexed` may cover the log with id
+/// `log`: the same id, or an index made before the log had one (a log gains
+/// its identity when a verb first needs it). The chain hash at the covered
+/// seq is what proves the same records either way.
+fn same_log(indexed: &str, log: &str) -> bool {
+    indexed.is_empty() || indexed == log
 }
 
 /// The log's id (`log/identity`), empty for a log without one.
