@@ -231,3 +231,47 @@ export function freePort() {
     });
   });
 }
+
+/**
+ * Starts daemon `name` (`argv` in workspace `w` with `env` over its own) on
+ * loopback `port` and waits for `GET /health` (with `token` when given);
+ * `cleanups` gets its stop. Its `output()` is the end of what it printed.
+ */
+export async function startDaemonProcess({ name, w, argv, env, port, token, cleanups }) {
+  const child = spawn(argv[0], argv.slice(1), { cwd: w.ws, env: { ...w.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  let exited = null;
+  const exit = new Promise((r) => child.on("exit", (code, signal) => r((exited = { code, signal }))));
+  const daemon = {
+    which: name,
+    port,
+    child,
+    exit,
+    base: `http://127.0.0.1:${port}`,
+    output: () => output.slice(-6000),
+    async stop() {
+      if (exited) return;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exit;
+      clearTimeout(t);
+    },
+  };
+  cleanups.push(() => daemon.stop());
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited) throw new Error(`${name} daemon exited early: ${JSON.stringify(exited)}\n${output}`);
+    try {
+      const res = await fetch(`${daemon.base}/health`, { headers, signal: AbortSignal.timeout(2_000) });
+      await res.body?.cancel();
+      if (res.ok) return daemon;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${name} daemon: no /health in 60 s\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -10,13 +10,12 @@
 // daemon, are killed with SIGKILL in the middle of a turn: the client hears the
 // turn end (`session_died`, then `turn_error daemon_lost` after a restart) and
 // the log verifies.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient, DaemonSessionClient } from "@qwen-code/sdk/daemon";
 
-import { AGENTS, CMDLOG, NODE, cmdlog, freePort, installed, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, NODE, cmdlog, freePort, installed, startDaemonProcess, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 const SKIP = !CMDLOG
@@ -62,45 +61,7 @@ const DAEMONS = {
 async function startDaemon(which, w, env, port) {
   port ??= await freePort();
   const argv = DAEMONS[which](w, port);
-  const child = spawn(argv[0], argv.slice(1), {
-    cwd: w.ws,
-    env: { ...w.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  let exited = null;
-  const exit = new Promise((r) => child.on("exit", (code, signal) => r((exited = { code, signal }))));
-  const daemon = {
-    which,
-    port,
-    child,
-    exit,
-    base: `http://127.0.0.1:${port}`,
-    output: () => output.slice(-4000),
-    async stop() {
-      if (exited) return;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exit;
-      clearTimeout(t);
-    },
-  };
-  cleanups.push(() => daemon.stop());
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`${which} daemon exited early: ${JSON.stringify(exited)}\n${output}`);
-    try {
-      const res = await fetch(`${daemon.base}/health`, { signal: AbortSignal.timeout(2_000) });
-      await res.body?.cancel();
-      if (res.ok) return daemon;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${which} daemon: no /health in 60 s\n${output}`);
-    await sleep(100);
-  }
+  return startDaemonProcess({ name: which, w, argv, env, port, cleanups });
 }
 
 /** A world of its own with Qwen Code's settings and our model, and daemon `which` on it. */

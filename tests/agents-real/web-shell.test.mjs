@@ -12,14 +12,13 @@
 // ran). cmdlog must pass every step the real daemon passes; the requests the
 // page made on each side are compared, and the routes only one side was asked
 // are exactly the ones `docs/http.md` lists ("Qwen Code's Web Shell").
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { AGENTS, CMDLOG, HERE, NODE, cmdlog, events, freePort, installed, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, HERE, NODE, cmdlog, events, freePort, installed, startDaemonProcess, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 /** Chromium: `CMDLOG_CHROMIUM`, else Debian's (its real binary, not the wrapper script). */
@@ -88,40 +87,7 @@ const DAEMONS = {
 async function startDaemon(which, w, env) {
   const port = await freePort();
   const { argv, env: own } = DAEMONS[which](w, port);
-  const child = spawn(argv[0], argv.slice(1), { cwd: w.ws, env: { ...w.env, ...env, ...own }, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  let exited = null;
-  const exit = new Promise((r) => child.on("exit", (code, signal) => r((exited = { code, signal }))));
-  const daemon = {
-    base: `http://127.0.0.1:${port}`,
-    output: () => output.slice(-6000),
-    async stop() {
-      if (exited) return;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exit;
-      clearTimeout(t);
-    },
-  };
-  cleanups.push(() => daemon.stop());
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`${which} daemon exited early: ${JSON.stringify(exited)}\n${output}`);
-    try {
-      const res = await fetch(`${daemon.base}/health`, {
-        headers: { Authorization: `Bearer ${TOKEN}` },
-        signal: AbortSignal.timeout(2_000),
-      });
-      await res.body?.cancel();
-      if (res.ok) return daemon;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${which} daemon: no /health in 60 s\n${output}`);
-    await sleep(100);
-  }
+  return startDaemonProcess({ name: which, w, argv, env: { ...env, ...own }, port, token: TOKEN, cleanups });
 }
 
 /**
