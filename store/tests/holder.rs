@@ -23,6 +23,24 @@ fn fill(log: &Log, n: u64) {
     }
 }
 
+/// Runs `test` again in a process of its own with `state` as its
+/// `$XDG_STATE_HOME` (where the holder's socket goes), so the test's
+/// environment is not the whole test binary's; true in the parent, once the
+/// child passed.
+fn ran_in_a_child(test: &str, state: &std::path::Path) -> bool {
+    if std::env::var_os("CMDLOG_HOLDER_TEST_CHILD").is_some() {
+        return false;
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture"])
+        .env("CMDLOG_HOLDER_TEST_CHILD", "1")
+        .env("XDG_STATE_HOME", state)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{test} in its own process");
+    true
+}
+
 fn same(a: &[Record], b: &[Record]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
@@ -33,18 +51,10 @@ fn same(a: &[Record], b: &[Record]) -> bool {
 #[test]
 fn a_holder_answers_reads_and_appends_and_its_reader_outlives_it() {
     let dir = tempfile::tempdir().unwrap();
-    if std::env::var_os("CMDLOG_HOLDER_TEST_CHILD").is_none() {
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "a_holder_answers_reads_and_appends_and_its_reader_outlives_it",
-                "--exact",
-                "--nocapture",
-            ])
-            .env("CMDLOG_HOLDER_TEST_CHILD", "1")
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .status()
-            .unwrap();
-        assert!(status.success());
+    if ran_in_a_child(
+        "a_holder_answers_reads_and_appends_and_its_reader_outlives_it",
+        &dir.path().join("state"),
+    ) {
         return;
     }
     let path = dir.path().join("log.redb");
@@ -141,18 +151,7 @@ fn a_holder_answers_from_a_deep_state_folder() {
         .join("state")
         .join("d".repeat(60))
         .join("e".repeat(60));
-    if std::env::var_os("CMDLOG_HOLDER_TEST_CHILD").is_none() {
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "a_holder_answers_from_a_deep_state_folder",
-                "--exact",
-                "--nocapture",
-            ])
-            .env("CMDLOG_HOLDER_TEST_CHILD", "1")
-            .env("XDG_STATE_HOME", &deep)
-            .status()
-            .unwrap();
-        assert!(status.success());
+    if ran_in_a_child("a_holder_answers_from_a_deep_state_folder", &deep) {
         return;
     }
     let path = dir.path().join("log.redb");
