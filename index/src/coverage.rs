@@ -127,36 +127,26 @@ pub fn verify_beside(
             return Ok(Some(found));
         }
     };
-    let covered = index.covered().unwrap_or_default();
-    let log_id = crate::log_id(log)?;
-    if !crate::same_log(&covered.log_id, &log_id) {
-        let e = IndexError::OtherLog {
-            dir,
-            index: covered.log_id,
-            log: log_id,
-        };
-        found.problems.push((None, e.to_string()));
-        return Ok(Some(found));
-    }
+    let through = index.covered().map_or(0, |c| c.through);
     let head = log.head().seq;
-    if covered.through > head {
+    if through > head {
         found.problems.push((
-            Some(covered.through),
-            format!(
-                "the index says it covers seq 1 through {}, past the log's head {head}; {rebuild}",
-                covered.through
-            ),
+            Some(through),
+            format!("the index says it covers seq 1 through {through}, past the log's head {head}; {rebuild}"),
         ));
         return Ok(Some(found));
     }
-    let there = log.get(covered.through)?.map(|r| r.hash.to_hex());
-    if covered.through > 0 && there.as_deref() != Some(covered.hash.as_str()) {
-        let e = IndexError::Diverged {
-            dir,
-            through: covered.through,
-        };
-        found.problems.push((Some(covered.through), e.to_string()));
-        return Ok(Some(found));
+    match index.continues_at(log, &crate::log_id(log)?) {
+        Ok(_) => {}
+        Err(e @ IndexError::OtherLog { .. }) => {
+            found.problems.push((None, e.to_string()));
+            return Ok(Some(found));
+        }
+        Err(e @ IndexError::Diverged { .. }) => {
+            found.problems.push((Some(through), e.to_string()));
+            return Ok(Some(found));
+        }
+        Err(e) => return Err(e),
     }
     let coverage = match index.check(log) {
         Ok(coverage) => coverage,

@@ -200,32 +200,37 @@ impl SearchIndex {
         // processes syncing in turn never index a seq twice.
         let mut writer = self.writer()?;
         let log_id = log_id(log)?;
-        let from = match self.covered() {
-            None => 1,
-            Some(c) => {
-                if !same_log(&c.log_id, &log_id) {
-                    return Err(IndexError::OtherLog {
-                        dir: self.dir.clone(),
-                        index: c.log_id,
-                        log: log_id,
-                    });
-                }
-                let there = log.get(c.through)?.map(|r| r.hash.to_hex());
-                if c.through > 0 && there.as_deref() != Some(c.hash.as_str()) {
-                    return Err(IndexError::Diverged {
-                        dir: self.dir.clone(),
-                        through: c.through,
-                    });
-                }
-                c.through + 1
-            }
-        };
+        let from = self.continues_at(log, &log_id)?;
         if from > log.head().seq {
             return Ok((0, from - 1));
         }
         let done = self.index_from(&mut writer, log, &log_id, from)?;
         self.settle(writer)?;
         Ok(done)
+    }
+
+    /// The seq after the last the index covers, once its last commit is
+    /// known to be of this log (`log_id`) and of its records as they are: an
+    /// index of another log, or of a log rewritten since, is refused.
+    fn continues_at(&self, log: &Log, log_id: &str) -> Result<Seq, IndexError> {
+        let Some(c) = self.covered() else {
+            return Ok(1);
+        };
+        if !same_log(&c.log_id, log_id) {
+            return Err(IndexError::OtherLog {
+                dir: self.dir.clone(),
+                index: c.log_id,
+                log: log_id.to_string(),
+            });
+        }
+        let there = log.get(c.through)?.map(|r| r.hash.to_hex());
+        if c.through > 0 && there.as_deref() != Some(c.hash.as_str()) {
+            return Err(IndexError::Diverged {
+                dir: self.dir.clone(),
+                through: c.through,
+            });
+        }
+        Ok(c.through + 1)
     }
 
     /// Lets the writer's merges of the segments it wrote finish, so a search

@@ -11,7 +11,7 @@ use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::StrColumn;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader, Term};
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader, Term};
 
 use crate::limits::MAX_HITS;
 use crate::query;
@@ -107,14 +107,10 @@ impl SearchIndex {
                 &(TopDocs::with_limit(limit).order_by_score(), Count),
             )
             .map_err(|e| self.err(e))?;
-        let snippets =
-            tantivy::snippet::SnippetGenerator::create(&searcher, &parsed, self.fields.text)
-                .map_err(|e| self.err(e))?;
+        let snippets = self.snippets(&searcher, &parsed)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let segment = searcher.segment_reader(address.segment_ord);
-            let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
-            if let Some(seq) = seqs.first(address.doc_id)
+            if let Some(seq) = self.seq_of(&searcher, address)?
                 && let Some(hit) = hit(log, seq, score, &snippets)?
             {
                 hits.push(hit);
@@ -132,26 +128,36 @@ impl SearchIndex {
         query: &str,
         span: Span,
     ) -> Result<Vec<SessionHits>, IndexError> {
-        let counts = self
-            .searcher()?
-            .search(&self.parsed(query, span)?, &BySession)
+        let parsed = self.parsed(query, span)?;
+        let searcher = self.searcher()?;
+        let (top, mut counts) = searcher
+            .search(
+                &parsed,
+                &(TopDocs::with_limit(MAX_HITS).order_by_score(), BySession),
+            )
             .map_err(|e| self.err(e))?;
-        let (hits, _) = self.search_in(log, query, MAX_HITS, span)?;
+        let snippets = self.snippets(&searcher, &parsed)?;
         let mut sessions: Vec<SessionHits> = Vec::new();
-        for hit in hits {
-            let session = hit.session.clone().unwrap_or_default();
-            if !sessions.iter().any(|s| s.session == session) {
-                let count = counts.get(&session).copied().unwrap_or(0);
-                sessions.push(SessionHits {
-                    session,
-                    count,
-                    best: Some(hit),
-                });
-            }
+        // Only each session's first (best) hit is read from the log.
+        for (score, address) in top {
+            let Some(seq) = self.seq_of(&searcher, address)? else {
+                continue;
+            };
+            let Some(session) = self.session_of(&searcher, address)? else {
+                continue;
+            };
+            let Some(count) = counts.remove(&session) else {
+                continue;
+            };
+            let best = hit(log, seq, score, &snippets)?;
+            sessions.push(SessionHits {
+                session,
+                count,
+                best,
+            });
         }
         let mut rest: Vec<SessionHits> = counts
             .into_iter()
-            .filter(|(s, _)| !sessions.iter().any(|h| &h.session == s))
             .map(|(session, count)| SessionHits {
                 session,
                 count,
@@ -161,6 +167,45 @@ impl SearchIndex {
         rest.sort_by(|a, b| b.count.cmp(&a.count).then(a.session.cmp(&b.session)));
         sessions.extend(rest);
         Ok(sessions)
+    }
+
+    /// The snippets of `parsed`'s matches in an event's text.
+    fn snippets(
+        &self,
+        searcher: &Searcher,
+        parsed: &dyn Query,
+    ) -> Result<SnippetGenerator, IndexError> {
+        SnippetGenerator::create(searcher, parsed, self.fields.text).map_err(|e| self.err(e))
+    }
+
+    /// The seq of the document at `address`.
+    fn seq_of(&self, searcher: &Searcher, address: DocAddress) -> Result<Option<Seq>, IndexError> {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let seqs = segment.fast_fields().u64("seq").map_err(|e| self.err(e))?;
+        Ok(seqs.first(address.doc_id))
+    }
+
+    /// The session of the document at `address`, from the session column.
+    fn session_of(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<Option<String>, IndexError> {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let Some(column) = segment
+            .fast_fields()
+            .str("session")
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let mut session = String::new();
+        for ord in column.term_ords(address.doc_id) {
+            if column.ord_to_str(ord, &mut session).unwrap_or(false) {
+                return Ok(Some(session));
+            }
+        }
+        Ok(None)
     }
 
     /// `query` parsed, kept to `span`.
