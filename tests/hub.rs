@@ -1739,3 +1739,100 @@ fn a_stream_that_loses_records_is_fixed_or_refused_and_a_hub_that_lost_some_is_n
     assert!(!stderr.contains("quorum"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// Pipes a Codex `UserPromptSubmit` with `prompt` to `cmdlog hook codex`.
+fn prompt_hook(w: &Workspace, session: &str, prompt: &str) {
+    use std::io::Write;
+    let payload = json!({"session_id": session, "cwd": w.ws.path(), "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+    let mut child = w
+        .cmd(&["hook", "codex"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// `cmdlog hub search URL ARGS --json`: the hits' (log id, session), or the exit code.
+fn hub_search(w: &Workspace, url: &str, args: &[&str]) -> Result<Vec<(String, String)>, i32> {
+    let mut all = vec!["hub", "search", url, "--json"];
+    all.extend(args);
+    let o = w.run(&all);
+    if !o.status.success() {
+        return Err(o.status.code().unwrap_or(-1));
+    }
+    let mut hits: Vec<(String, String)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|h| {
+            (
+                h["log_id"].as_str().unwrap().to_string(),
+                h["session"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    hits.sort();
+    Ok(hits)
+}
+
+#[test]
+fn hub_search_finds_each_machines_events_and_follows_the_hub() {
+    let Some(server) =
+        NatsServer::start("hub_search_finds_each_machines_events_and_follows_the_hub")
+    else {
+        return;
+    };
+    let url = server.url();
+    let (a, b) = (Workspace::new(), Workspace::new());
+    prompt_hook(&a, "sa", "deploy the payments webhook");
+    prompt_hook(&b, "sb", "rotate the database password");
+    a.ok(&["push", &url]);
+    b.ok(&["push", &url]);
+    let (ida, _, _) = verified(&a, &a.log_path());
+    let (idb, _, _) = verified(&b, &b.log_path());
+
+    // Searched from a third machine that holds neither log.
+    let c = Workspace::new();
+    assert_eq!(
+        hub_search(&c, &url, &["payments"]).unwrap(),
+        [(ida.clone(), "sa".to_string())]
+    );
+    let both = hub_search(&c, &url, &["payments OR rotate"]).unwrap();
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(both.contains(&(idb.clone(), "sb".to_string())), "{both:?}");
+
+    // The hub grows: the next search finds what was pushed since, read into
+    // the clone it made (the same file, owner-only), not a new copy.
+    let hubs = c.home.path().join(".local/state/cmdlog/hub");
+    let kept = std::fs::read_dir(&hubs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let clone_b = kept.join(&idb).join("log.redb");
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = inode(&clone_b);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kept).unwrap().permissions());
+    assert_eq!(mode & 0o077, 0, "{mode:o}");
+    prompt_hook(&b, "sb2", "roll back the payments release");
+    b.ok(&["push", &url]);
+    let grown = hub_search(&c, &url, &["payments"]).unwrap();
+    let mut expected = vec![(ida.clone(), "sa".to_string()), (idb, "sb2".to_string())];
+    expected.sort();
+    assert_eq!(grown, expected);
+    assert_eq!(
+        inode(&clone_b),
+        before,
+        "the clone was read on, not made again"
+    );
+    assert_eq!(
+        hub_search(&c, &url, &["type:prompt", "--until", "2000-01-01"]),
+        Err(3)
+    );
+    assert_eq!(hub_search(&c, &url, &["nothing-like-this"]), Err(3));
+    assert_eq!(hub_search(&c, &url, &["\"unclosed"]), Err(2));
+}

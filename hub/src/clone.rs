@@ -104,43 +104,40 @@ pub async fn clone_log(
     output: &Path,
     verifiers: &[NoteVerifier],
 ) -> Result<Cloned, CloneError> {
+    copy(hub, log_id, output, verifiers, false).await
+}
+
+/// Brings the clone of log `log_id` at `output` up to the hub's copy, as
+/// [`clone_log`] would make it, appending only the records past its head (one
+/// the hub holds other records for, or that no longer matches the signed
+/// checkpoint, is removed: it is a copy, made again next time); a clone that
+/// does not exist yet is made.
+pub async fn update_clone(
+    hub: &Hub,
+    log_id: &str,
+    output: &Path,
+    verifiers: &[NoteVerifier],
+) -> Result<Cloned, CloneError> {
+    copy(hub, log_id, output, verifiers, output.exists()).await
+}
+
+async fn copy(
+    hub: &Hub,
+    log_id: &str,
+    output: &Path,
+    verifiers: &[NoteVerifier],
+    existing: bool,
+) -> Result<Cloned, CloneError> {
     let stream = hub.existing_stream().await?;
     let forged = |why: String| CloneError::Forged {
         log: log_id.to_string(),
         why,
     };
-    let mut trusted_hub_key = false;
-    let checkpoint = match hub_checkpoint(hub, log_id).await? {
-        None => None,
-        Some(found) => {
-            let keys = if verifiers.is_empty() {
-                trusted_hub_key = true;
-                let published = found
-                    .published_key
-                    .as_deref()
-                    .and_then(|k| NoteVerifier::parse(k).ok())
-                    .ok_or_else(|| {
-                        forged("its checkpoint has no readable verifier key beside it".into())
-                    })?;
-                vec![published]
-            } else {
-                verifiers.to_vec()
-            };
-            found
-                .verify(&keys)
-                .map_err(|why| forged(format!("its checkpoint does not verify: {why}")))?;
-            if found.checkpoint.origin != cmdlog_replay::origin(log_id) {
-                return Err(forged(format!(
-                    "its checkpoint names another log ({:?})",
-                    found.checkpoint.origin
-                )));
-            }
-            Some(found.checkpoint)
-        }
-    };
+    let (checkpoint, trusted_hub_key) = signed_checkpoint(hub, log_id, verifiers, &forged).await?;
     let log = Log::open(output, LogConfig::default())?;
+    let after = existing.then(|| log.head()).filter(|h| h.seq > 0);
     let until = checkpoint.as_ref().map(|c| c.size);
-    let result = match rebuild(hub, &stream, log_id, &log, until).await {
+    let result = match rebuild(hub, &stream, log_id, &log, until, after).await {
         Ok((records, blobs, foreign, hub_seq)) => check_against(&log, checkpoint.as_ref(), &forged)
             .map(|()| Cloned {
                 foreign,
@@ -162,6 +159,42 @@ pub async fn clone_log(
         let _ = std::fs::remove_file(cmdlog_store::journal_path(output));
     }
     result
+}
+
+/// The log's latest signed checkpoint on the hub, checked with `verifiers`
+/// (none: the key the hub published beside it, and then the second value is
+/// true); `None` when the hub has none.
+async fn signed_checkpoint(
+    hub: &Hub,
+    log_id: &str,
+    verifiers: &[NoteVerifier],
+    forged: &dyn Fn(String) -> CloneError,
+) -> Result<(Option<cmdlog_tlog::Checkpoint>, bool), CloneError> {
+    let Some(found) = hub_checkpoint(hub, log_id).await? else {
+        return Ok((None, false));
+    };
+    let keys = if verifiers.is_empty() {
+        let published = found
+            .published_key
+            .as_deref()
+            .and_then(|k| NoteVerifier::parse(k).ok())
+            .ok_or_else(|| {
+                forged("its checkpoint has no readable verifier key beside it".into())
+            })?;
+        vec![published]
+    } else {
+        verifiers.to_vec()
+    };
+    found
+        .verify(&keys)
+        .map_err(|why| forged(format!("its checkpoint does not verify: {why}")))?;
+    if found.checkpoint.origin != cmdlog_replay::origin(log_id) {
+        return Err(forged(format!(
+            "its checkpoint names another log ({:?})",
+            found.checkpoint.origin
+        )));
+    }
+    Ok((Some(found.checkpoint), verifiers.is_empty()))
 }
 
 /// The rebuilt log against the signed checkpoint: as many records, the same tree.
@@ -201,6 +234,7 @@ async fn rebuild(
     log_id: &str,
     log: &Log,
     until: Option<u64>,
+    after: Option<Head>,
 ) -> Result<(u64, u64, Vec<Foreign>, u64), CloneError> {
     if head(hub, stream, log_id).await?.is_none() {
         return Err(hub
@@ -217,7 +251,9 @@ async fn rebuild(
     let foreign = surveyed.foreign();
     let mut pending: Vec<NewRecord> = Vec::new();
     let mut last: Option<(u64, String)> = None;
-    let mut next = 1u64;
+    // An existing clone continues after its head, whose hash the hub's record
+    // there must have.
+    let mut next = after.as_ref().map_or(1, |h| h.seq + 1);
     let mut stopped: Option<CloneError> = None;
     let flush =
         |pending: &mut Vec<NewRecord>, last: &Option<(u64, String)>| -> Result<(), CloneError> {
@@ -249,6 +285,14 @@ async fn rebuild(
         if until.is_some_and(|size| record.seq > size) {
             // Past the signed checkpoint: no signature covers it.
             return Ok(false);
+        }
+        match held_already(after.as_ref(), &record, log_id) {
+            Ok(false) => {}
+            Ok(true) => return Ok(true),
+            Err(e) => {
+                stopped = Some(e);
+                return Ok(false);
+            }
         }
         count += 1;
         if record.seq != next {
@@ -284,6 +328,28 @@ async fn rebuild(
     Ok((count, blobs, foreign, hub_seq))
 }
 
+/// Whether an existing clone whose head is `after` holds `record` already; an
+/// error when the hub's record at that head is another than the clone's.
+fn held_already(
+    after: Option<&Head>,
+    record: &crate::read::HubRecord,
+    log_id: &str,
+) -> Result<bool, CloneError> {
+    let Some(head) = after.filter(|h| record.seq <= h.seq) else {
+        return Ok(false);
+    };
+    let local_hash = head.hash.to_hex();
+    if record.seq == head.seq && record.hash != local_hash {
+        return Err(CloneError::HashDiffers {
+            log: log_id.to_string(),
+            seq: record.seq,
+            hub_hash: record.hash.clone(),
+            local_hash,
+        });
+    }
+    Ok(true)
+}
+
 /// The blobs the log's events reference, fetched and checked against their names.
 async fn fetch_blobs(hub: &Hub, log: &Log) -> Result<u64, CloneError> {
     let wanted = cmdlog_replay::referenced_blobs(log)?;
@@ -297,6 +363,9 @@ async fn fetch_blobs(hub: &Hub, log: &Log) -> Result<u64, CloneError> {
         .await
         .map_err(|e| hub.error(format!("blob bucket: {e}")))?;
     for hash in wanted {
+        if log.has_blob(&hash).unwrap_or(false) {
+            continue;
+        }
         let name = hash.to_hex();
         let Ok(mut object) = store.get(&name).await else {
             continue;

@@ -41,13 +41,14 @@ mod limits;
 mod mark;
 mod push;
 mod read;
+mod search;
 mod witness;
 
 pub use against::{Against, AgainstError};
 pub use audit::{Audited, HubAuditFilter, HubAuditRead, HubRow, hub_audit};
 pub use chain::{Foreign, Survey};
 pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_checkpoint};
-pub use clone::{CloneError, Cloned, clone_log};
+pub use clone::{CloneError, Cloned, clone_log, update_clone};
 pub use connect::{Hub, HubOptions, shown_url};
 pub use error::HubError;
 pub use init::{ATOMIC_BATCH_SERVER, Made, init};
@@ -58,4 +59,5 @@ pub use layout::{
 pub use mark::PushMark;
 pub use push::{PushError, Pushed, Pusher, push, push_forever};
 pub use read::{HubHead, HubRecord, LogEntry, LogOnHub, each, head, list, log_on_hub, survey};
+pub use search::{HubHit, HubSearch, HubSearchError, hub_search, mirrors_dir};
 pub use witness::{Verdict, Witnessed, cosigned_checkpoint, witness_once};

@@ -24,7 +24,7 @@ use tantivy::{Index, IndexWriter, ReloadPolicy};
 pub use beside::{Beside, Refresh, beside, dir_of, keep_current};
 pub use coverage::{Coverage, Findings, verify_beside};
 pub use limits::{MAX_HITS, NAMED_MAX, QUERY_CHARS_MAX, TEXT_BYTES_MAX};
-pub use query::QueryError;
+pub use query::{QueryError, check as check_query};
 pub use search::{Hit, SessionHits, Span};
 
 use fields::Fields;

@@ -87,3 +87,12 @@ fn check_fields(ast: &UserInputAst) -> Result<(), QueryError> {
         }
     }
 }
+
+/// Checks that `query` parses, without an index at hand (a search across
+/// several indexes refuses a bad query once, before it reads any).
+pub fn check(query: &str) -> Result<(), QueryError> {
+    let (schema, fields) = crate::fields::schema();
+    let index = Index::create_in_ram(schema);
+    crate::fields::register(&index);
+    parse(&index, &fields, query).map(|_| ())
+}

@@ -16,13 +16,8 @@ pub(crate) struct SearchArgs {
     /// Words (all must match), "a phrase", -word to leave out, OR, and
     /// field:value for session, agent, type, source, tool, file, status
     query: String,
-    /// Only events appended since a time (2026-11-28, 2026-11-28T09:30:00Z)
-    /// or a span back (24h, 2d)
-    #[arg(long)]
-    since: Option<String>,
-    /// Only events appended before a time, or a span back
-    #[arg(long)]
-    until: Option<String>,
+    #[command(flatten)]
+    span: SpanArgs,
     /// The most hits shown
     #[arg(long, default_value_t = 20)]
     limit: usize,
@@ -32,6 +27,32 @@ pub(crate) struct SearchArgs {
     /// One line per session: how many of its events match, and its best hit
     #[arg(long, conflicts_with = "count")]
     sessions: bool,
+}
+
+/// `--since` and `--until`: the events appended in a span of time.
+#[derive(Args, Debug)]
+pub(crate) struct SpanArgs {
+    /// Only events appended since a time (2026-11-28, 2026-11-28T09:30:00Z)
+    /// or a span back (24h, 2d)
+    #[arg(long)]
+    since: Option<String>,
+    /// Only events appended before a time, or a span back
+    #[arg(long)]
+    until: Option<String>,
+}
+
+impl SpanArgs {
+    pub(crate) fn span(&self) -> Result<Span, CliError> {
+        let now = super::now_ms();
+        let when = |flag, text: &Option<String>| {
+            let parse = |t: &str| super::audit::parse_time(flag, t, now);
+            text.as_deref().map(parse).transpose()
+        };
+        Ok(Span {
+            since: when("--since", &self.since)?,
+            until: when("--until", &self.until)?,
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -62,7 +83,7 @@ fn beside(paths: &Paths, log: &Log, refresh: Refresh) -> Result<Beside, CliError
 
 /// A bad query is usage (2), an index of another log a conflict (1), the
 /// rest storage (4).
-fn failure(e: IndexError) -> CliError {
+pub(crate) fn failure(e: IndexError) -> CliError {
     match e {
         IndexError::Query(q) => CliError::usage(q.to_string())
             .hint("words, \"a phrase\", -word, OR, and field:value (docs/cli.md, `search`)"),
@@ -77,16 +98,7 @@ fn failure(e: IndexError) -> CliError {
 pub(crate) fn search(paths: &Paths, args: SearchArgs, json: bool) -> VerbResult {
     let log = open_existing(paths)?;
     let index = beside(paths, &log, Refresh::Sync)?.index;
-    let now = super::now_ms();
-    let when = |flag, text: &Option<String>| {
-        text.as_deref()
-            .map(|t| super::audit::parse_time(flag, t, now))
-            .transpose()
-    };
-    let span = Span {
-        since: when("--since", &args.since)?,
-        until: when("--until", &args.until)?,
-    };
+    let span = args.span.span()?;
     let mut out = render::Human::stdout(json);
     let none = || CliError::not_found(format!("no match for {:?}", args.query));
     if args.sessions {
@@ -125,7 +137,10 @@ pub(crate) fn search(paths: &Paths, args: SearchArgs, json: bool) -> VerbResult 
 
 /// A hit's line (seq, time, type, session) and its snippet, the matched words
 /// highlighted, all cleaned for the terminal.
-fn print_hit<W: Write>(out: &mut render::Human<W>, hit: &cmdlog_index::Hit) -> std::io::Result<()> {
+pub(crate) fn print_hit<W: Write>(
+    out: &mut render::Human<W>,
+    hit: &cmdlog_index::Hit,
+) -> std::io::Result<()> {
     let (seq, at, session) = (hit.seq, render::utc(hit.at), hit.session.as_deref());
     writeln!(
         out,

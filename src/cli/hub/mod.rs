@@ -10,7 +10,8 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use cmdlog_hub::{Audited, HubAuditFilter, hub_audit, list};
+use cmdlog_hub::{Audited, HubAuditFilter, HubSearchError, hub_audit, list};
+use cmdlog_index::Span;
 
 use super::audit::{audit_line, parse_since};
 use super::output::colour;
@@ -55,6 +56,19 @@ enum HubVerb {
         #[arg(long)]
         follow: bool,
     },
+    /// Full-text search over every log on the hub (each kept as a clone in
+    /// your state folder, brought up to the hub before each search)
+    Search {
+        #[command(flatten)]
+        hub: HubArgs,
+        /// The query, as `cmdlog search` takes it
+        query: String,
+        #[command(flatten)]
+        span: super::search::SpanArgs,
+        /// The most hits shown
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
 }
 
 pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
@@ -74,6 +88,12 @@ pub(crate) fn exec(args: HubVerbArgs, json: bool) -> VerbResult {
             Ok(0)
         }
         HubVerb::List { hub } => list_logs(hub, json),
+        HubVerb::Search {
+            hub,
+            query,
+            span,
+            limit,
+        } => search(hub, &query, span.span()?, limit, json),
         HubVerb::Audit {
             hub,
             since,
@@ -130,6 +150,44 @@ fn list_logs(args: HubArgs, json: bool) -> VerbResult {
             out,
             "(no logs on this hub yet; `cmdlog push URL` adds this one)"
         )?;
+    }
+    Ok(0)
+}
+
+fn search(args: HubArgs, query: &str, span: Span, limit: usize, json: bool) -> VerbResult {
+    let options = args.options()?;
+    let state = cmdlog_common::private_fs::state_dir()
+        .map_err(|e| CliError::io(format!("the state folder: {e}")))?;
+    let found = runtime()?
+        .block_on(async {
+            let hub = options.connect().await?;
+            let mirrors = cmdlog_hub::mirrors_dir(&state, &hub);
+            cmdlog_hub::hub_search(&hub, &mirrors, query, limit, span).await
+        })
+        .map_err(|e| match e {
+            HubSearchError::Hub(e) => hub_failure(e),
+            HubSearchError::Query(q) => super::search::failure(q.into()),
+            e => CliError::io(e.to_string()),
+        })?;
+    for (log, why) in &found.skipped {
+        let (log, why) = (render::clean(log), render::clean(why));
+        eprintln!("cmdlog: hub search: log {log} not searched: {why}");
+    }
+    if found.hits.is_empty() {
+        let logs = found.logs;
+        return Err(CliError::not_found(format!(
+            "no match for {query:?} in {logs} log(s)"
+        )));
+    }
+    let mut out = render::Human::stdout(json);
+    for h in &found.hits {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(h).map_err(store_failure)?)?;
+            continue;
+        }
+        let short: String = h.log_id.chars().take(8).collect();
+        writeln!(out, "log {short} ({})", render::clean(&h.host))?;
+        super::search::print_hit(&mut out, &h.hit)?;
     }
     Ok(0)
 }
