@@ -10,7 +10,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::open::home;
 use super::{CliError, Paths, VerbResult};
 use crate::render;
-use cmdlog_agents::{AgentKind, Scope};
+use std::path::Path;
+
+use cmdlog_agents::{AgentKind, Scope, SettingsFile, SettingsPlan};
 
 #[derive(Args, Debug)]
 pub(crate) struct HooksArgs {
@@ -75,66 +77,107 @@ pub(crate) fn exec(paths: &Paths, args: HooksArgs, json: bool) -> VerbResult {
     let scope = target.scope.scope();
     let home = home()?;
     let path = cmdlog_agents::settings_path(agent, scope, &paths.workspace, &home);
-    let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
-    let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
-    let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
+    let (file, before) = settings_file(&path, agent, paths, &home)?;
     let plan = if installing {
         let exe = std::env::current_exe()
             .map_err(|e| CliError::io(format!("cannot find cmdlog's own path: {e}")))?;
-        cmdlog_agents::plan_install(
-            &file,
-            &before,
-            agent,
-            &cmdlog_agents::hook_command(&exe, agent),
-        )
+        let command = cmdlog_agents::hook_command(&exe, agent);
+        cmdlog_agents::plan_install(&file, &before, agent, &command)
     } else {
         cmdlog_agents::plan_uninstall(&file, &before, agent)
     }
     .map_err(settings_failure)?;
-    let edit = &plan.edit;
-    let mut out = render::Human::stdout(false);
-    if !edit.changed() {
-        writeln!(
-            out,
-            "{}: nothing to do ({} {})",
-            path.display(),
-            agent.name(),
-            if installing {
-                "hooks already installed"
-            } else {
-                "has no cmdlog hooks"
-            }
-        )?;
-        return Ok(0);
-    }
-    write!(out, "{}", plan.diff(&path.display().to_string(), None))?;
-    if target.dry_run {
-        writeln!(out, "(dry run: nothing written)")?;
-        return Ok(0);
-    }
-    let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
-    writeln!(
-        out,
-        "{} {} event(s) in {}: {}",
-        if installing { "hooked" } else { "unhooked" },
-        edit.events.len(),
-        path.display(),
-        edit.events.join(", ")
-    )?;
-    if plan.removes_file() {
-        writeln!(
-            out,
-            "removed {}: there was no such file before cmdlog's install",
+    let told = Told {
+        unchanged: match installing {
+            true => "hooks already installed",
+            false => "has no cmdlog hooks",
+        },
+        secret: None,
+        made_by: "install",
+    };
+    let done = |edit: &cmdlog_agents::Edit| {
+        let events = edit.events.join(", ");
+        let verb = if installing { "hooked" } else { "unhooked" };
+        format!(
+            "{verb} {} event(s) in {}: {events}",
+            edit.events.len(),
             path.display()
+        )
+    };
+    let written = show_and_apply(&path, &file, &plan, agent, told, target.dry_run, done)?;
+    if let Some(note) = cmdlog_agents::after_install(agent).filter(|_| installing && written) {
+        writeln!(render::Human::stdout(false), "{note}")?;
+    }
+    Ok(0)
+}
+
+/// The agent's settings file at `path` (found within its roots, never through
+/// a link out of them) and its text.
+pub(super) fn settings_file(
+    path: &Path,
+    agent: AgentKind,
+    paths: &Paths,
+    home: &Path,
+) -> Result<(SettingsFile, String), CliError> {
+    let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, home);
+    let file = cmdlog_agents::locate_settings(path, &roots).map_err(settings_failure)?;
+    let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
+    Ok((file, before))
+}
+
+/// How a change to an agent's settings file is told.
+pub(super) struct Told<'a> {
+    /// Why there is nothing to do (`hooks already installed`).
+    pub(super) unchanged: &'a str,
+    /// What the diff hides (the daemon's token).
+    pub(super) secret: Option<&'a str>,
+    /// What made the file, when removing the change removes it (`install`).
+    pub(super) made_by: &'a str,
+}
+
+/// Shows `plan`'s diff of the file at `path` and, unless `dry_run`, writes it
+/// (the file as it was kept in the private state folder), saying what was
+/// done (`done`); whether it wrote.
+pub(super) fn show_and_apply(
+    path: &Path,
+    file: &SettingsFile,
+    plan: &SettingsPlan,
+    agent: AgentKind,
+    told: Told<'_>,
+    dry_run: bool,
+    done: impl FnOnce(&cmdlog_agents::Edit) -> String,
+) -> Result<bool, CliError> {
+    let mut out = render::Human::stdout(false);
+    let shown = path.display();
+    if !plan.edit.changed() {
+        writeln!(
+            out,
+            "{shown}: nothing to do ({} {})",
+            agent.name(),
+            told.unchanged
+        )?;
+        return Ok(false);
+    }
+    write!(out, "{}", plan.diff(&shown.to_string(), told.secret))?;
+    if dry_run {
+        writeln!(out, "(dry run: nothing written)")?;
+        return Ok(false);
+    }
+    let tightened = plan.tightening(file).map(|said| format!("{said}\n"));
+    let kept = cmdlog_agents::apply_settings(file, plan).map_err(settings_failure)?;
+    write!(out, "{}", tightened.unwrap_or_default())?;
+    writeln!(out, "{}", done(&plan.edit))?;
+    if plan.removes_file() {
+        let made_by = told.made_by;
+        writeln!(
+            out,
+            "removed {shown}: there was no such file before cmdlog's {made_by}"
         )?;
     }
     if let Some(kept) = kept {
         writeln!(out, "the file as it was is kept in {}", kept.display())?;
     }
-    if let Some(note) = cmdlog_agents::after_install(agent).filter(|_| installing) {
-        writeln!(out, "{note}")?;
-    }
-    Ok(0)
+    Ok(true)
 }
 
 /// `cmdlog hooks status`.

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 
-use super::hooks::{ScopeArg, settings_failure};
+use super::hooks::{ScopeArg, Told, settings_failure, settings_file, show_and_apply};
 use super::open::home;
 use super::{CliError, Paths, VerbResult};
 use crate::render;
@@ -79,58 +79,30 @@ pub(crate) fn exec(paths: &Paths, args: OtelArgs) -> VerbResult {
     let home = home()?;
     let path = cmdlog_agents::otel::telemetry_settings_path(agent, scope, &paths.workspace, &home)
         .map_err(settings_failure)?;
-    let roots = cmdlog_agents::settings_roots(agent, &paths.workspace, &home);
-    let file = cmdlog_agents::locate_settings(&path, &roots).map_err(settings_failure)?;
-    let before = cmdlog_agents::read_settings(&file).map_err(settings_failure)?;
+    let (file, before) = settings_file(&path, agent, paths, &home)?;
     let plan = if adding {
         cmdlog_agents::otel::plan_setup(&file, &before, agent, &exporter)
     } else {
         cmdlog_agents::otel::plan_remove(&file, &before, agent, &exporter)
     }
     .map_err(settings_failure)?;
-    let edit = &plan.edit;
+    let told = Told {
+        unchanged: match adding {
+            true => "telemetry already points at the daemon",
+            false => "has no telemetry settings of cmdlog's",
+        },
+        // The token is the daemon's secret: not shown in the diff.
+        secret: exporter.token.as_deref(),
+        made_by: "setup",
+    };
+    let done = |edit: &cmdlog_agents::Edit| {
+        let verb = if adding { "set" } else { "removed" };
+        format!("{verb} {} in {}", edit.events.join(", "), path.display())
+    };
+    if !show_and_apply(&path, &file, &plan, agent, told, target.dry_run, done)? {
+        return Ok(0);
+    }
     let mut out = render::Human::stdout(false);
-    if !edit.changed() {
-        writeln!(
-            out,
-            "{}: nothing to do ({} {})",
-            path.display(),
-            agent.name(),
-            if adding {
-                "telemetry already points at the daemon"
-            } else {
-                "has no telemetry settings of cmdlog's"
-            }
-        )?;
-        return Ok(0);
-    }
-    // The token is the daemon's secret: not shown in the diff.
-    let label = path.display().to_string();
-    write!(out, "{}", plan.diff(&label, exporter.token.as_deref()))?;
-    if target.dry_run {
-        writeln!(out, "(dry run: nothing written)")?;
-        return Ok(0);
-    }
-    let tightened = plan.tightening(&file).map(|said| format!("{said}\n"));
-    let kept = cmdlog_agents::apply_settings(&file, &plan).map_err(settings_failure)?;
-    write!(out, "{}", tightened.unwrap_or_default())?;
-    writeln!(
-        out,
-        "{} {} in {}",
-        if adding { "set" } else { "removed" },
-        edit.events.join(", "),
-        path.display()
-    )?;
-    if plan.removes_file() {
-        writeln!(
-            out,
-            "removed {}: there was no such file before cmdlog's setup",
-            path.display()
-        )?;
-    }
-    if let Some(kept) = kept {
-        writeln!(out, "the file as it was is kept in {}", kept.display())?;
-    }
     for line in adding
         .then(|| cmdlog_agents::otel::after_setup(agent, &exporter))
         .into_iter()
