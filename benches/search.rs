@@ -1,6 +1,7 @@
 //! The full-text index (issue 41) side by side with what it replaces, in one
 //! run, on a generated log of realistic agent sessions (prompts, shell
-//! commands, tool outputs of a few KB, replies):
+//! commands, tool outputs of a few KB, replies; their words drawn by Zipf's
+//! law over a vocabulary of 5,000, as natural text draws them):
 //!
 //! - building the index from scratch, events/s, beside replaying (reading
 //!   and decoding) the same log; bar ≥ 0.3×;
@@ -43,12 +44,63 @@ impl Rng {
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[(self.next() % items.len() as u64) as usize]
     }
+    /// `n` words drawn as natural text draws them: by Zipf's law over
+    /// [`Vocabulary`] (the word of rank r with weight 1/r).
     fn words(&mut self, n: usize) -> String {
+        let vocabulary = vocabulary();
         (0..n)
-            .map(|_| self.pick(WORDS))
+            .map(|_| {
+                let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64 * vocabulary.total;
+                let rank = vocabulary.cumulative.partition_point(|&c| c < u);
+                vocabulary.words[rank.min(vocabulary.words.len() - 1)].as_str()
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// The words of the generated text by rank, and their cumulative Zipf
+/// weights: the domain's words (`WORDS`) spread among 5,000 made-up ones,
+/// `the` first, `migration` next, then one domain word every 40 ranks.
+struct Vocabulary {
+    words: Vec<String>,
+    cumulative: Vec<f64>,
+    total: f64,
+}
+
+fn vocabulary() -> &'static Vocabulary {
+    static V: std::sync::OnceLock<Vocabulary> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        const SYLLABLES: [&str; 10] = [
+            "ka", "lo", "mi", "ter", "san", "do", "ri", "vel", "pon", "gu",
+        ];
+        let mut domain = WORDS.iter();
+        let words: Vec<String> = (1..=5000usize)
+            .map(|rank| {
+                let word = (rank == 1 || rank == 2 || rank % 40 == 0)
+                    .then(|| domain.next())
+                    .flatten();
+                word.map(|w| w.to_string()).unwrap_or_else(|| {
+                    rank.to_string()
+                        .bytes()
+                        .map(|d| SYLLABLES[(d - b'0') as usize])
+                        .collect()
+                })
+            })
+            .collect();
+        let mut total = 0.0;
+        let cumulative = (1..=words.len())
+            .map(|rank| {
+                total += 1.0 / rank as f64;
+                total
+            })
+            .collect();
+        Vocabulary {
+            words,
+            cumulative,
+            total,
+        }
+    })
 }
 
 const WORDS: &[&str] = &[
