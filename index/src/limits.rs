@@ -11,12 +11,12 @@ pub const MAX_HITS: usize = 1000;
 /// The most seqs a [`crate::Coverage`] names of each kind.
 pub const NAMED_MAX: usize = 20;
 /// The index's memory while it indexes (shared by its threads).
-pub(crate) const WRITER_BYTES: usize = 128 * 1024 * 1024;
+pub(crate) const WRITER_BYTES: usize = 32 * 1024 * 1024;
 /// Threads that index (beside the one that reads the log and builds the
 /// documents).
 pub(crate) const INDEXING_THREADS: usize = 2;
 /// Events indexed between two commits while building.
-pub(crate) const COMMIT_EVERY: usize = 200_000;
+pub(crate) const COMMIT_EVERY: usize = 50_000;
 /// How long [`crate::keep_current`] waits after an append before it indexes,
 /// so one commit takes in a burst of them.
 pub(crate) const SETTLE: Duration = Duration::from_millis(200);
