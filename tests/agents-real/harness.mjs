@@ -275,3 +275,22 @@ export async function startDaemonProcess({ name, w, argv, env, port, token, clea
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Qwen Code's settings in world `w`: nothing phones home, and every shell call
+ * asks first ("ask permissions": the default `auto` mode would ask our fake
+ * classifier instead); `extra` adds to them.
+ */
+export function qwenSettings(w, extra = {}) {
+  w.put(
+    "home/.qwen/settings.json",
+    JSON.stringify({
+      $version: 4,
+      privacy: { usageStatisticsEnabled: false },
+      general: { enableAutoUpdate: false },
+      telemetry: { enabled: false },
+      tools: { approvalMode: "default" },
+      ...extra,
+    }),
+  );
+}

@@ -15,7 +15,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient, DaemonSessionClient } from "@qwen-code/sdk/daemon";
 
-import { AGENTS, CMDLOG, NODE, cmdlog, freePort, installed, startDaemonProcess, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, NODE, cmdlog, freePort, installed, qwenSettings, startDaemonProcess, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 const SKIP = !CMDLOG
@@ -34,22 +34,6 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Settings for Qwen Code: nothing phones home, and every shell call asks first. */
-function qwenSettings(w) {
-  w.put(
-    "home/.qwen/settings.json",
-    JSON.stringify({
-      $version: 4,
-      privacy: { usageStatisticsEnabled: false },
-      general: { enableAutoUpdate: false },
-      telemetry: { enabled: false },
-      // "Ask permissions": a shell call waits for a vote (the default `auto`
-      // mode would ask our fake classifier instead).
-      tools: { approvalMode: "default" },
-    }),
-  );
-}
 
 /** The argv of the daemon under test, listening on `port`. */
 const DAEMONS = {

@@ -18,7 +18,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { AGENTS, CMDLOG, HERE, NODE, cmdlog, events, freePort, installed, startDaemonProcess, world } from "./harness.mjs";
+import { AGENTS, CMDLOG, HERE, NODE, cmdlog, events, freePort, installed, qwenSettings, startDaemonProcess, world } from "./harness.mjs";
 import { fakeOpenAIChat } from "./fake-openai-chat.mjs";
 
 /** Chromium: `CMDLOG_CHROMIUM`, else Debian's (its real binary, not the wrapper script). */
@@ -51,21 +51,13 @@ after(async () => {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Qwen Code's settings: nothing phones home, "ask approval", and two models of ours to switch between. */
-function qwenSettings(w, fake) {
+function qwenWebSettings(w, fake) {
   const model = (id, name) => ({ id, name, baseUrl: fake.env.OPENAI_BASE_URL, envKey: "OPENAI_API_KEY" });
-  w.put(
-    "home/.qwen/settings.json",
-    JSON.stringify({
-      $version: 4,
-      privacy: { usageStatisticsEnabled: false },
-      general: { enableAutoUpdate: false },
-      telemetry: { enabled: false },
-      tools: { approvalMode: "default" },
-      security: { auth: { selectedType: "openai" } },
-      model: { name: "fake-model" },
-      modelProviders: { openai: [model("fake-model", "Fake Model"), model("fake-model-2", "Fake Model Two")] },
-    }),
-  );
+  qwenSettings(w, {
+    security: { auth: { selectedType: "openai" } },
+    model: { name: "fake-model" },
+    modelProviders: { openai: [model("fake-model", "Fake Model"), model("fake-model-2", "Fake Model Two")] },
+  });
 }
 
 /**
@@ -125,7 +117,7 @@ async function steps(which, browser) {
   cleanups.push(() => w.cleanup());
   const fake = await fakeOpenAIChat({ models: ["fake-model", "fake-model-2"] });
   cleanups.push(() => fake.close());
-  qwenSettings(w, fake);
+  qwenWebSettings(w, fake);
   const daemon = await startDaemon(which, w, { ...fake.env, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" });
 
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
