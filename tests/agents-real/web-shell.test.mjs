@@ -43,6 +43,8 @@ if (SKIP) console.error(`\n*** SKIPPED web-shell.test.mjs: ${SKIP} ***\n`);
 const TOKEN = "web-shell-parity-token";
 /** Where a failed step leaves the page as it was (a screenshot and its HTML). */
 const SHOTS = process.env.CMDLOG_WEB_SHELL_SHOTS ?? path.join(os.tmpdir(), `cmdlog-web-shell-failed-${process.pid}`);
+/** With CMDLOG_WEB_SHELL_EVERY_STEP set, every step leaves its screenshot there, to look at as a user sees it. */
+const EVERY_STEP = Boolean(process.env.CMDLOG_WEB_SHELL_EVERY_STEP);
 const T = 60_000; // the longest one step may take
 const cleanups = [];
 after(async () => {
@@ -145,6 +147,10 @@ async function steps(which, browser) {
     try {
       await body();
       outcomes[name] = true;
+      if (EVERY_STEP) {
+        fs.mkdirSync(SHOTS, { recursive: true });
+        await page.screenshot({ path: path.join(SHOTS, `${which}-${name.replaceAll(" ", "-")}-passed.png`) });
+      }
     } catch (e) {
       outcomes[name] = e.message.split("\n")[0];
       fs.mkdirSync(SHOTS, { recursive: true });
