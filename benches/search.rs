@@ -15,7 +15,9 @@
 //!
 //! `CMDLOG_SEARCH_EVENTS` (100,000) sets the log's size;
 //! `CMDLOG_SEARCH_RUNS` (30) the runs per query; `CMDLOG_SEARCH_LAG_SECONDS`
-//! (10, 0: none) how long the appenders run.
+//! (10, 0: none) how long the appenders run; `CMDLOG_SEARCH_DIR` keeps the
+//! generated log in a folder for the next run; `CMDLOG_SEARCH_BUILD_ONLY`
+//! stops after the build (to profile it).
 
 use std::io::Write;
 use std::time::Instant;
@@ -403,11 +405,26 @@ fn main() {
         );
     }
     let runs = env_usize("CMDLOG_SEARCH_RUNS", 30);
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let log = build_log(dir.path(), events);
-    let log_bytes = std::fs::metadata(dir.path().join("log.redb"))
-        .unwrap()
-        .len();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // `CMDLOG_SEARCH_DIR` keeps the generated log (and what is built beside
+    // it) in a folder of its own, reused by the next run of the same size.
+    let dir = match std::env::var_os("CMDLOG_SEARCH_DIR") {
+        Some(d) => std::path::PathBuf::from(d).join(events.to_string()),
+        None => tmp.path().to_path_buf(),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = if dir.join("log.redb").exists() {
+        Log::open(dir.join("log.redb"), LogConfig::default()).unwrap()
+    } else {
+        build_log(&dir, events)
+    };
+    assert_eq!(
+        log.head().seq as usize,
+        events,
+        "{} holds another log",
+        dir.display()
+    );
+    let log_bytes = std::fs::metadata(dir.join("log.redb")).unwrap().len();
     println!(
         "{events} events, log {:.1} MiB",
         log_bytes as f64 / 1048576.0
@@ -416,7 +433,7 @@ fn main() {
     // Build beside replay, alternating, three rounds.
     println!("| round | replay (events/s) | index build (events/s) | build ÷ replay |");
     println!("|---|---|---|---|");
-    let index_dir = dir.path().join("index");
+    let index_dir = dir.join("index");
     let mut ratios = Vec::new();
     for round in 1..=3 {
         let t = Instant::now();
@@ -443,12 +460,16 @@ fn main() {
         index_bytes as f64 / log_bytes as f64,
         peak_kib() / 1024
     );
+    if std::env::var_os("CMDLOG_SEARCH_BUILD_ONLY").is_some() {
+        return;
+    }
 
     // The same texts in SQLite FTS5, and the export for rg.
-    let db = rusqlite::Connection::open(dir.path().join("fts.sqlite")).unwrap();
+    let _ = std::fs::remove_file(dir.join("fts.sqlite"));
+    let db = rusqlite::Connection::open(dir.join("fts.sqlite")).unwrap();
     db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(seq UNINDEXED, kind, tool, text)")
         .unwrap();
-    let export = dir.path().join("export.jsonl");
+    let export = dir.join("export.jsonl");
     {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&export).unwrap());
         let tx = db.unchecked_transaction().unwrap();
