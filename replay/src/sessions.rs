@@ -111,6 +111,17 @@ pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSumma
     Ok(all)
 }
 
+/// One session at a glance from its own events, in log order (a session's
+/// stream): what [`sessions`] says of it, without reading the rest of the log.
+pub fn summary_of(id: &str, events: &[Event]) -> SessionSummary {
+    let mut s = SessionSummary::new(id, events.first().map_or(0, Event::time));
+    let mut ended_at = 0;
+    for e in events {
+        s.see(e, &mut ended_at);
+    }
+    s
+}
+
 impl SessionSummary {
     fn new(id: &str, at: u64) -> SessionSummary {
         SessionSummary {

@@ -10,7 +10,9 @@
 //! stream is a cursor over the log: what a subscriber gets after a drop or a
 //! restart is exactly the log after its last seen id. It is also the OTLP/HTTP
 //! endpoint the agents export their telemetry to (`POST /v1/logs`), and it
-//! serves Qwen Code's Web Shell at `/` from the user's install (`web_shell`).
+//! serves Qwen Code's Web Shell at `/` from the user's install (`web_shell`),
+//! and the auditor's workbench under `/ui/` (`ui`, pages from
+//! `cmdlog-workbench`).
 //!
 //! ```no_run
 //! # async fn f(engine: cmdlog_engine::Engine, reopen: cmdlog_server::Reopen) {
@@ -42,6 +44,7 @@ mod hooks;
 mod journal;
 mod limits;
 mod live;
+mod logins;
 mod modes;
 mod otlp;
 mod otlp_turns;
@@ -55,6 +58,7 @@ mod stalled;
 mod state;
 mod tlog;
 mod turns;
+mod ui;
 mod web_shell;
 mod wire;
 mod workspace;

@@ -69,3 +69,14 @@ const _: () = assert!(SUPERVISE_EVERY.as_millis() <= REOPEN_BACKOFF_MAX.as_milli
 pub(crate) const JOURNAL_EVENTS_MAX: usize = 20_000;
 /// Most bytes of envelopes in that journal (the same fallback beyond).
 pub(crate) const JOURNAL_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// How long a workbench login lasts (its cookie's `Max-Age`).
+pub(crate) const UI_LOGIN_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Browsers logged in to the workbench at once; a new login past it ends the
+/// oldest.
+pub(crate) const UI_LOGINS_MAX: usize = 64;
+/// Failed workbench logins answered at once within [`UI_FAILURE_WINDOW`];
+/// each one past them waits half a second more (up to five).
+pub(crate) const UI_FAILURES_FREE: usize = 5;
+/// How long a failed workbench login counts against the next ones.
+pub(crate) const UI_FAILURE_WINDOW: Duration = Duration::from_secs(60);

@@ -197,6 +197,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/hook-proof", get(hooks::proof))
         .route("/log/{id}/checkpoint", get(tlog::checkpoint))
         .route("/log/{id}/tile/{*path}", get(tlog::tile))
+        .merge(crate::ui::routes(&state))
         .merge(protected)
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .layer(middleware::from_fn_with_state(
@@ -483,6 +484,14 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         "cmdlog serve: listening on {url} (pid {}); log {}",
         std::process::id(),
         log_path.display()
+    );
+    eprintln!(
+        "cmdlog serve: the workbench at {url}/ui/{}",
+        if state.access.token.is_some() {
+            " (log in with the token)"
+        } else {
+            ""
+        }
     );
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();

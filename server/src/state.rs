@@ -102,6 +102,8 @@ pub(crate) struct AppState {
     pub frames: Arc<sse::FrameCache>,
     /// The log's checkpoints and tiles (`/log/{id}/…`), when it has an id.
     pub transparency: Option<Transparency>,
+    /// Who is logged in to the workbench (`/ui/`).
+    pub logins: crate::logins::Logins,
 }
 
 /// What hook deliveries (`POST /hook/{agent}`) and the agents' telemetry
@@ -183,6 +185,7 @@ impl AppState {
                 facts: Arc::default(),
             },
             transparency,
+            logins: crate::logins::Logins::default(),
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),

@@ -139,7 +139,8 @@ pub(crate) fn is_document_navigation(headers: &HeaderMap) -> bool {
 /// framing).
 pub(super) async fn index(State(Served(shell)): State<Served>) -> Response {
     let Some(shell) = shell else {
-        return not_found();
+        // Without the Web Shell, `/` opens the workbench.
+        return axum::response::Redirect::to("/ui/").into_response();
     };
     let Ok(page) = tokio::fs::read(shell.dir.join("index.html")).await else {
         return (

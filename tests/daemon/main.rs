@@ -8,3 +8,4 @@ mod otlp;
 mod routes;
 mod tiles;
 mod web_shell;
+mod workbench;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 mod size;
 
 /// The crates whose `src/` the checks read, the binary's included.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
     "common",
     "store",
     "tlog",
@@ -27,6 +27,7 @@ const CRATES: [&str; 12] = [
     "agents",
     "hub",
     "index",
+    "workbench",
     "server",
     "test-support",
     ".",

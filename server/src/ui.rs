@@ -1,0 +1,298 @@
+//! The auditor's workbench under `/ui/` (issue 42): the pages of
+//! `cmdlog-workbench`, served read-only, with their own way in. A browser
+//! gives the daemon's token once on `/ui/login` and gets a session cookie
+//! (`HttpOnly`, `SameSite=Strict`, path `/ui`, expiring) that only these
+//! pages accept: every route that prompts, votes or writes still takes the
+//! bearer header alone, so a page of another origin cannot act through a
+//! logged-in browser. A wrong token is answered the same way whatever it
+//! is, and more slowly after repeated failures.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Form, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::limits::UI_LOGIN_TTL;
+use crate::state::AppState;
+
+/// The cookie the workbench's pages accept.
+const COOKIE: &str = "cmdlog_ui";
+
+/// The workbench's routes.
+pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+    let pages = Router::new()
+        .route("/ui/", get(sessions))
+        .route("/ui/session/{id}", get(session))
+        .route("/ui/event/{seq}", get(event))
+        .route("/ui/search", get(search))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(state),
+            require_login,
+        ));
+    Router::new()
+        .route("/ui", get(|| async { Redirect::to("/ui/") }))
+        .route("/ui/login", get(login_form).post(login))
+        .route("/ui/logout", post(logout))
+        .route("/ui/assets/{name}", get(asset))
+        .merge(pages)
+        .layer(middleware::map_response(page_headers))
+}
+
+/// What every workbench answer carries: its policy (nothing runs or loads
+/// but the workbench's own), and no caching, framing or referrer.
+async fn page_headers(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(cmdlog_workbench::CONTENT_SECURITY_POLICY),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v)
+}
+
+fn bearer_ok(token: &str, headers: &HeaderMap) -> bool {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+/// A page is shown to the bearer of the token, or to a browser logged in;
+/// anyone else gets the login page, with 401.
+async fn require_login(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = &state.access.token else {
+        return next.run(request).await;
+    };
+    if bearer_ok(token, request.headers())
+        || cookie_of(request.headers()).is_some_and(|id| state.logins.logged_in(id))
+    {
+        return next.run(request).await;
+    }
+    let next_page = request
+        .uri()
+        .path_and_query()
+        .map_or("/ui/", |p| p.as_str())
+        .to_string();
+    html(
+        StatusCode::UNAUTHORIZED,
+        cmdlog_workbench::login_page("", &next_page),
+    )
+}
+
+fn html(status: StatusCode, page: Result<String, cmdlog_workbench::PageError>) -> Response {
+    match page {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            let status = if e.is_not_found() {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
+            let body = cmdlog_workbench::message_page("Not shown", &e.to_string())
+                .unwrap_or_else(|_| "the page could not be made".into());
+            (
+                status,
+                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                body,
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Makes a page from the log on a blocking thread.
+async fn page(
+    state: Arc<AppState>,
+    make: impl FnOnce(&AppState, &cmdlog_store::Log) -> Result<String, cmdlog_workbench::PageError>
+    + Send
+    + 'static,
+) -> Response {
+    let engine = match state.engine() {
+        Ok(engine) => engine,
+        Err(e) => return e.into_response(),
+    };
+    let made = tokio::task::spawn_blocking(move || make(&state, engine.log())).await;
+    match made {
+        Ok(page) => html(StatusCode::OK, page),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
+}
+
+async fn sessions(
+    State(state): State<Arc<AppState>>,
+    Query(params): Query<cmdlog_workbench::ListParams>,
+) -> Response {
+    page(state, move |_, log| {
+        cmdlog_workbench::sessions_page(log, &params)
+    })
+    .await
+}
+
+async fn session(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(params): Query<cmdlog_workbench::SessionParams>,
+) -> Response {
+    page(state, move |_, log| {
+        cmdlog_workbench::session_page(log, &id, &params)
+    })
+    .await
+}
+
+async fn event(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
+    page(state, move |_, log| cmdlog_workbench::event_page(log, seq)).await
+}
+
+async fn search(
+    State(state): State<Arc<AppState>>,
+    Query(params): Query<cmdlog_workbench::SearchParams>,
+) -> Response {
+    page(state, move |_, log| {
+        cmdlog_workbench::search_page(log.path(), log, &params)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct NextQuery {
+    #[serde(default)]
+    next: String,
+}
+
+async fn login_form(Query(q): Query<NextQuery>) -> Response {
+    html(StatusCode::OK, cmdlog_workbench::login_page("", &q.next))
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// Whether a browser's form was sent from the daemon's own page: its
+/// `Origin` (browsers send one with every form they post) names the host it
+/// was sent to.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|o| !host.is_empty() && o.eq_ignore_ascii_case(host))
+}
+
+async fn login(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !same_origin(&headers) {
+        return html(
+            StatusCode::FORBIDDEN,
+            cmdlog_workbench::login_page(
+                "this form was sent from another site's page: log in from this daemon's own /ui/login",
+                &form.next,
+            ),
+        );
+    }
+    let next = if form.next.starts_with("/ui/") && !form.next.starts_with("/ui//") {
+        form.next.clone()
+    } else {
+        "/ui/".to_string()
+    };
+    let ok = match &state.access.token {
+        None => true,
+        Some(token) => bool::from(form.token.as_bytes().ct_eq(token.as_bytes())),
+    };
+    if !ok {
+        tokio::time::sleep(state.logins.failed()).await;
+        return html(
+            StatusCode::UNAUTHORIZED,
+            cmdlog_workbench::login_page("that is not this daemon's token", &next),
+        );
+    }
+    let id = state.logins.log_in();
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
+        UI_LOGIN_TTL.as_secs()
+    );
+    let mut response = Redirect::to(&next).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+async fn logout(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Some(id) = cookie_of(&headers) {
+        state.logins.log_out(id);
+    }
+    let mut response = Redirect::to("/ui/login").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("cmdlog_ui=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+async fn asset(Path(name): Path<String>) -> Response {
+    match cmdlog_workbench::asset(&name) {
+        Some(a) => (
+            [
+                (header::CONTENT_TYPE, a.content_type),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            a.bytes,
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, "no such workbench file").into_response(),
+    }
+}

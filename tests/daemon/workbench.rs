@@ -1,0 +1,257 @@
+//! The auditor's workbench under `/ui/` (issue 42), over HTTP as a browser
+//! meets it: the token given once for a cookie only the pages accept, the
+//! sessions of a log recorded through hooks, one session's conversation with
+//! its hostile text shown as text, search linked to the event, and the
+//! headers that keep other sites and scripts out.
+
+use cmdlog_test_support::Workspace;
+use serde_json::json;
+
+const TOKEN: &str = "wb-token-3f9c";
+
+/// An HTTP client that neither follows redirects nor fails on 4xx/5xx.
+fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(std::time::Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+struct Answer {
+    status: u16,
+    headers: ureq::http::HeaderMap,
+    body: String,
+}
+
+fn get(url: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut req = client().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut res = req.call().unwrap();
+    Answer {
+        status: res.status().as_u16(),
+        headers: res.headers().clone(),
+        body: res.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+fn post_form(url: &str, headers: &[(&str, &str)], form: &str) -> Answer {
+    let mut req = client()
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut res = req.send(form).unwrap();
+    Answer {
+        status: res.status().as_u16(),
+        headers: res.headers().clone(),
+        body: res.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+fn header<'a>(a: &'a Answer, name: &str) -> &'a str {
+    a.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// A Claude Code session through its hooks: a hostile prompt, a Bash call
+/// and its result.
+fn record_session(w: &Workspace, session: &str) {
+    let common = json!({"session_id": session, "cwd": w.ws.path(), "transcript_path": "/t"});
+    let with = |name: &str, fields: serde_json::Value| {
+        let mut p = common.clone();
+        p["hook_event_name"] = json!(name);
+        for (k, v) in fields.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p.to_string()
+    };
+    for p in [
+        with(
+            "UserPromptSubmit",
+            json!({"prompt": "clean up <img src=x onerror=alert(1)> then \u{202e}gnp.exe"}),
+        ),
+        with(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "tu-1", "tool_input": {"command": "rm -rf build/payments"}}),
+        ),
+        with(
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "tu-1", "tool_input": {"command": "rm -rf build/payments"}, "tool_response": {"stdout": "removed 12 files", "stderr": "", "interrupted": false}}),
+        ),
+    ] {
+        let out = w.hook("claude-code", p.as_bytes());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
+    let w = Workspace::new();
+    record_session(&w, "wb-session-1");
+    let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
+    let u = &d.url;
+
+    // Without the token: the login page, 401, under the workbench's policy.
+    let first = get(&format!("{u}/ui/"), &[]);
+    assert_eq!(first.status, 401, "{}", first.body);
+    assert!(first.body.contains("name=\"token\""), "{}", first.body);
+    assert!(header(&first, "content-security-policy").contains("script-src 'self'"));
+    assert_eq!(header(&first, "x-frame-options"), "DENY");
+    for path in ["/ui/session/wb-session-1", "/ui/search?q=rm", "/ui/event/1"] {
+        let a = get(&format!("{u}{path}"), &[]);
+        assert_eq!(a.status, 401, "{path}");
+        assert!(
+            !a.body.contains("rm -rf"),
+            "{path} shows data without the token"
+        );
+    }
+    // `/` opens the workbench when the Web Shell is not served.
+    let root = get(&format!("{u}/"), &[]);
+    assert_eq!((root.status, header(&root, "location")), (303, "/ui/"));
+
+    // A wrong token: 401, no cookie; the same answer for another wrong one.
+    let wrong = post_form(&format!("{u}/ui/login"), &[], "token=nope&next=%2Fui%2F");
+    let wrong2 = post_form(
+        &format!("{u}/ui/login"),
+        &[],
+        "token=wb-token-3f9&next=%2Fui%2F",
+    );
+    assert_eq!((wrong.status, header(&wrong, "set-cookie")), (401, ""));
+    assert_eq!(wrong.body, wrong2.body);
+    // A form posted from another site's page is refused, right token or not.
+    let forged = post_form(
+        &format!("{u}/ui/login"),
+        &[("origin", "http://evil.example")],
+        &format!("token={TOKEN}"),
+    );
+    assert_eq!((forged.status, header(&forged, "set-cookie")), (403, ""));
+
+    // The right token: a cookie for the pages alone, then back where it was.
+    let port = u.rsplit(':').next().unwrap();
+    let login = post_form(
+        &format!("{u}/ui/login"),
+        &[("origin", &format!("http://127.0.0.1:{port}"))],
+        &format!("token={TOKEN}&next=%2Fui%2Fsession%2Fwb-session-1"),
+    );
+    assert_eq!(login.status, 303, "{}", login.body);
+    assert_eq!(header(&login, "location"), "/ui/session/wb-session-1");
+    let set = header(&login, "set-cookie").to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Max-Age="] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    let cookie = set.split(';').next().unwrap().to_string();
+    let as_browser = [("cookie", cookie.as_str())];
+
+    // The sessions page lists it, with its agent.
+    let list = get(&format!("{u}/ui/"), &as_browser);
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(
+        list.body.contains("href=\"/ui/session/wb-session-1\""),
+        "{}",
+        list.body
+    );
+    assert!(list.body.contains("claude-code"));
+    let filtered = get(&format!("{u}/ui/?agent=codex"), &as_browser);
+    assert!(
+        !filtered.body.contains("wb-session-1"),
+        "the agent filter keeps only codex's"
+    );
+
+    // One session: the prompt as text, never as markup; U+202E visible.
+    let page = get(&format!("{u}/ui/session/wb-session-1"), &as_browser);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("&#60;img src=x onerror=alert(1)&#62;")
+            || page.body.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("<img"),
+        "markup from a prompt reached the page"
+    );
+    assert!(!page.body.contains('\u{202e}') && page.body.contains("\\u{202e}"));
+    assert!(
+        page.body.contains("rm -rf build/payments"),
+        "the tool call's input"
+    );
+    assert!(
+        page.body.contains("removed 12 files"),
+        "the tool call's output"
+    );
+    assert_eq!(
+        get(&format!("{u}/ui/session/nosuch"), &as_browser).status,
+        404
+    );
+
+    // Search finds the tool call, marks the word, links the event and session.
+    // (The daemon indexes beside the log, shortly after each append: the
+    // page says how far the index is while it catches up.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let found = loop {
+        let found = get(
+            &format!("{u}/ui/search?q=payments+tool%3ABash"),
+            &as_browser,
+        );
+        assert_eq!(found.status, 200, "{}", found.body);
+        if !found.body.contains("the daemon is indexing") || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        found.body.contains("<mark>payments</mark>"),
+        "{}",
+        found.body
+    );
+    assert!(found.body.contains("href=\"/ui/session/wb-session-1\""));
+    let seq: String = found
+        .body
+        .split("href=\"/ui/event/")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let event = get(&format!("{u}/ui/event/{seq}"), &as_browser);
+    assert_eq!(event.status, 200);
+    assert!(
+        event.body.contains("rm -rf build/payments"),
+        "{}",
+        event.body
+    );
+    let bad = get(&format!("{u}/ui/search?q=%22unclosed"), &as_browser);
+    assert_eq!(bad.status, 200);
+    assert!(bad.body.contains("class=\"error\""), "{}", bad.body);
+
+    // The cookie opens the pages only: the API still wants the bearer token.
+    let api = client()
+        .post(&format!("{u}/session"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/json")
+        .send("{}")
+        .unwrap();
+    assert_eq!(api.status().as_u16(), 401);
+    // The bearer token opens the pages too (for scripts).
+    let bearer = format!("Bearer {TOKEN}");
+    assert_eq!(
+        get(&format!("{u}/ui/"), &[("authorization", &bearer)]).status,
+        200
+    );
+
+    // Logging out ends the cookie.
+    let out = post_form(&format!("{u}/ui/logout"), &as_browser, "");
+    assert_eq!(out.status, 303);
+    assert_eq!(get(&format!("{u}/ui/"), &as_browser).status, 401);
+}

@@ -1,0 +1,82 @@
+//! The auditor's workbench (issue 42): the pages `cmdlog serve` serves under
+//! `/ui/` — every session of a log at a glance, one session's conversation,
+//! one event as recorded, and search over the log's index — rendered here,
+//! on the server, from typed templates (askama): a template that names a
+//! field a page does not have does not compile, and every value is escaped
+//! for HTML unless a page marks it safe (none does with outside text).
+//!
+//! Text from outside (prompts, replies, tool input and output, file names,
+//! session ids) is hostile: each page's view holds it with its control and
+//! bidirectional characters shown visibly ([`text::shown`]), and the
+//! template escapes it. The pages need no script to be read; the daemon sends
+//! them with [`CONTENT_SECURITY_POLICY`], which lets none in but the
+//! workbench's own.
+//!
+//! This crate knows nothing of HTTP: the daemon (`cmdlog-server`) calls a
+//! page's function with the log and what the request asked, and sends what
+//! it returns. The same functions render in-process in `benches/`.
+
+mod assets;
+mod event;
+mod limits;
+mod list;
+mod login;
+mod search;
+mod session;
+mod text;
+
+pub use assets::{Asset, asset};
+pub use event::event_page;
+pub use limits::{FOLD_LINES, PAGE_ENTRIES, SEARCH_HITS};
+pub use list::{ListParams, sessions_page};
+pub use login::{login_page, message_page};
+pub use search::{SearchParams, search_page};
+pub use session::{SessionParams, session_page};
+
+/// What the daemon sends with every workbench page: nothing runs, loads or
+/// submits but what the workbench itself serves (no inline script or style,
+/// no other origin), and no other site may frame it.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Why a page could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    /// No session of that id is in the log.
+    #[error("no session {id:?} in this log: the sessions page lists them")]
+    NoSession {
+        /// The id asked for (as shown).
+        id: String,
+    },
+    /// No event at that seq.
+    #[error("no event at seq {seq}: the log's head is {head}")]
+    NoEvent {
+        /// The seq asked for.
+        seq: u64,
+        /// The log's head.
+        head: u64,
+    },
+    /// The log could not be read.
+    #[error("reading the log: {0}")]
+    Log(String),
+    /// The search index could not be used.
+    #[error("{0}")]
+    Index(#[from] cmdlog_index::IndexError),
+    /// A template failed (a bug: templates are checked when built).
+    #[error("rendering the page: {0}")]
+    Render(#[from] askama::Error),
+}
+
+impl PageError {
+    /// Whether the request named something the log does not hold (HTTP 404)
+    /// rather than the daemon failing to read it.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            PageError::NoSession { .. } | PageError::NoEvent { .. }
+        )
+    }
+}
+
+fn log_error(e: impl std::fmt::Display) -> PageError {
+    PageError::Log(e.to_string())
+}

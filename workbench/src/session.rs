@@ -1,0 +1,312 @@
+//! One session's page: the conversation in the order it happened — prompts,
+//! the agent's replies and thoughts (folded), tool calls with their input and
+//! output (folded past a few lines), permission questions and their answers,
+//! command runs, turn ends, and where two capture paths stated a fact
+//! differently — each with its seq, linked to the event as recorded.
+
+use std::collections::BTreeSet;
+
+use askama::Template;
+use cmdlog_engine::event::Outcome;
+use cmdlog_engine::{Event, EventData};
+use cmdlog_replay::{Conversation, Entry};
+use cmdlog_store::Log;
+use serde::Deserialize;
+
+use crate::limits::PAGE_ENTRIES;
+use crate::text::{Block, shown, time, url_piece};
+use crate::{PageError, log_error};
+
+/// What a session's page was asked for (its query string).
+#[derive(Debug, Default, Deserialize)]
+pub struct SessionParams {
+    /// Show the entries from this seq on (the page's "later" link).
+    #[serde(default)]
+    pub from: u64,
+}
+
+struct Item {
+    class: &'static str,
+    label: String,
+    seq: u64,
+    blocks: Vec<Block>,
+    notes: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "session.html")]
+struct SessionPage {
+    title: String,
+    query: String,
+    id: String,
+    agents: String,
+    sources: String,
+    started: String,
+    last: String,
+    events: usize,
+    runs: u64,
+    errors: u64,
+    conflicts: u64,
+    ended: String,
+    parent: String,
+    parent_href: String,
+    items: Vec<Item>,
+    shown_from: usize,
+    entries: usize,
+    earlier: String,
+    later: String,
+}
+
+/// The page of session `id` in `log`.
+pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<String, PageError> {
+    let records = log.stream(id, 0).map_err(log_error)?;
+    if records.is_empty() {
+        return Err(PageError::NoSession { id: shown(id) });
+    }
+    let mut events = Vec::with_capacity(records.len());
+    for record in &records {
+        events.push(Event::decode(record.seq, &record.bytes).map_err(log_error)?);
+    }
+    drop(records);
+    let summary = cmdlog_replay::summary_of(id, &events);
+    let mut sources = BTreeSet::new();
+    for e in &events {
+        sources.extend(e.observed.as_ref().map(|o| o.source.clone()));
+    }
+    // In the order it happened, the session's creation first (as the report).
+    events.sort_by_key(|e| (!matches!(e.data, EventData::SessionCreated(_)), e.time()));
+    let mut conversation = Conversation::default();
+    for e in &events {
+        conversation.apply(e);
+    }
+    let entries = conversation.entries;
+    let start = entries
+        .iter()
+        .position(|e| seq_of(e) >= params.from)
+        .unwrap_or(entries.len());
+    let end = (start + PAGE_ENTRIES).min(entries.len());
+    let href = format!("/ui/session/{}", url_piece(id));
+    let earlier = match start {
+        0 => String::new(),
+        _ => format!(
+            "{href}?from={}",
+            seq_of(&entries[start.saturating_sub(PAGE_ENTRIES)])
+        ),
+    };
+    let later = match entries.get(end) {
+        Some(next) => format!("{href}?from={}", seq_of(next)),
+        None => String::new(),
+    };
+    SessionPage {
+        title: format!("Session {}", shown(id)),
+        query: String::new(),
+        id: shown(id),
+        agents: shown(
+            &summary
+                .agents
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        sources: shown(&sources.into_iter().collect::<Vec<_>>().join(", ")),
+        started: time(summary.first_at),
+        last: time(summary.last_at),
+        events: events.len(),
+        runs: summary.runs,
+        errors: summary.errors,
+        conflicts: summary.conflicts,
+        ended: summary.ended.as_deref().map(shown).unwrap_or_default(),
+        parent: summary.parent.as_deref().map(shown).unwrap_or_default(),
+        parent_href: summary
+            .parent
+            .as_deref()
+            .map(|p| format!("/ui/session/{}", url_piece(p)))
+            .unwrap_or_default(),
+        items: entries[start..end].iter().map(item).collect(),
+        shown_from: start + 1,
+        entries: entries.len(),
+        earlier,
+        later,
+    }
+    .render()
+    .map_err(PageError::from)
+}
+
+fn seq_of(entry: &Entry) -> u64 {
+    match entry {
+        Entry::Prompt { seq, .. }
+        | Entry::Message { seq, .. }
+        | Entry::Thought { seq, .. }
+        | Entry::ToolCall { seq, .. }
+        | Entry::Permission { seq, .. }
+        | Entry::Run { seq, .. }
+        | Entry::Conflict { seq, .. }
+        | Entry::TurnEnd { seq, .. } => *seq,
+    }
+}
+
+type Parts = (&'static str, String, Vec<Block>, Vec<String>);
+
+fn tool_call(
+    id: &str,
+    title: &str,
+    status: &str,
+    input: Option<&serde_json::Value>,
+    output: Option<&str>,
+) -> Parts {
+    let mut blocks = Vec::new();
+    if let Some(input) = input {
+        let text = match input {
+            serde_json::Value::String(s) => s.clone(),
+            v => serde_json::to_string_pretty(v).unwrap_or_default(),
+        };
+        blocks.push(Block::new("input", &text, false));
+    }
+    if let Some(output) = output {
+        blocks.extend(output_blocks(output));
+    }
+    (
+        if status == "failed" {
+            "tool failed"
+        } else {
+            "tool"
+        },
+        format!("tool call · {} · {}", shown(title), shown(status)),
+        blocks,
+        vec![format!("call {}", shown(id))],
+    )
+}
+
+/// A tool call's output as a reader wants it: a shell's result (an object
+/// with `stdout`, as Claude Code's hooks report it) as its streams' text, any
+/// other JSON indented, text as it is.
+fn output_blocks(output: &str) -> Vec<Block> {
+    let parsed: Option<serde_json::Value> = output
+        .trim_start()
+        .starts_with(['{', '['])
+        .then(|| serde_json::from_str(output).ok())
+        .flatten();
+    let Some(value) = parsed else {
+        return vec![Block::new("output", output, false)];
+    };
+    let stream = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
+    match (stream("stdout"), stream("stderr")) {
+        (Some(out), err) => {
+            let mut blocks = vec![Block::new("output", out, false)];
+            if let Some(err) = err.filter(|e| !e.is_empty()) {
+                blocks.push(Block::new("stderr", err, false));
+            }
+            blocks
+        }
+        _ => vec![Block::new(
+            "output",
+            &serde_json::to_string_pretty(&value).unwrap_or_default(),
+            false,
+        )],
+    }
+}
+
+/// How a command run settled, as its entry says it.
+fn settled(outcome: Option<&Outcome>) -> String {
+    match outcome {
+        None => "not settled".to_string(),
+        Some(Outcome::Success {
+            prompt: Some(_), ..
+        }) => "expanded: the prompt the model received follows".to_string(),
+        Some(Outcome::Success { text: Some(t), .. }) => format!("answered: {}", shown(t)),
+        Some(Outcome::Success { .. }) => "done".to_string(),
+        Some(Outcome::Error { text, .. }) => format!("error: {}", shown(text)),
+    }
+}
+
+fn item(entry: &Entry) -> Item {
+    let seq = seq_of(entry);
+    let (class, label, blocks, notes): Parts = match entry {
+        Entry::Prompt { at, text, .. } => (
+            "prompt",
+            format!("prompt · {}", time(*at)),
+            vec![Block::new("", text, false)],
+            vec![],
+        ),
+        Entry::Message { text, .. } => (
+            "reply",
+            "agent".into(),
+            vec![Block::new("", text, false)],
+            vec![],
+        ),
+        Entry::Thought { text, .. } => (
+            "thought",
+            "agent's thought".into(),
+            vec![Block::new("thought", text, true)],
+            vec![],
+        ),
+        Entry::ToolCall {
+            id,
+            title,
+            status,
+            input,
+            output,
+            ..
+        } => tool_call(id, title, status, input.as_ref(), output.as_deref()),
+        Entry::Permission {
+            about,
+            options,
+            answer,
+            ..
+        } => (
+            "permission",
+            "permission asked".into(),
+            vec![],
+            vec![
+                format!(
+                    "about: {}",
+                    shown(about.as_deref().unwrap_or("(no tool call named)"))
+                ),
+                format!("options: {}", shown(&options.join(", "))),
+                match answer {
+                    Some(a) => format!("answered: {}", shown(a)),
+                    None => "not answered".into(),
+                },
+            ],
+        ),
+        Entry::Run { line, outcome, .. } => (
+            "run",
+            "command run".into(),
+            vec![Block::new("", line, false)],
+            vec![settled(outcome.as_ref())],
+        ),
+        Entry::Conflict {
+            of,
+            source,
+            fact,
+            fields,
+            ..
+        } => (
+            "conflict",
+            format!(
+                "capture paths disagree · {} states {} differently from seq {of}",
+                shown(source),
+                shown(fact)
+            ),
+            fields
+                .iter()
+                .map(|(k, v)| Block::new(k, v, false))
+                .collect(),
+            vec![],
+        ),
+        Entry::TurnEnd { how, error, .. } => (
+            if *error { "end failed" } else { "end" },
+            if *error { "turn failed" } else { "turn ended" }.into(),
+            vec![],
+            vec![shown(how)],
+        ),
+    };
+    Item {
+        class,
+        label,
+        seq,
+        blocks,
+        notes,
+    }
+}
