@@ -485,14 +485,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         std::process::id(),
         log_path.display()
     );
-    eprintln!(
-        "cmdlog serve: the workbench at {url}/ui/{}",
-        if state.access.token.is_some() {
-            " (log in with the token)"
-        } else {
-            ""
-        }
-    );
+    crate::ui::announce(&url, state.access.token.is_some());
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();
     let served = axum::serve(crate::stalled::DeadlineListener(listener), app)

@@ -24,6 +24,12 @@ use crate::state::AppState;
 /// The cookie the workbench's pages accept.
 const COOKIE: &str = "cmdlog_ui";
 
+/// Says on stderr where the workbench is.
+pub(crate) fn announce(url: &str, token: bool) {
+    let login = if token { " (log in with the token)" } else { "" };
+    eprintln!("cmdlog serve: the workbench at {url}/ui/{login}");
+}
+
 /// The workbench's routes.
 pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let pages = Router::new()
@@ -31,6 +37,8 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/session/{id}", get(session))
         .route("/ui/event/{seq}", get(event))
         .route("/ui/search", get(search))
+        .route("/ui/registry", get(registry))
+        .route("/ui/session/{id}/live", get(live))
         .layer(middleware::from_fn_with_state(
             Arc::clone(state),
             require_login,
@@ -180,6 +188,16 @@ async fn session(
     .await
 }
 
+async fn registry(
+    State(state): State<Arc<AppState>>,
+    Query(params): Query<cmdlog_workbench::RegistryParams>,
+) -> Response {
+    page(state, move |_, log| {
+        cmdlog_workbench::registry_page(log, &params)
+    })
+    .await
+}
+
 async fn event(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
     page(state, move |_, log| cmdlog_workbench::event_page(log, seq)).await
 }
@@ -295,4 +313,59 @@ async fn asset(Path(name): Path<String>) -> Response {
             .into_response(),
         None => (StatusCode::NOT_FOUND, "no such workbench file").into_response(),
     }
+}
+
+#[derive(Deserialize)]
+struct LiveQuery {
+    #[serde(default)]
+    after: u64,
+}
+
+/// `GET /ui/session/{id}/live?after=SEQ`: an SSE stream that says
+/// `appended` (with the session's newest seq) each time the session gains
+/// events after `after`; the page then fetches itself again. Read-only, and
+/// it holds no engine between two appends: a store reopened ends it, and
+/// the browser's `EventSource` comes back.
+async fn live(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Query<LiveQuery>,
+) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let log = match state.engine() {
+        Ok(engine) => Arc::clone(engine.log()),
+        Err(e) => return e.into_response(),
+    };
+    let head = log.subscribe();
+    let stopped = state.shutdown.clone();
+    let start = (log, head, q.after, id, stopped);
+    let stream =
+        futures_util::stream::unfold(start, |(log, mut head, after, id, stopped)| async move {
+            loop {
+                let (reader, key) = (Arc::clone(&log), id.clone());
+                let newest = tokio::task::spawn_blocking(move || {
+                    reader
+                        .stream_seqs(&key, after)
+                        .ok()
+                        .and_then(|s| s.last().copied())
+                })
+                .await
+                .ok()
+                .flatten();
+                if let Some(seq) = newest {
+                    let event = Event::default().event("appended").data(seq.to_string());
+                    return Some((
+                        Ok::<_, std::convert::Infallible>(event),
+                        (log, head, seq, id, stopped),
+                    ));
+                }
+                tokio::select! {
+                    changed = head.changed() => if changed.is_err() { return None },
+                    () = stopped.cancelled() => return None,
+                }
+            }
+        });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response()
 }

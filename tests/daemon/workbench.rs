@@ -99,6 +99,13 @@ fn record_session(w: &Workspace, session: &str) {
 fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     let w = Workspace::new();
     record_session(&w, "wb-session-1");
+    let before_commands = 4;
+    std::fs::create_dir_all(w.ws.path().join(".claude/commands")).unwrap();
+    std::fs::write(
+        w.ws.path().join(".claude/commands/ship-it.md"),
+        "---\ndescription: Ship the branch\n---\nShip $ARGUMENTS\n",
+    )
+    .unwrap();
     let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
     let u = &d.url;
 
@@ -248,6 +255,40 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     assert_eq!(
         get(&format!("{u}/ui/"), &[("authorization", &bearer)]).status,
         200
+    );
+
+    // The registry as of any seq: the command the daemon registered at its
+    // start is there at the head, and not before it.
+    let registry = get(&format!("{u}/ui/registry"), &as_browser);
+    assert_eq!(registry.status, 200, "{}", registry.body);
+    assert!(registry.body.contains("/ship-it"), "{}", registry.body);
+    let earlier = get(
+        &format!("{u}/ui/registry?until={before_commands}"),
+        &as_browser,
+    );
+    assert!(earlier.body.contains("as of seq 4") && !earlier.body.contains("/ship-it"));
+    // The session as it stood at its prompt: the tool call is not there yet.
+    let prompt_seq: String = page
+        .body
+        .split("class=\"prompt\" id=\"seq-")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let then = get(
+        &format!("{u}/ui/session/wb-session-1?until={prompt_seq}"),
+        &as_browser,
+    );
+    assert!(then.body.contains("onerror=alert(1)"), "{}", then.body);
+    assert!(
+        !then.body.contains("rm -rf build/payments"),
+        "{}",
+        then.body
+    );
+    assert!(
+        !then.body.contains("data-live"),
+        "a past position is not followed"
     );
 
     // Logging out ends the cookie.

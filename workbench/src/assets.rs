@@ -1,4 +1,4 @@
-//! The workbench's own files (its style sheet), built into the binary: no
+//! The workbench's own files (its style sheet and its one script), built into the binary: no
 //! file is read at run time, and nothing else is served under
 //! `/ui/assets/`.
 
@@ -16,6 +16,10 @@ pub fn asset(name: &str) -> Option<Asset> {
         "workbench.css" => Some(Asset {
             content_type: "text/css; charset=utf-8",
             bytes: include_bytes!("../assets/workbench.css"),
+        }),
+        "workbench.js" => Some(Asset {
+            content_type: "text/javascript; charset=utf-8",
+            bytes: include_bytes!("../assets/workbench.js"),
         }),
         _ => None,
     }

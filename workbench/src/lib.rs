@@ -1,6 +1,7 @@
 //! The auditor's workbench (issue 42): the pages `cmdlog serve` serves under
 //! `/ui/` — every session of a log at a glance, one session's conversation,
-//! one event as recorded, and search over the log's index — rendered here,
+//! one event as recorded, the registry as of any seq, and search over the
+//! log's index — rendered here,
 //! on the server, from typed templates (askama): a template that names a
 //! field a page does not have does not compile, and every value is escaped
 //! for HTML unless a page marks it safe (none does with outside text).
@@ -21,6 +22,7 @@ mod event;
 mod limits;
 mod list;
 mod login;
+mod registry;
 mod search;
 mod session;
 mod text;
@@ -30,6 +32,7 @@ pub use event::event_page;
 pub use limits::{FOLD_LINES, PAGE_ENTRIES, SEARCH_HITS};
 pub use list::{ListParams, sessions_page};
 pub use login::{login_page, message_page};
+pub use registry::{RegistryParams, registry_page};
 pub use search::{SearchParams, search_page};
 pub use session::{SessionParams, session_page};
 

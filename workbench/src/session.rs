@@ -23,6 +23,16 @@ pub struct SessionParams {
     /// Show the entries from this seq on (the page's "later" link).
     #[serde(default)]
     pub from: u64,
+    /// Show the session as it stood at this seq (the events up to it).
+    #[serde(default)]
+    pub until: Option<u64>,
+    /// The seq typed in the page's field: it wins over the slider's `until`
+    /// when it differs from `at`, the position the page showed.
+    #[serde(default)]
+    pub seq: Option<u64>,
+    /// The position the page showed.
+    #[serde(default)]
+    pub at: Option<u64>,
 }
 
 struct Item {
@@ -55,6 +65,14 @@ struct SessionPage {
     entries: usize,
     earlier: String,
     later: String,
+    /// The page's live stream (its last page only): new events refresh it.
+    live: String,
+    /// The session's seqs, first and last, and the position shown.
+    first_seq: u64,
+    last_seq: u64,
+    position: u64,
+    /// Whether the page shows the session as it stood at `position`.
+    past: bool,
 }
 
 /// The page of session `id` in `log`.
@@ -68,6 +86,16 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         events.push(Event::decode(record.seq, &record.bytes).map_err(log_error)?);
     }
     drop(records);
+    let first_seq = events.first().map_or(0, |e| e.seq);
+    let last_seq = events.last().map_or(0, |e| e.seq);
+    let typed = params.seq.filter(|s| params.at != Some(*s));
+    let until = typed
+        .or(params.until)
+        .filter(|u| *u < last_seq)
+        .map(|u| u.max(first_seq));
+    if let Some(until) = until {
+        events.retain(|e| e.seq <= until);
+    }
     let summary = cmdlog_replay::summary_of(id, &events);
     let mut sources = BTreeSet::new();
     for e in &events {
@@ -92,6 +120,14 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
             "{href}?from={}",
             seq_of(&entries[start.saturating_sub(PAGE_ENTRIES)])
         ),
+    };
+    let live = match entries.get(end) {
+        _ if until.is_some() => String::new(),
+        None => format!(
+            "{href}/live?after={}",
+            events.iter().map(|e| e.seq).max().unwrap_or(0)
+        ),
+        Some(_) => String::new(),
     };
     let later = match entries.get(end) {
         Some(next) => format!("{href}?from={}", seq_of(next)),
@@ -128,6 +164,11 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         entries: entries.len(),
         earlier,
         later,
+        live,
+        first_seq,
+        last_seq,
+        position: until.unwrap_or(last_seq),
+        past: until.is_some(),
     }
     .render()
     .map_err(PageError::from)
