@@ -26,7 +26,11 @@ const COOKIE: &str = "cmdlog_ui";
 
 /// Says on stderr where the workbench is.
 pub(crate) fn announce(url: &str, token: bool) {
-    let login = if token { " (log in with the token)" } else { "" };
+    let login = if token {
+        " (log in with the token)"
+    } else {
+        ""
+    };
     eprintln!("cmdlog serve: the workbench at {url}/ui/{login}");
 }
 
@@ -38,6 +42,8 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/event/{seq}", get(event))
         .route("/ui/search", get(search))
         .route("/ui/registry", get(registry))
+        .route("/ui/event/{seq}/proof", get(proof))
+        .route("/ui/checkpoint", get(checkpoint))
         .route("/ui/session/{id}/live", get(live))
         .layer(middleware::from_fn_with_state(
             Arc::clone(state),
@@ -368,4 +374,74 @@ async fn live(
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
         .into_response()
+}
+
+/// `GET /ui/event/{seq}/proof`: the event's inclusion proof with the log's
+/// signed checkpoint (`cmdlog prove SEQ`), as a file to keep.
+async fn proof(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
+    let Some(transparency) = state.transparency.as_ref() else {
+        return html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            cmdlog_workbench::message_page(
+                "No proof",
+                "this log has no id, so it has no signed checkpoint: `cmdlog checkpoint` gives it one",
+            ),
+        );
+    };
+    let signer = match &transparency.signer {
+        Ok(signer) => signer.clone(),
+        Err(why) => {
+            return html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                cmdlog_workbench::message_page("No proof", &format!("no signing key: {why}")),
+            );
+        }
+    };
+    let engine = match state.engine() {
+        Ok(engine) => engine,
+        Err(e) => return e.into_response(),
+    };
+    let log_id = transparency.log_id.clone();
+    let origin = cmdlog_replay::origin(&log_id);
+    let proved = tokio::task::spawn_blocking(move || {
+        cmdlog_replay::prove_inclusion(engine.log(), seq, &origin, &signer)
+            .map(|p| p.to_tlog_proof())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    match proved {
+        Ok(Ok(text)) => {
+            let file = format!("attachment; filename=\"cmdlog-{log_id}-seq-{seq}.tlog-proof\"");
+            let mut response =
+                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response();
+            if let Ok(v) = HeaderValue::from_str(&file) {
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_DISPOSITION, v);
+            }
+            response
+        }
+        Ok(Err(why)) => html(
+            StatusCode::NOT_FOUND,
+            cmdlog_workbench::message_page("No proof", &why),
+        ),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            cmdlog_workbench::message_page("No proof", &e.to_string()),
+        ),
+    }
+}
+
+/// `GET /ui/checkpoint`: to the log's signed checkpoint (a public route).
+async fn checkpoint(State(state): State<Arc<AppState>>) -> Response {
+    match state.transparency.as_ref() {
+        Some(t) => Redirect::to(&format!("/log/{}/checkpoint", t.log_id)).into_response(),
+        None => html(
+            StatusCode::NOT_FOUND,
+            cmdlog_workbench::message_page(
+                "No checkpoint",
+                "this log has no id, so it has no signed checkpoint: `cmdlog checkpoint` gives it one",
+            ),
+        ),
+    }
 }

@@ -95,6 +95,46 @@ fn record_session(w: &Workspace, session: &str) {
     }
 }
 
+/// Checks a `c2sp.org/tlog-proof@v1` with `signed_note` and `tlog_tiles`
+/// (ports of Go's `sumdb/note` and `sumdb/tlog`): the checkpoint signed by
+/// `vkey`, the leaf at `seq` included in its tree.
+fn check_tlog_proof(text: &str, vkey: &str, seq: u64) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
+    let (proof, note) = text
+        .split_once("\n\n")
+        .expect("a proof, then its checkpoint");
+    let mut lines = proof.lines();
+    assert_eq!(lines.next(), Some("c2sp.org/tlog-proof@v1"));
+    let leaf = B64
+        .decode(lines.next().unwrap().strip_prefix("extra ").unwrap())
+        .unwrap();
+    let index: u64 = lines
+        .next()
+        .unwrap()
+        .strip_prefix("index ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(index, seq - 1);
+    let path: Vec<tlog_tiles::Hash> = lines
+        .map(|l| tlog_tiles::Hash(B64.decode(l).unwrap().try_into().unwrap()))
+        .collect();
+    let verifier = signed_note::StandardVerifier::new(vkey).unwrap();
+    let note = signed_note::Note::from_bytes(note.as_bytes()).unwrap();
+    note.verify(&signed_note::VerifierList::new(vec![Box::new(verifier)]))
+        .expect("the checkpoint is signed by the log's key");
+    let checkpoint = tlog_tiles::Checkpoint::from_bytes(note.text()).unwrap();
+    tlog_tiles::check_record(
+        &path,
+        checkpoint.size(),
+        *checkpoint.hash(),
+        index,
+        tlog_tiles::record_hash(&leaf),
+    )
+    .expect("the event is in the signed tree");
+}
+
 #[test]
 fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     let w = Workspace::new();
@@ -179,6 +219,11 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     let page = get(&format!("{u}/ui/session/wb-session-1"), &as_browser);
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
+        page.body.contains("4 inclusion proofs checked"),
+        "{}",
+        page.body
+    );
+    assert!(
         page.body.contains("&#60;img src=x onerror=alert(1)&#62;")
             || page.body.contains("&lt;img src=x onerror=alert(1)&gt;"),
         "{}",
@@ -238,6 +283,18 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         "{}",
         event.body
     );
+    assert!(
+        event.body.contains("✓ in the log's Merkle tree"),
+        "{}",
+        event.body
+    );
+    // Its inclusion proof downloads, and verifiers we did not write check it
+    // against the log's public key.
+    let proof = get(&format!("{u}/ui/event/{seq}/proof"), &as_browser);
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    assert!(header(&proof, "content-disposition").starts_with("attachment;"));
+    let vkey = String::from_utf8(w.run(&["key"]).stdout).unwrap();
+    check_tlog_proof(&proof.body, vkey.trim(), seq.parse().unwrap());
     let bad = get(&format!("{u}/ui/search?q=%22unclosed"), &as_browser);
     assert_eq!(bad.status, 200);
     assert!(bad.body.contains("class=\"error\""), "{}", bad.body);

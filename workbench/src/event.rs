@@ -5,6 +5,7 @@ use askama::Template;
 use cmdlog_engine::Event;
 use cmdlog_store::Log;
 
+use crate::proof::{Proven, prove};
 use crate::text::{Block, shown, time, url_piece};
 use crate::{PageError, log_error};
 
@@ -23,6 +24,7 @@ struct EventPage {
     body: Block,
     earlier: String,
     later: String,
+    proven: Proven,
 }
 
 /// The page of the event at `seq` in `log`.
@@ -60,6 +62,7 @@ pub fn event_page(log: &Log, seq: u64) -> Result<String, PageError> {
         } else {
             String::new()
         },
+        proven: prove(log, &[seq]),
         later: if seq < head {
             format!("/ui/event/{}", seq + 1)
         } else {

@@ -14,6 +14,7 @@ use cmdlog_store::Log;
 use serde::Deserialize;
 
 use crate::limits::PAGE_ENTRIES;
+use crate::proof::{Proven, prove};
 use crate::text::{Block, shown, time, url_piece};
 use crate::{PageError, log_error};
 
@@ -73,6 +74,7 @@ struct SessionPage {
     position: u64,
     /// Whether the page shows the session as it stood at `position`.
     past: bool,
+    proven: Proven,
 }
 
 /// The page of session `id` in `log`.
@@ -96,6 +98,7 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
     if let Some(until) = until {
         events.retain(|e| e.seq <= until);
     }
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     let summary = cmdlog_replay::summary_of(id, &events);
     let mut sources = BTreeSet::new();
     for e in &events {
@@ -169,6 +172,7 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         last_seq,
         position: until.unwrap_or(last_seq),
         past: until.is_some(),
+        proven: prove(log, &seqs),
     }
     .render()
     .map_err(PageError::from)
