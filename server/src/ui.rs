@@ -236,17 +236,20 @@ struct LoginForm {
     next: String,
 }
 
-/// Whether a browser's form was sent from the daemon's own page: its
-/// `Origin` (browsers send one with every form they post) names the host it
-/// was sent to.
+/// Whether a browser's form was sent from the daemon's own page. A browser
+/// says so in `Sec-Fetch-Site`; one too old to send it sends an `Origin` that
+/// names the host it was sent to. (The pages send no referrer, so a
+/// browser's `Origin` on their forms is `null`: the fetch metadata is what
+/// tells.) A client that is not a browser sends neither.
 fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
+        return matches!(site, "same-origin" | "none");
+    }
+    let Some(origin) = text(header::ORIGIN) else {
         return true;
     };
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let host = text(header::HOST).unwrap_or("");
     origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"))

@@ -65,3 +65,28 @@ pub fn rendered_dom(chromium: &Path, page: &Path) -> String {
     );
     String::from_utf8(out.stdout).expect("the DOM is UTF-8")
 }
+
+/// Chromium's WebDriver: `CMDLOG_CHROMEDRIVER`, else `chromedriver` on the
+/// `PATH` (Debian's `chromium-driver`); `None` (after saying SKIPPED) when
+/// there is none and none is required (`CMDLOG_REQUIRE_BROWSER`).
+pub fn chromedriver(test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("CMDLOG_CHROMEDRIVER")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("chromedriver"))
+                    .find(|p| p.is_file())
+            })
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CMDLOG_REQUIRE_BROWSER").is_none(),
+            "{test}: no chromedriver (CMDLOG_REQUIRE_BROWSER is set); `.ci/run` installs chromium-driver"
+        );
+        eprintln!(
+            "\n*** SKIPPED {test}: no chromedriver found (apt-get install chromium-driver, or set CMDLOG_CHROMEDRIVER) ***\n"
+        );
+    }
+    found
+}

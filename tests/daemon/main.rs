@@ -9,3 +9,4 @@ mod routes;
 mod tiles;
 mod web_shell;
 mod workbench;
+mod workbench_browser;

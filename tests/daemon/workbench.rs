@@ -98,7 +98,7 @@ fn record_session(w: &Workspace, session: &str) {
 /// Checks a `c2sp.org/tlog-proof@v1` with `signed_note` and `tlog_tiles`
 /// (ports of Go's `sumdb/note` and `sumdb/tlog`): the checkpoint signed by
 /// `vkey`, the leaf at `seq` included in its tree.
-fn check_tlog_proof(text: &str, vkey: &str, seq: u64) {
+pub(crate) fn check_tlog_proof(text: &str, vkey: &str, seq: u64) {
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD as B64;
     let (proof, note) = text
@@ -183,6 +183,18 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         &format!("token={TOKEN}"),
     );
     assert_eq!((forged.status, header(&forged, "set-cookie")), (403, ""));
+    for (name, value) in [("sec-fetch-site", "cross-site"), ("origin", "null")] {
+        let forged = post_form(
+            &format!("{u}/ui/login"),
+            &[(name, value)],
+            &format!("token={TOKEN}"),
+        );
+        assert_eq!(
+            (forged.status, header(&forged, "set-cookie")),
+            (403, ""),
+            "{name}"
+        );
+    }
 
     // The right token: a cookie for the pages alone, then back where it was.
     let port = u.rsplit(':').next().unwrap();

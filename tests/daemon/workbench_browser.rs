@@ -1,0 +1,364 @@
+//! The workbench in a real browser (issue 42): Debian's Chromium, headless,
+//! driven through its WebDriver (`chromium-driver`) as an auditor uses it —
+//! log in with the token, find a session, search and open a hit, expand a
+//! tool call's output, watch a running session gain an event without a
+//! reload, move the registry back in time, fetch a proof and check it — and
+//! a hostile prompt shown as text with no script run. A screenshot of each
+//! main page is kept under `target/workbench-screenshots/`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cmdlog_test_support::Workspace;
+use cmdlog_test_support::browser::{chromedriver, chromium};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+const TOKEN: &str = "wb-browser-81c2";
+
+/// A chromedriver child on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_driver(path: &std::path::Path) -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(path)
+        .arg(format!("--port={port}"))
+        .arg("--allowed-ips=127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    driver
+}
+
+async fn browser(driver: &Driver, chromium: &std::path::Path, profile: &std::path::Path) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--window-size=1280,900",
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a browser session")
+}
+
+fn hook(w: &Workspace, session: &str, name: &str, fields: serde_json::Value) {
+    let mut p = json!({"session_id": session, "cwd": w.ws.path(), "transcript_path": "/t", "hook_event_name": name});
+    for (k, v) in fields.as_object().unwrap() {
+        p[k] = v.clone();
+    }
+    let out = w.hook("claude-code", p.to_string().as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn shot(client: &Client, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("workbench-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = client.screenshot().await.unwrap();
+    std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Waits until `script` (a JS expression) is true in the page.
+async fn until(client: &Client, what: &str, script: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = client
+            .execute(&format!("return Boolean({script});"), vec![])
+            .await
+            .unwrap();
+        if v == json!(true) {
+            return;
+        }
+        if Instant::now() > deadline {
+            let url = client
+                .current_url()
+                .await
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+            let source = client.source().await.unwrap_or_default();
+            panic!("timed out waiting for {what} at {url}:\n{source}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
+    let test = "workbench_browser";
+    let (Some(chromium), Some(driver_path)) = (chromium(test), chromedriver(test)) else {
+        return;
+    };
+    let w = Workspace::new();
+    let s = "wb-browser-1";
+    hook(
+        &w,
+        s,
+        "UserPromptSubmit",
+        json!({"prompt": "rotate the keys <img src=x onerror=\"window.__xss=1\"> and \u{202e}txt.exe"}),
+    );
+    let output: String = (1..=14)
+        .map(|i| format!("rotated key {i} of payments\n"))
+        .collect();
+    hook(
+        &w,
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "tb-1", "tool_input": {"command": "scripts/rotate-keys --all"}}),
+    );
+    hook(
+        &w,
+        s,
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "tb-1", "tool_input": {"command": "scripts/rotate-keys --all"},
+            "tool_response": {"stdout": output, "stderr": "", "interrupted": false}}),
+    );
+    std::fs::create_dir_all(w.ws.path().join(".claude/commands")).unwrap();
+    std::fs::write(
+        w.ws.path().join(".claude/commands/rotate.md"),
+        "Rotate $ARGUMENTS\n",
+    )
+    .unwrap();
+    let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
+    let u = d.url.clone();
+    let driver = start_driver(&driver_path);
+    let profile = tempfile::tempdir().unwrap();
+    let client = browser(&driver, &chromium, profile.path()).await;
+
+    // Log in with the token: the login page first, then the sessions.
+    client.goto(&format!("{u}/ui/")).await.unwrap();
+    shot(&client, "login").await;
+    client
+        .find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("form.login button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the sessions page",
+        "document.querySelector('table.sessions')",
+    )
+    .await;
+    shot(&client, "sessions").await;
+    let table = text_of(&client, "table.sessions").await;
+    assert!(
+        table.contains(s) && table.contains("claude-code"),
+        "{table}"
+    );
+
+    // One session: the hostile prompt is text, no script ran, U+202E shown.
+    client
+        .find(Locator::LinkText(s))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the session page",
+        "document.querySelector('ol.conversation')",
+    )
+    .await;
+    let prompt = text_of(&client, "li.prompt pre").await;
+    assert!(prompt.contains("<img src=x onerror="), "{prompt}");
+    assert!(prompt.contains("\\u{202e}txt.exe"), "{prompt}");
+    let ran = client
+        .execute(
+            "return [window.__xss === undefined, document.querySelectorAll('main img').length];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ran, json!([true, 0]), "a script from the log ran");
+    // The tool call's long output is folded; a click opens it.
+    let details = client.find(Locator::Css("li.tool details")).await.unwrap();
+    assert_eq!(details.attr("open").await.unwrap(), None);
+    client
+        .find(Locator::Css("li.tool details summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the output opened",
+        "document.querySelector('li.tool details').open",
+    )
+    .await;
+    assert!(
+        text_of(&client, "li.tool details pre")
+            .await
+            .contains("rotated key 14 of payments")
+    );
+    shot(&client, "session").await;
+
+    // Live: the page gains the next prompt without a reload.
+    until(
+        &client,
+        "the live stream",
+        "document.getElementById('live').textContent.includes('following')",
+    )
+    .await;
+    client
+        .execute("window.__same_page = 1; return 1;", vec![])
+        .await
+        .unwrap();
+    hook(
+        &w,
+        s,
+        "UserPromptSubmit",
+        json!({"prompt": "and now the staging keys"}),
+    );
+    until(
+        &client,
+        "the new prompt on the page",
+        "document.querySelector('ol.conversation').textContent.includes('and now the staging keys')",
+    )
+    .await;
+    let same = client
+        .execute("return window.__same_page;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(same, json!(1), "the page was reloaded instead of updated");
+
+    // Search from the bar, open the hit's event.
+    let search = client
+        .find(Locator::Css("form.search input[name=q]"))
+        .await
+        .unwrap();
+    search.send_keys("rotate tool:Bash").await.unwrap();
+    client
+        .find(Locator::Css("form.search button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "search hits",
+        "document.querySelector('ol.hits mark')",
+    )
+    .await;
+    shot(&client, "search").await;
+    client
+        .find(Locator::Css("ol.hits a.seq"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the event page",
+        "document.querySelector('.badge.ok')",
+    )
+    .await;
+    let event_text = text_of(&client, "main").await;
+    assert!(
+        event_text.contains("scripts/rotate-keys --all"),
+        "{event_text}"
+    );
+    shot(&client, "event").await;
+
+    // The proof, fetched as the page's link fetches it, checks out.
+    let href = client
+        .find(Locator::Css("a[download]"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let seq: u64 = href.split('/').nth(3).unwrap().parse().unwrap();
+    let proof = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);",
+            vec![json!(href)],
+        )
+        .await
+        .unwrap();
+    let vkey = String::from_utf8(w.run(&["key"]).stdout).unwrap();
+    super::workbench::check_tlog_proof(proof.as_str().unwrap(), vkey.trim(), seq);
+
+    // The registry now, then before the daemon registered its commands.
+    client.goto(&format!("{u}/ui/registry")).await.unwrap();
+    assert!(text_of(&client, "table.registry").await.contains("/rotate"));
+    shot(&client, "registry").await;
+    client
+        .execute(
+            "const r = document.querySelector('input[name=until]'); r.value = 2; r.form.submit(); return 1;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the older registry",
+        "document.querySelector('h1').textContent.includes('seq 2')",
+    )
+    .await;
+    assert!(!text_of(&client, "main").await.contains("/rotate"));
+
+    client.close().await.unwrap();
+}
