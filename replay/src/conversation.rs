@@ -276,17 +276,35 @@ impl Conversation {
             }),
             Some("tool_call_update") => {
                 let id = update["toolCallId"].as_str().unwrap_or("");
-                if let Some(Entry::ToolCall {
+                let found = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::ToolCall { id: i, .. } if i == id));
+                let entry = match found {
+                    Some(entry) => entry,
+                    // A call known only from its result (a `PostToolUse`
+                    // without its `PreToolUse`, a telemetry `tool_result`):
+                    // shown where its result came.
+                    None => {
+                        self.entries.push(Entry::ToolCall {
+                            seq,
+                            id: id.to_string(),
+                            title: String::new(),
+                            status: String::new(),
+                            input: None,
+                            output: None,
+                        });
+                        self.entries.last_mut().expect("just pushed")
+                    }
+                };
+                if let Entry::ToolCall {
                     status,
                     input,
                     output,
                     title,
                     ..
-                }) = self
-                    .entries
-                    .iter_mut()
-                    .rev()
-                    .find(|e| matches!(e, Entry::ToolCall { id: i, .. } if i == id))
+                } = entry
                 {
                     if let Some(s) = update["status"].as_str() {
                         *status = s.to_string();
