@@ -51,7 +51,7 @@ pub use html::escape_html;
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::render_report;
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
-pub use sessions::{SessionSummary, as_tree, sessions, summary_of};
+pub use sessions::{SessionSummary, SessionsFold, as_tree, sessions, summary_of};
 pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
 pub use verify::{VerifyReport, Violation, check_expected_head, verify};
 

@@ -10,7 +10,7 @@ use cmdlog_engine::event::Outcome;
 use cmdlog_engine::{Event, EventData, Seq};
 use cmdlog_store::Log;
 
-use crate::audit::{AuditError, each_event};
+use crate::audit::AuditError;
 
 /// One session at a glance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,31 +84,107 @@ pub fn as_tree(list: &[SessionSummary]) -> Vec<(usize, &SessionSummary)> {
 /// what an agent reported: a session imported later sits where it happened),
 /// then by first appearance.
 pub fn sessions(log: &Log, progress: impl FnMut(Seq)) -> Result<Vec<SessionSummary>, AuditError> {
-    let mut by_id: BTreeMap<String, SessionSummary> = BTreeMap::new();
-    let mut order = Vec::new();
-    // When each session's agent ended it: only what happened after that time
-    // takes it up again (an import appended later does not).
-    let mut ended_at: BTreeMap<String, u64> = BTreeMap::new();
-    each_event(
-        log,
-        None,
-        |e| {
-            let Some(id) = &e.session else { return };
-            let s = by_id.entry(id.clone()).or_insert_with(|| {
-                order.push(id.clone());
-                SessionSummary::new(id, e.time())
-            });
-            s.see(&e, ended_at.entry(id.clone()).or_default());
-        },
-        progress,
-    )?;
-    let mut all: Vec<SessionSummary> = order
-        .into_iter()
-        .filter_map(|id| by_id.remove(&id))
-        .collect();
-    // Stable: sessions of the same first time keep their order in the log.
-    all.sort_by_key(|s| s.first_at);
-    Ok(all)
+    let mut fold = SessionsFold::default();
+    fold.update_with(log, progress)?;
+    Ok(fold.list())
+}
+
+/// The sessions of a log folded so far, brought up to the log's head by
+/// [`SessionsFold::update`] with only the events appended since: what a
+/// daemon keeps to list a big log's sessions at once.
+#[derive(Debug, Default, Clone)]
+pub struct SessionsFold {
+    by_id: BTreeMap<String, SessionSummary>,
+    /// Ids by first appearance.
+    order: Vec<String>,
+    /// When each session's agent ended it: only what happened after that
+    /// time takes it up again (an import appended later does not).
+    ended_at: BTreeMap<String, u64>,
+    /// The seq folded through.
+    through: Seq,
+}
+
+impl SessionsFold {
+    /// Folds the events appended since the last update; the seq it is now
+    /// folded through.
+    pub fn update(&mut self, log: &Log) -> Result<Seq, AuditError> {
+        self.update_with(log, |_| {})
+    }
+
+    fn update_with(&mut self, log: &Log, mut progress: impl FnMut(Seq)) -> Result<Seq, AuditError> {
+        let head = log.head().seq;
+        if head <= self.through {
+            return Ok(self.through);
+        }
+        let mut failure = None;
+        let mut last = self.through;
+        log.scan(self.through + 1, head, |r| {
+            match Event::decode(r.seq, &r.bytes) {
+                Ok(e) => {
+                    progress(r.seq);
+                    self.see(&e);
+                    last = r.seq;
+                    true
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            }
+        })?;
+        // What was folded stays folded: a later update continues after it.
+        self.through = last;
+        match failure {
+            Some(e) => Err(e.into()),
+            None => Ok(self.through),
+        }
+    }
+
+    fn see(&mut self, e: &Event) {
+        let Some(id) = &e.session else { return };
+        let s = match self.by_id.get_mut(id) {
+            Some(s) => s,
+            None => {
+                self.order.push(id.clone());
+                self.by_id
+                    .entry(id.clone())
+                    .or_insert_with(|| SessionSummary::new(id, e.time()))
+            }
+        };
+        s.see(e, self.ended_at.entry(id.clone()).or_default());
+    }
+
+    /// The seq folded through.
+    pub fn through(&self) -> Seq {
+        self.through
+    }
+
+    /// How many sessions.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// One session's summary, if the fold has seen it.
+    pub fn get(&self, id: &str) -> Option<&SessionSummary> {
+        self.by_id.get(id)
+    }
+
+    /// Every session, as [`sessions`] lists them.
+    pub fn list(&self) -> Vec<SessionSummary> {
+        let mut all: Vec<SessionSummary> = self
+            .order
+            .iter()
+            .filter_map(|id| self.by_id.get(id).cloned())
+            .collect();
+        // Stable: sessions of the same first time keep their order in the log.
+        all.sort_by_key(|s| s.first_at);
+        all
+    }
 }
 
 /// One session at a glance from its own events, in log order (a session's

@@ -485,7 +485,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         std::process::id(),
         log_path.display()
     );
-    crate::ui::announce(&url, state.access.token.is_some());
+    crate::ui::start(&state, &url);
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();
     let served = axum::serve(crate::stalled::DeadlineListener(listener), app)

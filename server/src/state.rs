@@ -104,6 +104,9 @@ pub(crate) struct AppState {
     pub transparency: Option<Transparency>,
     /// Who is logged in to the workbench (`/ui/`).
     pub logins: crate::logins::Logins,
+    /// The log's sessions folded so far, for the workbench's list: each
+    /// request folds only what was appended since.
+    pub sessions: Mutex<cmdlog_replay::SessionsFold>,
 }
 
 /// What hook deliveries (`POST /hook/{agent}`) and the agents' telemetry
@@ -186,6 +189,7 @@ impl AppState {
             },
             transparency,
             logins: crate::logins::Logins::default(),
+            sessions: Mutex::new(cmdlog_replay::SessionsFold::default()),
             workspace,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),

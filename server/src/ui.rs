@@ -24,8 +24,36 @@ use crate::state::AppState;
 /// The cookie the workbench's pages accept.
 const COOKIE: &str = "cmdlog_ui";
 
+/// Readies the workbench as the daemon starts, and says where it is.
+pub(crate) fn start(state: &Arc<AppState>, url: &str) {
+    warm(state);
+    announce(url, state.access.token.is_some());
+}
+
+/// Folds the log's sessions on a thread of its own as the daemon starts, so
+/// the first look at the sessions page of a big log does not wait for it.
+fn warm(state: &Arc<AppState>) {
+    let state = Arc::clone(state);
+    let spawned = std::thread::Builder::new()
+        .name("cmdlog-sessions".into())
+        .spawn(move || {
+            let Ok(engine) = state.engine() else { return };
+            let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = fold.update(engine.log()) {
+                eprintln!(
+                    "cmdlog serve: the workbench's sessions list stops at seq {}: {}",
+                    fold.through(),
+                    cmdlog_common::terminal::clean(&e.to_string())
+                );
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("cmdlog serve: the sessions list is folded on first use: {e}");
+    }
+}
+
 /// Says on stderr where the workbench is.
-pub(crate) fn announce(url: &str, token: bool) {
+fn announce(url: &str, token: bool) {
     let login = if token {
         " (log in with the token)"
     } else {
@@ -177,8 +205,11 @@ async fn sessions(
     State(state): State<Arc<AppState>>,
     Query(params): Query<cmdlog_workbench::ListParams>,
 ) -> Response {
-    page(state, move |_, log| {
-        cmdlog_workbench::sessions_page(log, &params)
+    page(state, move |state, log| {
+        let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        fold.update(log)
+            .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
+        cmdlog_workbench::sessions_page(&fold, &params)
     })
     .await
 }
@@ -188,8 +219,12 @@ async fn session(
     Path(id): Path<String>,
     Query(params): Query<cmdlog_workbench::SessionParams>,
 ) -> Response {
-    page(state, move |_, log| {
-        cmdlog_workbench::session_page(log, &id, &params)
+    page(state, move |state, log| {
+        let summary = {
+            let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            fold.update(log).ok().and_then(|_| fold.get(&id).cloned())
+        };
+        cmdlog_workbench::session_page(log, &id, &params, summary)
     })
     .await
 }

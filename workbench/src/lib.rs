@@ -30,7 +30,7 @@ mod text;
 
 pub use assets::{Asset, asset};
 pub use event::event_page;
-pub use limits::{FOLD_LINES, PAGE_ENTRIES, PROVEN_MAX, SEARCH_HITS};
+pub use limits::{FOLD_LINES, LIST_ROWS, PAGE_EVENTS, PROVEN_MAX, SEARCH_HITS};
 pub use list::{ListParams, sessions_page};
 pub use login::{login_page, message_page};
 pub use registry::{RegistryParams, registry_page};

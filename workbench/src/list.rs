@@ -4,12 +4,12 @@
 //! started it.
 
 use askama::Template;
-use cmdlog_replay::SessionSummary;
-use cmdlog_store::Log;
+use cmdlog_replay::{SessionSummary, SessionsFold};
 use serde::Deserialize;
 
+use crate::PageError;
+use crate::limits::LIST_ROWS;
 use crate::text::{shown, time, url_piece};
-use crate::{PageError, log_error};
 
 /// What the sessions page was asked for (its query string).
 #[derive(Debug, Default, Deserialize)]
@@ -26,6 +26,9 @@ pub struct ListParams {
     /// `started` (the default), `last`, `events`, `runs` or `errors`.
     #[serde(default)]
     pub sort: String,
+    /// Which page of [`LIST_ROWS`] rows (from 1).
+    #[serde(default)]
+    pub page: Option<usize>,
 }
 
 /// The statuses the filter offers, as `(value, label)`.
@@ -81,6 +84,10 @@ struct SessionsPage {
     since: String,
     since_error: String,
     query: String,
+    kept: usize,
+    first_row: usize,
+    earlier: String,
+    later: String,
 }
 
 fn choices(options: &[(&str, &str)], chosen: &str) -> Vec<Choice> {
@@ -107,9 +114,44 @@ fn keep(s: &SessionSummary, p: &ListParams, since: Option<u64>) -> bool {
         }
 }
 
-/// The sessions page of `log`, as `params` ask.
-pub fn sessions_page(log: &Log, params: &ListParams) -> Result<String, PageError> {
-    let all = cmdlog_replay::sessions(log, |_| {}).map_err(log_error)?;
+fn row(depth: usize, s: &SessionSummary) -> Row {
+    Row {
+        depth: depth.min(8),
+        id: shown(&s.id),
+        href: format!("/ui/session/{}", url_piece(&s.id)),
+        agents: shown(&s.agents.iter().cloned().collect::<Vec<_>>().join(", ")),
+        started: time(s.first_at),
+        last: time(s.last_at),
+        events: s.events,
+        runs: s.runs,
+        errors: s.errors,
+        interrupted: s.interrupted,
+        conflicts: s.conflicts,
+        ended: s.ended.as_deref().map(shown).unwrap_or_default(),
+        via: s.via.as_deref().map(shown).unwrap_or_default(),
+    }
+}
+
+/// The sessions page's link to page `to`, with the same filters.
+fn page_link(params: &ListParams, to: usize) -> String {
+    let mut q = vec![format!("page={to}")];
+    for (k, v) in [
+        ("agent", &params.agent),
+        ("status", &params.status),
+        ("since", &params.since),
+        ("sort", &params.sort),
+    ] {
+        if !v.is_empty() {
+            q.push(format!("{k}={}", url_piece(v)));
+        }
+    }
+    format!("/ui/?{}", q.join("&"))
+}
+
+/// The sessions page of a log's sessions (`sessions`, folded through its
+/// head by the caller), as `params` ask.
+pub fn sessions_page(sessions: &SessionsFold, params: &ListParams) -> Result<String, PageError> {
+    let all = sessions.list();
     let now = cmdlog_common::time::now_ms();
     let since = (!params.since.trim().is_empty())
         .then(|| cmdlog_common::time::parse_since(params.since.trim(), now));
@@ -138,23 +180,26 @@ pub fn sessions_page(log: &Log, params: &ListParams) -> Result<String, PageError
         "errors" => kept.sort_by_key(|s| std::cmp::Reverse(s.errors)),
         _ => kept.sort_by_key(|s| std::cmp::Reverse(s.first_at)),
     }
-    let rows = cmdlog_replay::as_tree(&kept)
+    let tree = cmdlog_replay::as_tree(&kept);
+    let pages = tree.len().div_ceil(LIST_ROWS).max(1);
+    let page = params.page.unwrap_or(1).clamp(1, pages);
+    let start = (page - 1) * LIST_ROWS;
+    let link = |to: usize| page_link(params, to);
+    let earlier = if page > 1 {
+        link(page - 1)
+    } else {
+        String::new()
+    };
+    let later = if page < pages {
+        link(page + 1)
+    } else {
+        String::new()
+    };
+    let rows = tree
         .into_iter()
-        .map(|(depth, s)| Row {
-            depth: depth.min(8),
-            id: shown(&s.id),
-            href: format!("/ui/session/{}", url_piece(&s.id)),
-            agents: shown(&s.agents.iter().cloned().collect::<Vec<_>>().join(", ")),
-            started: time(s.first_at),
-            last: time(s.last_at),
-            events: s.events,
-            runs: s.runs,
-            errors: s.errors,
-            interrupted: s.interrupted,
-            conflicts: s.conflicts,
-            ended: s.ended.as_deref().map(shown).unwrap_or_default(),
-            via: s.via.as_deref().map(shown).unwrap_or_default(),
-        })
+        .skip(start)
+        .take(LIST_ROWS)
+        .map(|(depth, s)| row(depth, s))
         .collect();
     let mut agent_choices = vec![Choice {
         value: String::new(),
@@ -176,6 +221,10 @@ pub fn sessions_page(log: &Log, params: &ListParams) -> Result<String, PageError
         since: shown(&params.since),
         since_error,
         query: String::new(),
+        kept: kept.len(),
+        first_row: start + 1,
+        earlier,
+        later,
     }
     .render()
     .map_err(PageError::from)

@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 use askama::Template;
 use cmdlog_engine::event::Outcome;
 use cmdlog_engine::{Event, EventData};
-use cmdlog_replay::{Conversation, Entry};
+use cmdlog_replay::{Conversation, Entry, SessionSummary};
 use cmdlog_store::Log;
 use serde::Deserialize;
 
-use crate::limits::PAGE_ENTRIES;
+use crate::limits::PAGE_EVENTS;
 use crate::proof::{Proven, prove};
 use crate::text::{Block, shown, time, url_piece};
 use crate::{PageError, log_error};
@@ -62,8 +62,12 @@ struct SessionPage {
     parent: String,
     parent_href: String,
     items: Vec<Item>,
+    /// The events this page shows (1-based, of the session's).
     shown_from: usize,
-    entries: usize,
+    shown_to: usize,
+    total_events: usize,
+    /// Whether the page shows only some of the session's events.
+    paged: bool,
     earlier: String,
     later: String,
     /// The page's live stream (its last page only): new events refresh it.
@@ -77,33 +81,41 @@ struct SessionPage {
     proven: Proven,
 }
 
-/// The page of session `id` in `log`.
-pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<String, PageError> {
-    let records = log.stream(id, 0).map_err(log_error)?;
-    if records.is_empty() {
+/// The page of session `id` in `log`: the entries of [`PAGE_EVENTS`] of its
+/// events from `params.from`, read from the log alone (a long session is
+/// never read whole). `summary` is the session at a glance when the caller
+/// keeps it (the daemon's fold of the sessions); without it, or for a past
+/// position, it is made from the session's events.
+pub fn session_page(
+    log: &Log,
+    id: &str,
+    params: &SessionParams,
+    summary: Option<SessionSummary>,
+) -> Result<String, PageError> {
+    let mut seqs = log.stream_seqs(id, 0).map_err(log_error)?;
+    let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
         return Err(PageError::NoSession { id: shown(id) });
-    }
-    let mut events = Vec::with_capacity(records.len());
-    for record in &records {
-        events.push(Event::decode(record.seq, &record.bytes).map_err(log_error)?);
-    }
-    drop(records);
-    let first_seq = events.first().map_or(0, |e| e.seq);
-    let last_seq = events.last().map_or(0, |e| e.seq);
+    };
     let typed = params.seq.filter(|s| params.at != Some(*s));
     let until = typed
         .or(params.until)
         .filter(|u| *u < last_seq)
         .map(|u| u.max(first_seq));
     if let Some(until) = until {
-        events.retain(|e| e.seq <= until);
+        seqs.retain(|s| *s <= until);
     }
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    let summary = cmdlog_replay::summary_of(id, &events);
+    let summary = match summary.filter(|_| until.is_none()) {
+        Some(summary) => summary,
+        None => cmdlog_replay::summary_of(id, &decode(log, &seqs)?),
+    };
+    let start = seqs.partition_point(|s| *s < params.from);
+    let end = (start + PAGE_EVENTS).min(seqs.len());
+    let mut events = decode(log, &seqs[start..end])?;
     let mut sources = BTreeSet::new();
     for e in &events {
         sources.extend(e.observed.as_ref().map(|o| o.source.clone()));
     }
+    let page_seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     // In the order it happened, the session's creation first (as the report).
     events.sort_by_key(|e| (!matches!(e.data, EventData::SessionCreated(_)), e.time()));
     let mut conversation = Conversation::default();
@@ -111,30 +123,18 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         conversation.apply(e);
     }
     let entries = conversation.entries;
-    let start = entries
-        .iter()
-        .position(|e| seq_of(e) >= params.from)
-        .unwrap_or(entries.len());
-    let end = (start + PAGE_ENTRIES).min(entries.len());
     let href = format!("/ui/session/{}", url_piece(id));
     let earlier = match start {
         0 => String::new(),
-        _ => format!(
-            "{href}?from={}",
-            seq_of(&entries[start.saturating_sub(PAGE_ENTRIES)])
-        ),
+        _ => format!("{href}?from={}", seqs[start.saturating_sub(PAGE_EVENTS)]),
     };
-    let live = match entries.get(end) {
-        _ if until.is_some() => String::new(),
-        None => format!(
-            "{href}/live?after={}",
-            events.iter().map(|e| e.seq).max().unwrap_or(0)
-        ),
-        Some(_) => String::new(),
-    };
-    let later = match entries.get(end) {
-        Some(next) => format!("{href}?from={}", seq_of(next)),
+    let later = match seqs.get(end) {
+        Some(next) => format!("{href}?from={next}"),
         None => String::new(),
+    };
+    let live = match seqs.get(end) {
+        None if until.is_none() => format!("{href}/live?after={}", seqs[seqs.len() - 1]),
+        _ => String::new(),
     };
     SessionPage {
         title: format!("Session {}", shown(id)),
@@ -151,7 +151,7 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         sources: shown(&sources.into_iter().collect::<Vec<_>>().join(", ")),
         started: time(summary.first_at),
         last: time(summary.last_at),
-        events: events.len(),
+        events: summary.events as usize,
         runs: summary.runs,
         errors: summary.errors,
         conflicts: summary.conflicts,
@@ -162,9 +162,11 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
             .as_deref()
             .map(|p| format!("/ui/session/{}", url_piece(p)))
             .unwrap_or_default(),
-        items: entries[start..end].iter().map(item).collect(),
+        items: entries.iter().map(item).collect(),
         shown_from: start + 1,
-        entries: entries.len(),
+        shown_to: end,
+        total_events: seqs.len(),
+        paged: end - start < seqs.len(),
         earlier,
         later,
         live,
@@ -172,7 +174,7 @@ pub fn session_page(log: &Log, id: &str, params: &SessionParams) -> Result<Strin
         last_seq,
         position: until.unwrap_or(last_seq),
         past: until.is_some(),
-        proven: prove(log, &seqs),
+        proven: prove(log, &page_seqs),
     }
     .render()
     .map_err(PageError::from)
@@ -354,4 +356,13 @@ fn item(entry: &Entry) -> Item {
         blocks,
         notes,
     }
+}
+
+/// The events at `seqs`, decoded.
+fn decode(log: &Log, seqs: &[u64]) -> Result<Vec<Event>, PageError> {
+    let records = log.records_at(seqs).map_err(log_error)?;
+    records
+        .iter()
+        .map(|r| Event::decode(r.seq, &r.bytes).map_err(log_error))
+        .collect()
 }

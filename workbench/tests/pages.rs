@@ -1,0 +1,150 @@
+//! The workbench's pages made from a log, as the daemon makes them: a long
+//! session paged (each page read alone), a call known only from its result
+//! shown, the sessions list paged and filtered.
+
+use cmdlog_replay::SessionsFold;
+use cmdlog_store::{Log, LogConfig, NewRecord};
+use cmdlog_workbench::{ListParams, PAGE_EVENTS, SessionParams, session_page, sessions_page};
+use serde_json::json;
+
+fn record(n: u64, session: &str, kind: &str, data: serde_json::Value) -> NewRecord {
+    NewRecord::new(
+        json!({"at": 1_790_000_000_000u64 + n, "type": kind, "session": session, "agent": "codex", "data": data})
+            .to_string()
+            .into_bytes(),
+    )
+    .stream(session.to_string())
+}
+
+fn log_of(records: Vec<NewRecord>) -> (tempfile::TempDir, Log) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    log.append(records).unwrap();
+    (dir, log)
+}
+
+fn link(page: &str, rel: &str) -> Option<String> {
+    let at = page.find(&format!("rel=\"{rel}\""))?;
+    let start = page[..at].rfind("href=\"")? + "href=\"".len();
+    Some(page[start..].split('"').next()?.replace("&amp;", "&"))
+}
+
+#[test]
+fn a_long_session_is_read_a_page_at_a_time() {
+    let n = 1200u64;
+    let records = (1..=n)
+        .map(|i| {
+            record(
+                i,
+                "long",
+                "session/prompt",
+                json!({"text": format!("prompt number {i}"), "delivery": "idle"}),
+            )
+        })
+        .collect();
+    let (_dir, log) = log_of(records);
+    let first = session_page(&log, "long", &SessionParams::default(), None).unwrap();
+    assert!(
+        first.contains(&format!("Events 1–{PAGE_EVENTS} of {n}")),
+        "{first}"
+    );
+    assert!(first.contains("prompt number 1<") && !first.contains("prompt number 501<"));
+    assert!(link(&first, "prev").is_none());
+    assert!(
+        !first.contains("data-live"),
+        "only the last page follows the session"
+    );
+    let next = link(&first, "next").expect("a link to the next page");
+    let from: u64 = next.rsplit('=').next().unwrap().parse().unwrap();
+    let second = session_page(
+        &log,
+        "long",
+        &SessionParams {
+            from,
+            ..SessionParams::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(second.contains("Events 501–1000 of 1200"), "{second}");
+    assert!(second.contains("prompt number 501<") && !second.contains("prompt number 1001<"));
+    assert!(link(&second, "prev").is_some_and(|p| p.ends_with("from=1")));
+    let last = session_page(
+        &log,
+        "long",
+        &SessionParams {
+            from: 1001,
+            ..SessionParams::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(last.contains("Events 1001–1200 of 1200") && last.contains("data-live"));
+}
+
+#[test]
+fn a_call_known_only_from_its_result_is_shown() {
+    let (_dir, log) = log_of(vec![
+        record(
+            1,
+            "s",
+            "session/prompt",
+            json!({"text": "look", "delivery": "idle"}),
+        ),
+        record(
+            2,
+            "s",
+            "session/update",
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "only-result", "status": "completed",
+                   "rawOutput": {"output": "the file's lines"}}),
+        ),
+    ]);
+    let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+    assert!(page.contains("call only-result"), "{page}");
+    assert!(
+        page.contains("the file&#39;s lines") || page.contains("the file&#x27;s lines"),
+        "{page}"
+    );
+}
+
+#[test]
+fn the_sessions_list_pages_and_filters() {
+    let records = (0..450u64)
+        .map(|i| {
+            let agent = if i % 3 == 0 { "gemini" } else { "codex" };
+            NewRecord::new(
+                json!({"at": 1_790_000_000_000u64 + i, "type": "session/prompt", "session": format!("s{i:03}"),
+                       "agent": agent, "data": {"text": "go", "delivery": "idle"}})
+                .to_string()
+                .into_bytes(),
+            )
+            .stream(format!("s{i:03}"))
+        })
+        .collect();
+    let (_dir, log) = log_of(records);
+    let mut fold = SessionsFold::default();
+    fold.update(&log).unwrap();
+    let first = sessions_page(&fold, &ListParams::default()).unwrap();
+    assert!(first.contains("450 sessions; 1–200 shown"), "{first}");
+    // Newest first.
+    assert!(first.contains(">s449<") && !first.contains(">s249<"));
+    let third = sessions_page(
+        &fold,
+        &ListParams {
+            page: Some(3),
+            ..ListParams::default()
+        },
+    )
+    .unwrap();
+    assert!(third.contains(">s000<") && third.contains("401–450 shown"));
+    let gemini = sessions_page(
+        &fold,
+        &ListParams {
+            agent: "gemini".into(),
+            ..ListParams::default()
+        },
+    )
+    .unwrap();
+    assert!(gemini.contains("150 of 450 sessions match"), "{gemini}");
+    assert!(!gemini.contains(">s448<") && gemini.contains(">s447<"));
+}
