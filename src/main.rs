@@ -86,6 +86,8 @@ enum Verb {
     Serve(cli::serve::ServeArgs),
     /// The terminal client of a running `cmdlog serve`
     Attach(cli::attach::AttachArgs),
+    /// Where the auditor's workbench of this workspace's `cmdlog serve` is
+    Ui(cli::ui::UiArgs),
     /// Run an ACP agent behind cmdlog on stdio: `cmdlog acp -- CMD ARGS…`
     Acp(cli::acp::AcpArgs),
     /// Record one hook payload of an agent (read on stdin); silent, always exit 0
@@ -151,6 +153,7 @@ fn dispatch(cli: Cli) -> VerbResult {
         Verb::Import(args) => cli::import::exec(&paths, args, json),
         Verb::Serve(args) => cli::serve::exec(&paths, args),
         Verb::Attach(args) => cli::attach::exec(args),
+        Verb::Ui(args) => cli::ui::exec(&paths, args, json),
         Verb::Acp(args) => cli::acp::exec(&paths, args),
         Verb::Hook(_) => unreachable!("handled above"),
         Verb::Hooks(args) => cli::hooks::exec(&paths, args, json),

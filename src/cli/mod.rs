@@ -36,6 +36,7 @@ pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod show;
 pub(crate) mod tiles;
+pub(crate) mod ui;
 pub(crate) mod verify;
 pub(crate) mod witness;
 

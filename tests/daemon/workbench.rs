@@ -146,8 +146,14 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         "---\ndescription: Ship the branch\n---\nShip $ARGUMENTS\n",
     )
     .unwrap();
+    let none = w.run(&["ui"]);
+    assert_eq!(none.status.code(), Some(3), "no daemon: not found");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("cmdlog serve"));
     let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
     let u = &d.url;
+    // `cmdlog ui` says where the workbench is.
+    let ui = w.run(&["ui"]);
+    assert_eq!(String::from_utf8_lossy(&ui.stdout), format!("{u}/ui/\n"));
 
     // Without the token: the login page, 401, under the workbench's policy.
     let first = get(&format!("{u}/ui/"), &[]);
@@ -359,6 +365,42 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         !then.body.contains("data-live"),
         "a past position is not followed"
     );
+
+    // A slash command run through the API: its page shows the line as
+    // typed, the expansion the model received, the command's file and its
+    // registration.
+    let bearer_h = format!("Bearer {TOKEN}");
+    let created: serde_json::Value = {
+        let mut res = client()
+            .post(&format!("{u}/session"))
+            .header("authorization", &bearer_h)
+            .header("content-type", "application/json")
+            .send("{}")
+            .unwrap();
+        serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap()
+    };
+    let sid = created["sessionId"].as_str().unwrap().to_string();
+    let ran = client()
+        .post(&format!("{u}/session/{sid}/command"))
+        .header("authorization", &bearer_h)
+        .header("content-type", "application/json")
+        .send(json!({"line": "/ship-it the release branch"}).to_string())
+        .unwrap();
+    assert_eq!(ran.status().as_u16(), 200);
+    let run_page = get(&format!("{u}/ui/session/{sid}"), &as_browser);
+    assert!(
+        run_page.body.contains("/ship-it the release branch"),
+        "{}",
+        run_page.body
+    );
+    assert!(run_page.body.contains("the expansion the model received"));
+    assert!(
+        run_page.body.contains("Ship the release branch"),
+        "{}",
+        run_page.body
+    );
+    assert!(run_page.body.contains(".claude/commands/ship-it.md"));
+    assert!(run_page.body.contains("registered at seq"));
 
     // Logging out ends the cookie.
     let out = post_form(&format!("{u}/ui/logout"), &as_browser, "");

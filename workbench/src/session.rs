@@ -42,6 +42,11 @@ struct Item {
     seq: u64,
     blocks: Vec<Block>,
     notes: Vec<String>,
+    /// What captured the event (`claude-code hook`, `codex transcript`, …;
+    /// `cmdlog` for its own).
+    seen_by: String,
+    /// Links to what the entry names: a run's registration.
+    links: Vec<(String, String)>,
 }
 
 #[derive(Template)]
@@ -162,7 +167,7 @@ pub fn session_page(
             .as_deref()
             .map(|p| format!("/ui/session/{}", url_piece(p)))
             .unwrap_or_default(),
-        items: entries.iter().map(item).collect(),
+        items: items(log, &entries, &events),
         shown_from: start + 1,
         shown_to: end,
         total_events: seqs.len(),
@@ -254,13 +259,52 @@ fn output_blocks(output: &str) -> Vec<Block> {
     }
 }
 
+fn permission(about: Option<&str>, options: &[String], answer: Option<&str>) -> Parts {
+    (
+        "permission",
+        "permission asked".into(),
+        vec![],
+        vec![
+            format!("about: {}", shown(about.unwrap_or("(no tool call named)"))),
+            format!("options: {}", shown(&options.join(", "))),
+            match answer {
+                Some(a) => format!("answered: {}", shown(a)),
+                None => "not answered".into(),
+            },
+        ],
+    )
+}
+
+/// The page's items: each entry, with what captured it and, for a run, its
+/// registration.
+fn items(log: &Log, entries: &[Entry], events: &[Event]) -> Vec<Item> {
+    entries
+        .iter()
+        .map(|e| {
+            let mut it = item(e);
+            if let Some(event) = events.iter().find(|ev| ev.seq == it.seq) {
+                it.seen_by = shown(
+                    event
+                        .observed
+                        .as_ref()
+                        .map_or("cmdlog", |o| o.source.as_str()),
+                );
+                if let EventData::CommandRun(run) = &event.data {
+                    it.links = registration_links(log, run.registration);
+                }
+            }
+            it
+        })
+        .collect()
+}
+
 /// How a command run settled, as its entry says it.
 fn settled(outcome: Option<&Outcome>) -> String {
     match outcome {
         None => "not settled".to_string(),
         Some(Outcome::Success {
             prompt: Some(_), ..
-        }) => "expanded: the prompt the model received follows".to_string(),
+        }) => "expanded (above: what the model received)".to_string(),
         Some(Outcome::Success { text: Some(t), .. }) => format!("answered: {}", shown(t)),
         Some(Outcome::Success { .. }) => "done".to_string(),
         Some(Outcome::Error { text, .. }) => format!("error: {}", shown(text)),
@@ -301,28 +345,27 @@ fn item(entry: &Entry) -> Item {
             options,
             answer,
             ..
-        } => (
-            "permission",
-            "permission asked".into(),
-            vec![],
-            vec![
-                format!(
-                    "about: {}",
-                    shown(about.as_deref().unwrap_or("(no tool call named)"))
-                ),
-                format!("options: {}", shown(&options.join(", "))),
-                match answer {
-                    Some(a) => format!("answered: {}", shown(a)),
-                    None => "not answered".into(),
-                },
-            ],
-        ),
-        Entry::Run { line, outcome, .. } => (
-            "run",
-            "command run".into(),
-            vec![Block::new("", line, false)],
-            vec![settled(outcome.as_ref())],
-        ),
+        } => permission(about.as_deref(), options, answer.as_deref()),
+        Entry::Run { line, outcome, .. } => {
+            let mut blocks = vec![Block::new("", line, false)];
+            if let Some(Outcome::Success {
+                prompt: Some(expansion),
+                ..
+            }) = outcome
+            {
+                blocks.push(Block::new(
+                    "the expansion the model received",
+                    expansion,
+                    true,
+                ));
+            }
+            (
+                "run",
+                "command run".into(),
+                blocks,
+                vec![settled(outcome.as_ref())],
+            )
+        }
         Entry::Conflict {
             of,
             source,
@@ -355,6 +398,8 @@ fn item(entry: &Entry) -> Item {
         seq,
         blocks,
         notes,
+        seen_by: String::new(),
+        links: Vec::new(),
     }
 }
 
@@ -365,4 +410,30 @@ fn decode(log: &Log, seqs: &[u64]) -> Result<Vec<Event>, PageError> {
         .iter()
         .map(|r| Event::decode(r.seq, &r.bytes).map_err(log_error))
         .collect()
+}
+
+/// A run's registration, as links: the event that registered the command,
+/// and the command's file when it came from one.
+fn registration_links(log: &Log, registration: u64) -> Vec<(String, String)> {
+    let mut links = vec![(
+        format!("registered at seq {registration}"),
+        format!("/ui/event/{registration}"),
+    )];
+    let registered = log
+        .get(registration)
+        .ok()
+        .flatten()
+        .and_then(|r| Event::decode(r.seq, &r.bytes).ok());
+    if let Some(Event {
+        data: EventData::Registered(r),
+        ..
+    }) = registered
+        && let Some(origin) = &r.origin
+    {
+        links.push((
+            format!("from {}", shown(&origin.path)),
+            format!("/ui/registry?until={registration}"),
+        ));
+    }
+    links
 }
