@@ -242,15 +242,18 @@ fn the_installed_web_shell_is_served_at_the_root_without_the_token() {
     }
     drop(d);
 
-    // --no-web: nothing at the root.
+    // --no-web: the root opens cmdlog's workbench instead (its login page,
+    // behind the token).
     let d = w.serve_env(
         "127.0.0.1:0",
         &["--no-web"],
         Some("secret-token"),
         &[("PATH", &path)],
     );
-    let root = http().get(&format!("{}/", d.url)).call().unwrap();
-    assert_eq!(root.status().as_u16(), 404);
+    let mut root = http().get(&format!("{}/", d.url)).call().unwrap();
+    assert_eq!(root.status().as_u16(), 401);
+    let page = root.body_mut().read_to_string().unwrap();
+    assert!(page.contains("Log in to the workbench"), "{page}");
 }
 
 /// The agent behind the daemon: the scripted one (`tests/fixtures/acp_agent.py`).

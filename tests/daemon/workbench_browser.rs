@@ -108,6 +108,17 @@ async fn text_of(client: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// Clicks the element `at` finds.
+async fn click(client: &Client, at: Locator<'_>) {
+    client
+        .find(at)
+        .await
+        .unwrap_or_else(|e| panic!("{at:?}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
 /// Waits until `script` (a JS expression) is true in the page.
 async fn until(client: &Client, what: &str, script: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -184,13 +195,7 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
         .send_keys(TOKEN)
         .await
         .unwrap();
-    client
-        .find(Locator::Css("form.login button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("form.login button")).await;
     until(
         &client,
         "the sessions page",
@@ -205,13 +210,7 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     );
 
     // One session: the hostile prompt is text, no script ran, U+202E shown.
-    client
-        .find(Locator::LinkText(s))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::LinkText(s)).await;
     until(
         &client,
         "the session page",
@@ -232,13 +231,7 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     // The tool call's long output is folded; a click opens it.
     let details = client.find(Locator::Css("li.tool details")).await.unwrap();
     assert_eq!(details.attr("open").await.unwrap(), None);
-    client
-        .find(Locator::Css("li.tool details summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("li.tool details summary")).await;
     until(
         &client,
         "the output opened",
@@ -287,13 +280,7 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
         .await
         .unwrap();
     search.send_keys("rotate tool:Bash").await.unwrap();
-    client
-        .find(Locator::Css("form.search button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("form.search button")).await;
     until(
         &client,
         "search hits",
@@ -301,13 +288,7 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     )
     .await;
     shot(&client, "search").await;
-    client
-        .find(Locator::Css("ol.hits a.seq"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("ol.hits a.seq")).await;
     until(
         &client,
         "the event page",

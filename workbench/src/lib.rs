@@ -81,6 +81,13 @@ impl PageError {
     }
 }
 
+/// The position a page with a slider (`until`) and a seq field (`seq`) was
+/// asked for: the typed seq when it differs from `at`, the position the page
+/// showed (the reader typed it), else the slider's.
+fn chosen_position(until: Option<u64>, seq: Option<u64>, at: Option<u64>) -> Option<u64> {
+    seq.filter(|s| at != Some(*s)).or(until)
+}
+
 fn log_error(e: impl std::fmt::Display) -> PageError {
     PageError::Log(e.to_string())
 }

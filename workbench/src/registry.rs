@@ -97,8 +97,9 @@ fn row(c: &CommandEntry) -> Row {
 /// The registry page of `log`, as `params` ask.
 pub fn registry_page(log: &Log, params: &RegistryParams) -> Result<String, PageError> {
     let head = log.head().seq;
-    let typed = params.seq.filter(|s| params.at != Some(*s));
-    let until = typed.or(params.until).unwrap_or(head).min(head);
+    let until = crate::chosen_position(params.until, params.seq, params.at)
+        .unwrap_or(head)
+        .min(head);
     let agent = match params.agent.trim() {
         "" => "main",
         a => a,

@@ -101,9 +101,7 @@ pub fn session_page(
     let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
         return Err(PageError::NoSession { id: shown(id) });
     };
-    let typed = params.seq.filter(|s| params.at != Some(*s));
-    let until = typed
-        .or(params.until)
+    let until = crate::chosen_position(params.until, params.seq, params.at)
         .filter(|u| *u < last_seq)
         .map(|u| u.max(first_seq));
     if let Some(until) = until {
