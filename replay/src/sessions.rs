@@ -174,6 +174,16 @@ impl SessionsFold {
         self.by_id.get(id)
     }
 
+    /// The sessions that session `id` delegated to (its subagents'), by
+    /// first appearance.
+    pub fn children(&self, id: &str) -> Vec<&SessionSummary> {
+        self.order
+            .iter()
+            .filter_map(|c| self.by_id.get(c))
+            .filter(|s| s.parent.as_deref() == Some(id) && s.id != id)
+            .collect()
+    }
+
     /// Every session, as [`sessions`] lists them.
     pub fn list(&self) -> Vec<SessionSummary> {
         let mut all: Vec<SessionSummary> = self

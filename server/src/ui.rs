@@ -220,11 +220,9 @@ async fn session(
     Query(params): Query<cmdlog_workbench::SessionParams>,
 ) -> Response {
     page(state, move |state, log| {
-        let summary = {
-            let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            fold.update(log).ok().and_then(|_| fold.get(&id).cloned())
-        };
-        cmdlog_workbench::session_page(log, &id, &params, summary)
+        let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let known = fold.update(log).is_ok().then_some(&*fold);
+        cmdlog_workbench::session_page(log, &id, &params, known)
     })
     .await
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use askama::Template;
 use cmdlog_engine::event::Outcome;
 use cmdlog_engine::{Event, EventData};
-use cmdlog_replay::{Conversation, Entry, SessionSummary};
+use cmdlog_replay::{Conversation, Entry, SessionsFold};
 use cmdlog_store::Log;
 use serde::Deserialize;
 
@@ -34,6 +34,14 @@ pub struct SessionParams {
     /// The position the page showed.
     #[serde(default)]
     pub at: Option<u64>,
+}
+
+/// A session this one delegated to, and the call that started it.
+struct Child {
+    id: String,
+    href: String,
+    /// The tool call's id (outside text, compared, never shown raw).
+    via: String,
 }
 
 struct Item {
@@ -73,6 +81,8 @@ struct SessionPage {
     total_events: usize,
     /// Whether the page shows only some of the session's events.
     paged: bool,
+    /// The sessions it delegated to (its subagents').
+    children: Vec<Child>,
     earlier: String,
     later: String,
     /// The page's live stream (its last page only): new events refresh it.
@@ -88,14 +98,15 @@ struct SessionPage {
 
 /// The page of session `id` in `log`: the entries of [`PAGE_EVENTS`] of its
 /// events from `params.from`, read from the log alone (a long session is
-/// never read whole). `summary` is the session at a glance when the caller
-/// keeps it (the daemon's fold of the sessions); without it, or for a past
-/// position, it is made from the session's events.
+/// never read whole). `known` is the log's sessions when the caller keeps
+/// them folded (the daemon does): the session at a glance comes from it, and
+/// its subagents' sessions; without it, or for a past position, the session
+/// at a glance is made from its events.
 pub fn session_page(
     log: &Log,
     id: &str,
     params: &SessionParams,
-    summary: Option<SessionSummary>,
+    known: Option<&SessionsFold>,
 ) -> Result<String, PageError> {
     let mut seqs = log.stream_seqs(id, 0).map_err(log_error)?;
     let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
@@ -107,8 +118,18 @@ pub fn session_page(
     if let Some(until) = until {
         seqs.retain(|s| *s <= until);
     }
-    let summary = match summary.filter(|_| until.is_none()) {
-        Some(summary) => summary,
+    let children: Vec<Child> = known
+        .map(|fold| fold.children(id))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| Child {
+            id: shown(&c.id),
+            href: format!("/ui/session/{}", url_piece(&c.id)),
+            via: c.via.clone().unwrap_or_default(),
+        })
+        .collect();
+    let summary = match known.and_then(|f| f.get(id)).filter(|_| until.is_none()) {
+        Some(summary) => summary.clone(),
         None => cmdlog_replay::summary_of(id, &decode(log, &seqs)?),
     };
     let start = seqs.partition_point(|s| *s < params.from);
@@ -165,7 +186,8 @@ pub fn session_page(
             .as_deref()
             .map(|p| format!("/ui/session/{}", url_piece(p)))
             .unwrap_or_default(),
-        items: items(log, &entries, &events),
+        items: items(log, &entries, &events, &children),
+        children,
         shown_from: start + 1,
         shown_to: end,
         total_events: seqs.len(),
@@ -275,11 +297,20 @@ fn permission(about: Option<&str>, options: &[String], answer: Option<&str>) -> 
 
 /// The page's items: each entry, with what captured it and, for a run, its
 /// registration.
-fn items(log: &Log, entries: &[Entry], events: &[Event]) -> Vec<Item> {
+fn items(log: &Log, entries: &[Entry], events: &[Event], children: &[Child]) -> Vec<Item> {
     entries
         .iter()
         .map(|e| {
             let mut it = item(e);
+            if let Entry::ToolCall { id, .. } = e {
+                for c in children
+                    .iter()
+                    .filter(|c| !c.via.is_empty() && c.via == *id)
+                {
+                    it.links
+                        .push((format!("its subagent's session {}", c.id), c.href.clone()));
+                }
+            }
             if let Some(event) = events.iter().find(|ev| ev.seq == it.seq) {
                 it.seen_by = shown(
                     event

@@ -148,3 +148,57 @@ fn the_sessions_list_pages_and_filters() {
     assert!(gemini.contains("150 of 450 sessions match"), "{gemini}");
     assert!(!gemini.contains(">s448<") && gemini.contains(">s447<"));
 }
+
+#[test]
+fn a_subagents_session_hangs_under_the_call_that_started_it() {
+    let (_dir, log) = log_of(vec![
+        record(
+            1,
+            "parent",
+            "session/prompt",
+            json!({"text": "explore the repo", "delivery": "idle"}),
+        ),
+        record(
+            2,
+            "parent",
+            "session/update",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "task-7", "title": "Task", "status": "pending"}),
+        ),
+        record(
+            3,
+            "child",
+            "session/created",
+            json!({"parent": {"session": "parent", "tool_call_id": "task-7", "agent_type": "Explore"}}),
+        ),
+        record(
+            4,
+            "child",
+            "session/prompt",
+            json!({"text": "list the files", "delivery": "idle"}),
+        ),
+    ]);
+    let mut fold = SessionsFold::default();
+    fold.update(&log).unwrap();
+    let parent = session_page(&log, "parent", &SessionParams::default(), Some(&fold)).unwrap();
+    assert!(
+        parent.contains("its subagent&#39;s session child")
+            || parent.contains("its subagent&#x27;s session child"),
+        "{parent}"
+    );
+    assert!(parent.contains("href=\"/ui/session/child\""));
+    let child = session_page(&log, "child", &SessionParams::default(), Some(&fold)).unwrap();
+    assert!(
+        child.contains("Subagent of") && child.contains("href=\"/ui/session/parent\""),
+        "{child}"
+    );
+    // Nested under its parent in the list.
+    let list = sessions_page(&fold, &ListParams::default()).unwrap();
+    let (p, c) = (
+        list.find(">parent<").unwrap(),
+        list.find(">child<").unwrap(),
+    );
+    assert!(
+        p < c && list.contains("subagent, from call task-7"),
+        "{list}"
+    );
+}
