@@ -36,6 +36,20 @@ pub struct SessionParams {
     pub at: Option<u64>,
 }
 
+/// The sessions `id` delegated to, as the fold of the sessions knows them.
+fn children_of(known: Option<&SessionsFold>, id: &str) -> Vec<Child> {
+    known
+        .map(|fold| fold.children(id))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| Child {
+            id: shown(&c.id),
+            href: format!("/ui/session/{}", url_piece(&c.id)),
+            via: c.via.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
 /// A session this one delegated to, and the call that started it.
 struct Child {
     id: String,
@@ -118,16 +132,7 @@ pub fn session_page(
     if let Some(until) = until {
         seqs.retain(|s| *s <= until);
     }
-    let children: Vec<Child> = known
-        .map(|fold| fold.children(id))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| Child {
-            id: shown(&c.id),
-            href: format!("/ui/session/{}", url_piece(&c.id)),
-            via: c.via.clone().unwrap_or_default(),
-        })
-        .collect();
+    let children = children_of(known, id);
     let summary = match known.and_then(|f| f.get(id)).filter(|_| until.is_none()) {
         Some(summary) => summary.clone(),
         None => cmdlog_replay::summary_of(id, &decode(log, &seqs)?),
