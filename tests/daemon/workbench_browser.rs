@@ -143,6 +143,57 @@ async fn until(client: &Client, what: &str, script: &str) {
     }
 }
 
+/// A session of the agent behind the daemon with one prompt answered: its id.
+fn bridged_session(u: &str) -> String {
+    let bearer = format!("Bearer {TOKEN}");
+    let agent = cmdlog_test_support::daemon::http();
+    let mut created = agent
+        .post(&format!("{u}/session"))
+        .header("authorization", &bearer)
+        .header("content-type", "application/json")
+        .send("{}")
+        .unwrap();
+    let created: serde_json::Value =
+        serde_json::from_str(&created.body_mut().read_to_string().unwrap()).unwrap();
+    let id = created["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+    let prompted = agent
+        .post(&format!("{u}/session/{id}/prompt"))
+        .header("authorization", &bearer)
+        .header("content-type", "application/json")
+        .send(
+            json!({"prompt": [{"type": "text", "text": "hello from the browser test"}]})
+                .to_string(),
+        )
+        .unwrap();
+    assert_eq!(prompted.status().as_u16(), 202);
+    id
+}
+
+/// Claude Code's `user_prompt` telemetry (OTLP/HTTP, JSON encoding) for
+/// `session`.
+fn telemetry_prompt(u: &str, session: &str, prompt: &str) {
+    let attr = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let body = json!({"resourceLogs": [{
+        "resource": {"attributes": [attr("service.name", "claude-code")]},
+        "scopeLogs": [{"logRecords": [{
+            "timeUnixNano": "1790000000000000000",
+            "body": {"stringValue": "claude_code.user_prompt"},
+            "attributes": [attr("event.name", "user_prompt"), attr("prompt.id", "p-browser"),
+                           attr("prompt", prompt), attr("session.id", session)],
+        }]}],
+    }]});
+    let sent = cmdlog_test_support::daemon::http()
+        .post(&format!("{u}/v1/logs"))
+        .header("authorization", &format!("Bearer {TOKEN}"))
+        .header("content-type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    assert_eq!(sent.status().as_u16(), 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     let test = "workbench_browser";
@@ -179,8 +230,21 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
         "Rotate $ARGUMENTS\n",
     )
     .unwrap();
-    let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
+    let agent = format!(
+        "python3 {}/tests/fixtures/acp_agent.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let d = w.serve_env(
+        "127.0.0.1:0",
+        &["--no-web", "--agent", &agent],
+        Some(TOKEN),
+        &[],
+    );
     let u = d.url.clone();
+    // A session through the ACP bridge (the scripted agent answers), and one
+    // through Claude Code's telemetry.
+    let acp_session = bridged_session(&u);
+    telemetry_prompt(&u, "tel-session-1", "what changed in billing");
     let driver = start_driver(&driver_path);
     let profile = tempfile::tempdir().unwrap();
     let client = browser(&driver, &chromium, profile.path()).await;
@@ -204,10 +268,34 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     .await;
     shot(&client, "sessions").await;
     let table = text_of(&client, "table.sessions").await;
+    for (session, how) in [
+        (s, "hooks"),
+        ("tel-session-1", "telemetry"),
+        (acp_session.as_str(), "the ACP bridge"),
+    ] {
+        assert!(
+            table.contains(session),
+            "the session recorded through {how}: {table}"
+        );
+    }
+    // Each says what captured it.
+    client
+        .goto(&format!("{u}/ui/session/tel-session-1"))
+        .await
+        .unwrap();
+    assert!(text_of(&client, "dl.facts").await.contains("telemetry"));
     assert!(
-        table.contains(s) && table.contains("claude-code"),
-        "{table}"
+        text_of(&client, "ol.conversation")
+            .await
+            .contains("what changed in billing")
     );
+    client
+        .goto(&format!("{u}/ui/session/{acp_session}"))
+        .await
+        .unwrap();
+    let bridged = text_of(&client, "ol.conversation").await;
+    assert!(bridged.contains("hello from the browser test"), "{bridged}");
+    client.goto(&format!("{u}/ui/")).await.unwrap();
 
     // One session: the hostile prompt is text, no script ran, U+202E shown.
     click(&client, Locator::LinkText(s)).await;
