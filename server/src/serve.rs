@@ -222,6 +222,18 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     app
 }
 
+/// The log's checkpoints and tiles, when it has an id: signed with its key,
+/// or unsigned (said on stderr) when the key cannot be read or made.
+fn transparency(log_id: &str, key: Option<&Path>) -> Option<crate::state::Transparency> {
+    (!log_id.is_empty()).then(|| crate::state::Transparency {
+        signer: cmdlog_replay::log_signer(log_id, key).map_err(|e| {
+            eprintln!("cmdlog serve: checkpoints unsigned: {e}");
+            e
+        }),
+        log_id: log_id.to_string(),
+    })
+}
+
 /// How `cmdlog serve` runs.
 pub struct ServeConfig {
     /// Where to listen (a non-loopback address needs a token).
@@ -447,17 +459,14 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
     let bridge = config
         .agent
         .map(|command| crate::agent::Bridge::new(command, workspace.clone()));
-    let transparency = (!log_id.is_empty()).then(|| crate::state::Transparency {
-        signer: cmdlog_replay::log_signer(&log_id, config.key.as_deref()).map_err(|e| {
-            eprintln!("cmdlog serve: checkpoints unsigned: {e}");
-            e
-        }),
-        log_id: log_id.clone(),
-    });
+    let transparency = transparency(&log_id, config.key.as_deref());
     let state = AppState::new(
         engine,
         access,
-        workspace,
+        crate::state::Places {
+            workspace,
+            home: config.home.clone(),
+        },
         bridge.clone(),
         daemon,
         transparency,

@@ -69,9 +69,19 @@ pub(crate) struct Transparency {
     pub(crate) signer: Result<cmdlog_tlog::Signer, cmdlog_tlog::keys::KeyError>,
 }
 
+/// Where a daemon works: its workspace and its user's home.
+pub(crate) struct Places {
+    /// The workspace, canonical.
+    pub workspace: PathBuf,
+    /// The user's home folder.
+    pub home: PathBuf,
+}
+
 pub(crate) struct AppState {
     /// The workspace the daemon serves, canonical (`workspaceCwd`).
     pub workspace: PathBuf,
+    /// The user's home folder (for discovery: the workbench's drift page).
+    pub home: PathBuf,
     /// Per session: where each wire event id points in the log.
     pub wire: WireIndex,
     /// The sessions with prompts queued or running, their clients, their agent session.
@@ -164,7 +174,7 @@ impl AppState {
     pub(crate) fn new(
         engine: Engine,
         access: Access,
-        workspace: PathBuf,
+        places: Places,
         bridge: Option<Arc<Bridge>>,
         daemon: cmdlog_agents::DaemonFile,
         transparency: Option<Transparency>,
@@ -190,7 +200,8 @@ impl AppState {
             transparency,
             logins: crate::logins::Logins::default(),
             sessions: Mutex::new(cmdlog_replay::SessionsFold::default()),
-            workspace,
+            workspace: places.workspace,
+            home: places.home,
             // Command runs show as tool calls only where cmdlog is the runtime.
             wire: WireIndex::new(runs_shown),
             live: Mutex::new(HashMap::new()),

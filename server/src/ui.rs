@@ -70,6 +70,7 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/event/{seq}", get(event))
         .route("/ui/search", get(search))
         .route("/ui/registry", get(registry))
+        .route("/ui/drift", get(drift))
         .route("/ui/event/{seq}/proof", get(proof))
         .route("/ui/checkpoint", get(checkpoint))
         .route("/ui/session/{id}/live", get(live))
@@ -233,6 +234,26 @@ async fn registry(
 ) -> Response {
     page(state, move |_, log| {
         cmdlog_workbench::registry_page(log, &params)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct DriftQuery {
+    #[serde(default)]
+    run: Option<u64>,
+}
+
+/// `GET /ui/drift[?run=SEQ]`: the prompt runs against today's command files,
+/// discovered afresh for this page (the daemon's workspace and home).
+async fn drift(State(state): State<Arc<AppState>>, Query(q): Query<DriftQuery>) -> Response {
+    page(state, move |state, log| {
+        let config =
+            cmdlog_engine::discovery::DiscoveryConfig::from_env(&state.home, &state.workspace);
+        let today = cmdlog_engine::discovery::discover(&config).map_err(|e| {
+            cmdlog_workbench::PageError::Log(format!("discovering today's command files: {e}"))
+        })?;
+        cmdlog_workbench::drift_page(log, &today, q.run)
     })
     .await
 }

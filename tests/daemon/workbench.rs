@@ -401,6 +401,28 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     );
     assert!(run_page.body.contains(".claude/commands/ship-it.md"));
     assert!(run_page.body.contains("registered at seq"));
+    // Its drift against today's file, once the file changed.
+    let drift_href = run_page
+        .body
+        .split("href=\"/ui/drift?run=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the run links its drift")
+        .to_string();
+    let same = get(&format!("{u}/ui/drift?run={drift_href}"), &as_browser);
+    assert!(same.body.contains("expands the same"), "{}", same.body);
+    std::fs::write(
+        w.ws.path().join(".claude/commands/ship-it.md"),
+        "---\ndescription: Ship the branch\n---\nShip $ARGUMENTS carefully\n",
+    )
+    .unwrap();
+    let drifted = get(&format!("{u}/ui/drift?run={drift_href}"), &as_browser);
+    assert!(
+        drifted.body.contains("expands differently"),
+        "{}",
+        drifted.body
+    );
+    assert!(drifted.body.contains("carefully"), "{}", drifted.body);
 
     // Logging out ends the cookie.
     let out = post_form(&format!("{u}/ui/logout"), &as_browser, "");

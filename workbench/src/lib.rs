@@ -18,6 +18,7 @@
 //! it returns. The same functions render in-process in `benches/`.
 
 mod assets;
+mod drift;
 mod event;
 mod limits;
 mod list;
@@ -29,6 +30,7 @@ mod session;
 mod text;
 
 pub use assets::{Asset, asset};
+pub use drift::drift_page;
 pub use event::event_page;
 pub use limits::{FOLD_LINES, LIST_ROWS, PAGE_EVENTS, PROVEN_MAX, SEARCH_HITS};
 pub use list::{ListParams, sessions_page};

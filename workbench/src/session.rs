@@ -325,6 +325,10 @@ fn items(log: &Log, entries: &[Entry], events: &[Event], children: &[Child]) -> 
                 );
                 if let EventData::CommandRun(run) = &event.data {
                     it.links = registration_links(log, run.registration);
+                    it.links.push((
+                        "drift against today's file".into(),
+                        format!("/ui/drift?run={}", event.seq),
+                    ));
                 }
             }
             it
