@@ -424,6 +424,20 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     );
     assert!(drifted.body.contains("carefully"), "{}", drifted.body);
 
+    // Repeated wrong tokens are answered more slowly: past 5 a minute (two
+    // were tried above), each waits half a second more.
+    for _ in 0..3 {
+        post_form(&format!("{u}/ui/login"), &[], "token=guess");
+    }
+    let started = std::time::Instant::now();
+    let slowed = post_form(&format!("{u}/ui/login"), &[], "token=guess");
+    assert_eq!(slowed.status, 401);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(400),
+        "the sixth wrong token in a minute was answered in {:?}",
+        started.elapsed()
+    );
+
     // Logging out ends the cookie.
     let out = post_form(&format!("{u}/ui/logout"), &as_browser, "");
     assert_eq!(out.status, 303);
