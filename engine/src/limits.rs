@@ -35,6 +35,10 @@ const _: () = assert!(ID_BYTES_MAX <= cmdlog_store::STREAM_KEY_BYTES_MAX);
 // A done carries the outcome (a prompt command's outcome is its expansion) with
 // room to spare in one record.
 const _: () = assert!(EXPANSION_BYTES_MAX <= OUTCOME_BYTES_MAX);
+/// The most characters of a session's title kept from an agent (`qwen
+/// serve` 0.24.4's `MAX_DISPLAY_NAME_LENGTH` for a name a client sets).
+pub(crate) const TITLE_CHARS_MAX: usize = 200;
+
 const _: () = assert!(OUTCOME_BYTES_MAX < cmdlog_store::RECORD_BYTES_MAX);
 // An attachment is one blob.
 const _: () = assert!(ATTACHED_FILE_BYTES_MAX <= cmdlog_store::BLOB_BYTES_MAX);

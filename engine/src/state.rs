@@ -42,6 +42,10 @@ pub struct SessionState {
     /// The id of the prompt that started the turn under way, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_prompt: Option<String>,
+    /// Its title, from the agent's last (Qwen Code's
+    /// `qwen/notify/session/title-update`), as `qwen serve` names a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// The fold over the whole log.
@@ -96,6 +100,11 @@ impl LogState {
                     }
                 }
             }
+            EventData::AcpMessage(m) => {
+                if let (Some(id), Some((title, _))) = (&event.session, m.session_title()) {
+                    self.sessions.entry(id.clone()).or_default().title = Some(title.to_string());
+                }
+            }
             EventData::ModelSwitched(m) => {
                 if let Some(id) = &event.session {
                     self.sessions.entry(id.clone()).or_default().model = Some(m.model.clone());
@@ -143,7 +152,6 @@ impl LogState {
             | EventData::PermissionResolved(_)
             | EventData::PermissionAlreadyResolved(_)
             | EventData::WalDiscarded(_)
-            | EventData::AcpMessage(_)
             | EventData::AgentEvent(_)
             | EventData::AgentObserved(_)
             | EventData::ModelRequest(_)

@@ -349,7 +349,7 @@ fn has_active_prompt(state: &AppState, id: &str) -> bool {
 /// A session's summary, as status and list give it.
 fn summary(state: &AppState, id: &str, session: &SessionState) -> Value {
     let live = state.live_if(id);
-    json!({
+    let mut summary = json!({
         "sessionId": id,
         "workspaceCwd": state.workspace,
         "createdAt": iso(created_at(state, session)),
@@ -359,7 +359,12 @@ fn summary(state: &AppState, id: &str, session: &SessionState) -> Value {
         "isWaitingForPermission": state.votes.pending.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.session == id),
         "agent": session.agent,
         "mode": session.mode,
-    })
+    });
+    // Named as the agent titled it, as `qwen serve` names it.
+    if let Some(title) = &session.title {
+        summary["displayName"] = Value::String(title.clone());
+    }
+    summary
 }
 
 pub(super) async fn status(

@@ -121,6 +121,7 @@ pub(crate) fn project(event: &Event, session: &str, runs: bool) -> Option<(&'sta
         EventData::SessionCancelled(c) if c.prompt_id.is_some() => {
             ("prompt_cancelled", json!({"sessionId": session}))
         }
+        EventData::AcpMessage(m) if m.session_title().is_some() => title_frame(session, m)?,
         EventData::AcpMessage(m) => {
             let (suggestion, prompt_id) = prompt_suggestion(m)?;
             let mut data = json!({"sessionId": session, "suggestion": suggestion});
@@ -277,6 +278,29 @@ fn prompt_suggestion(m: &AcpMessage) -> Option<(&str, Option<&str>)> {
     Some((suggestion, params["promptId"].as_str()))
 }
 
+/// The agent's title for `session` (Qwen Code's
+/// `qwen/notify/session/title-update`), as `qwen serve` shows it: a
+/// `session_metadata_updated` frame naming the session (`displayName`), which
+/// the Web Shell lists it by.
+fn title_frame(session: &str, m: &AcpMessage) -> Option<(&'static str, Value)> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Titled<'a> {
+        session_id: &'a str,
+        display_name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title_source: Option<&'a str>,
+    }
+    let (display_name, title_source) = m.session_title()?;
+    let data = serde_json::to_value(Titled {
+        session_id: session,
+        display_name,
+        title_source,
+    })
+    .ok()?;
+    Some(("session_metadata_updated", data))
+}
+
 /// Whether `event` is shown on the wire (see [`project`]), without building it.
 pub(crate) fn shown(event: &Event, runs: bool) -> bool {
     match &event.data {
@@ -296,7 +320,7 @@ pub(crate) fn shown(event: &Event, runs: bool) -> bool {
         | EventData::SessionClosed(_)
         | EventData::SessionDied(_) => true,
         EventData::CommandRun(_) | EventData::CommandDone(_) => runs,
-        EventData::AcpMessage(m) => prompt_suggestion(m).is_some(),
+        EventData::AcpMessage(m) => prompt_suggestion(m).is_some() || m.session_title().is_some(),
         EventData::SessionCancelled(c) => c.prompt_id.is_some(),
         _ => false,
     }

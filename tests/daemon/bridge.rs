@@ -794,6 +794,43 @@ fn the_agents_follow_up_suggestion_reaches_the_client() {
     );
 }
 
+/// The agent's title for a session (Qwen Code's `qwen/notify/session/title-update`)
+/// reaches its clients as `qwen serve` sends it, `session_metadata_updated` with
+/// `displayName` and `titleSource`: the Web Shell lists the session by it. One
+/// with a control character is not shown.
+#[test]
+fn the_agents_session_title_reaches_the_client() {
+    let w = workspace();
+    let d = w.serve_env("127.0.0.1:0", &["--agent", &agent_script()], None, &[]);
+    assert_eq!(
+        post(&format!("{}/session", d.url), json!({"sessionId": "t1"})).0,
+        200
+    );
+    let s = format!("{}/session/t1", d.url);
+    let (_, p) = post(&format!("{s}/prompt"), text("title"));
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.kind == "session_metadata_updated"
+    });
+    let data = &frames.last().unwrap().data["data"];
+    assert_eq!(data["displayName"], "Fix the flaky webhook test");
+    assert_eq!(
+        (data["sessionId"].as_str(), data["titleSource"].as_str()),
+        (Some("t1"), Some("auto"))
+    );
+    let (_, again) = post(&format!("{s}/prompt"), text("hello"));
+    let frames = until(&format!("{s}/events"), &p["lastEventId"].to_string(), |f| {
+        f.kind == "turn_complete" && f.data["data"]["promptId"] == again["promptId"]
+    });
+    let titles: Vec<_> = frames
+        .iter()
+        .filter(|f| f.kind == "session_metadata_updated")
+        .collect();
+    assert_eq!(titles.len(), 1, "{titles:#?}");
+    // The session's summary is named by it too (the Web Shell's list).
+    let (_, status) = get(&format!("{s}/status"));
+    assert_eq!(status["displayName"], "Fix the flaky webhook test", "{status}");
+}
+
 /// Issue 24: an editor reopens a recorded session with `session/load` through a
 /// new `cmdlog acp`, in front of an agent that cannot load sessions: it sees the
 /// history from the log before the answer, and goes on in the same session.

@@ -384,6 +384,30 @@ pub enum AcpDirection {
     FromAgent,
 }
 
+impl AcpMessage {
+    /// The session's title the agent sent, and its source, when this is
+    /// Qwen Code's `qwen/notify/session/title-update` (`titleSource` `auto`
+    /// for one the agent made, `manual` for a user's). A title empty, with
+    /// control characters, or longer than `TITLE_CHARS_MAX` (200) is none.
+    pub fn session_title(&self) -> Option<(&str, Option<&str>)> {
+        if self.direction != AcpDirection::FromAgent
+            || self.message["method"] != "qwen/notify/session/title-update"
+        {
+            return None;
+        }
+        let params = &self.message["params"];
+        let title = params["title"].as_str().filter(|t| {
+            !t.trim().is_empty()
+                && t.chars().count() <= crate::limits::TITLE_CHARS_MAX
+                && !t.chars().any(char::is_control)
+        })?;
+        let source = params["titleSource"]
+            .as_str()
+            .filter(|s| matches!(*s, "auto" | "manual"));
+        Some((title, source))
+    }
+}
+
 /// `acp/message`: a JSON-RPC message of an ACP connection cmdlog bridged that no
 /// typed event records (`initialize`, `session/new`, `fs/*`, errors, extensions),
 /// as it crossed.
