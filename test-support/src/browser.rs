@@ -9,12 +9,31 @@ use std::process::Command;
 /// The browser to use: `CMDLOG_CHROMIUM`, else `chromium` on the `PATH`; `None`
 /// (after saying SKIPPED) when there is none and none is required.
 pub fn chromium(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("CMDLOG_CHROMIUM")
+    required(test, "CMDLOG_CHROMIUM", "chromium", "chromium")
+}
+
+/// Chromium's WebDriver: `CMDLOG_CHROMEDRIVER`, else `chromedriver` on the
+/// `PATH` (Debian's `chromium-driver`); `None` (after saying SKIPPED) when
+/// there is none and none is required.
+pub fn chromedriver(test: &str) -> Option<PathBuf> {
+    required(
+        test,
+        "CMDLOG_CHROMEDRIVER",
+        "chromedriver",
+        "chromium-driver",
+    )
+}
+
+/// The program named by `$env`, else `name` on the `PATH`, when it runs
+/// (`--version`); else SKIPPED said loudly, or a failure when
+/// `CMDLOG_REQUIRE_BROWSER` is set.
+fn required(test: &str, env: &str, name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(env)
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("PATH").and_then(|paths| {
                 std::env::split_paths(&paths)
-                    .map(|d| d.join("chromium"))
+                    .map(|d| d.join(name))
                     .find(|p| p.is_file())
             })
         })
@@ -27,10 +46,10 @@ pub fn chromium(test: &str) -> Option<PathBuf> {
     if found.is_none() {
         assert!(
             std::env::var_os("CMDLOG_REQUIRE_BROWSER").is_none(),
-            "{test}: no chromium (CMDLOG_REQUIRE_BROWSER is set); `.ci/run` installs it"
+            "{test}: no {name} (CMDLOG_REQUIRE_BROWSER is set); `.ci/run` installs {package}"
         );
         eprintln!(
-            "\n*** SKIPPED {test}: no chromium found (apt-get install chromium, or set CMDLOG_CHROMIUM) ***\n"
+            "\n*** SKIPPED {test}: no {name} found (apt-get install {package}, or set {env}) ***\n"
         );
     }
     found
@@ -64,29 +83,4 @@ pub fn rendered_dom(chromium: &Path, page: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("the DOM is UTF-8")
-}
-
-/// Chromium's WebDriver: `CMDLOG_CHROMEDRIVER`, else `chromedriver` on the
-/// `PATH` (Debian's `chromium-driver`); `None` (after saying SKIPPED) when
-/// there is none and none is required (`CMDLOG_REQUIRE_BROWSER`).
-pub fn chromedriver(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("CMDLOG_CHROMEDRIVER")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join("chromedriver"))
-                    .find(|p| p.is_file())
-            })
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CMDLOG_REQUIRE_BROWSER").is_none(),
-            "{test}: no chromedriver (CMDLOG_REQUIRE_BROWSER is set); `.ci/run` installs chromium-driver"
-        );
-        eprintln!(
-            "\n*** SKIPPED {test}: no chromedriver found (apt-get install chromium-driver, or set CMDLOG_CHROMEDRIVER) ***\n"
-        );
-    }
-    found
 }

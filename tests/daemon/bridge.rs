@@ -828,7 +828,10 @@ fn the_agents_session_title_reaches_the_client() {
     assert_eq!(titles.len(), 1, "{titles:#?}");
     // The session's summary is named by it too (the Web Shell's list).
     let (_, status) = get(&format!("{s}/status"));
-    assert_eq!(status["displayName"], "Fix the flaky webhook test", "{status}");
+    assert_eq!(
+        status["displayName"], "Fix the flaky webhook test",
+        "{status}"
+    );
 }
 
 /// Issue 24: an editor reopens a recorded session with `session/load` through a
