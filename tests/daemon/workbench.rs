@@ -237,7 +237,8 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     let page = get(&format!("{u}/ui/session/wb-session-1"), &as_browser);
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
-        page.body.contains("4 inclusion proofs checked"),
+        page.body
+            .contains("4 hash chain links and inclusion proofs checked"),
         "{}",
         page.body
     );

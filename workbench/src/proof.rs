@@ -1,7 +1,8 @@
-//! What a page can say of an event's place in the log's Merkle tree: its
-//! inclusion proof checked against the tree's root, now, as any tlog
-//! verifier checks it (`cmdlog_tlog::verify_inclusion`), and how many of a
-//! session's events were checked so.
+//! What a page can say of an event's place in the log: its link in the hash
+//! chain recomputed from the record before it, and its inclusion proof in
+//! the log's Merkle tree checked against the tree's root, now, as any tlog
+//! verifier checks it (`cmdlog_tlog::verify_inclusion`); and how many of a
+//! page's events were checked so.
 
 use cmdlog_store::Log;
 use cmdlog_tlog::{Hash, leaf_hash, verify_inclusion};
@@ -65,6 +66,24 @@ pub(crate) fn prove(log: &Log, seqs: &[u64]) -> Proven {
                     "seq {seq} is not in the tree of size {}",
                     view.size()
                 ));
+            }
+            // Its link in the hash chain: its stored hash is the hash of the
+            // one before it, its seq and its bytes.
+            let record = log
+                .get(seq)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("seq {seq} is past the log's head"))?;
+            let prev = match seq {
+                1 => cmdlog_store::ChainHash::ZERO,
+                _ => {
+                    log.get(seq - 1)
+                        .map_err(|e| e.to_string())?
+                        .ok_or_else(|| format!("seq {} is missing", seq - 1))?
+                        .hash
+                }
+            };
+            if cmdlog_store::chain_hash(&prev, seq, &record.bytes) != record.hash {
+                return Err("its hash is not the chain's link from the record before it".into());
             }
             let leaf = log
                 .leaf(seq)

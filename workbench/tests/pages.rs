@@ -202,3 +202,41 @@ fn a_subagents_session_hangs_under_the_call_that_started_it() {
         "{list}"
     );
 }
+
+#[test]
+fn a_record_changed_outside_cmdlog_fails_its_proof_badge() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let log = Log::open(&path, LogConfig::default()).unwrap();
+        log.append(vec![
+            record(
+                1,
+                "s",
+                "session/prompt",
+                json!({"text": "alpha", "delivery": "idle"}),
+            ),
+            record(
+                2,
+                "s",
+                "session/prompt",
+                json!({"text": "bravo", "delivery": "idle"}),
+            ),
+        ])
+        .unwrap();
+        let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+        assert!(
+            page.contains("2 hash chain links and inclusion proofs checked"),
+            "{page}"
+        );
+    }
+    // One letter of the second prompt, changed in the file.
+    cmdlog_test_support::tamper::edit_record(&path, 2, |value| {
+        let at = value.windows(5).position(|w| w == b"bravo").unwrap();
+        value[at] = b'B';
+    });
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+    assert!(page.contains("✗ seq 2 does not check"), "{page}");
+    assert!(page.contains("Bravo"), "the record is shown as it is now");
+}
