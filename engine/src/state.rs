@@ -46,6 +46,10 @@ pub struct SessionState {
     /// `qwen/notify/session/title-update`), as `qwen serve` names a session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Its first prompt as typed (its first `TITLE_CHARS_MAX` characters):
+    /// what `qwen serve` names a session by until it has a title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
 }
 
 /// The fold over the whole log.
@@ -128,6 +132,16 @@ impl LogState {
                     let s = self.sessions.entry(id.clone()).or_default();
                     if !s.streaming {
                         s.turn_prompt = p.prompt_id.clone();
+                    }
+                    // A command's expansion is not what the user typed.
+                    if s.first_prompt.is_none() && p.from_run.is_none() && !p.text.trim().is_empty()
+                    {
+                        s.first_prompt = Some(
+                            p.text
+                                .chars()
+                                .take(crate::limits::TITLE_CHARS_MAX)
+                                .collect(),
+                        );
                     }
                 }
                 self.set_streaming(event, true)

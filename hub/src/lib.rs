@@ -59,5 +59,7 @@ pub use layout::{
 pub use mark::PushMark;
 pub use push::{PushError, Pushed, Pusher, push, push_forever};
 pub use read::{HubHead, HubRecord, LogEntry, LogOnHub, each, head, list, log_on_hub, survey};
-pub use search::{HubHit, HubSearch, HubSearchError, hub_search, mirrors_dir};
+pub use search::{
+    HubHit, HubSearch, HubSearchError, Mirrored, hub_search, mirror_all, mirrors_dir,
+};
 pub use witness::{Verdict, Witnessed, cosigned_checkpoint, witness_once};

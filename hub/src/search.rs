@@ -78,33 +78,16 @@ pub async fn hub_search(
     span: Span,
 ) -> Result<HubSearch, HubSearchError> {
     cmdlog_index::check_query(query)?;
-    let folder = |dir: &Path| {
-        cmdlog_common::private_fs::ensure_private_dir(dir).map_err(|source| {
-            HubSearchError::Folder {
-                dir: dir.to_path_buf(),
-                source,
-            }
-        })
-    };
-    folder(mirrors)?;
-    let stream = hub.existing_stream().await?;
     let mut found = HubSearch::default();
-    for entry in list(hub, &stream).await? {
-        // The id names a folder: only what a log id is (hex).
-        let id = entry.id.clone();
-        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            found
-                .skipped
-                .push((id, "not a log id of cmdlog's".to_string()));
-            continue;
-        }
-        let dir = mirrors.join(&id);
-        folder(&dir)?;
-        let path = dir.join("log.redb");
-        if let Err(e) = update_clone(hub, &id, &path, &[]).await {
-            found.skipped.push((id, e.to_string()));
-            continue;
-        }
+    for mirror in mirror_all(hub, mirrors).await? {
+        let (id, host) = (mirror.log_id, mirror.host);
+        let path = match (mirror.path, mirror.error) {
+            (Some(path), None) => path,
+            (_, error) => {
+                found.skipped.push((id, error.unwrap_or_default()));
+                continue;
+            }
+        };
         let searched = tokio::task::block_in_place(|| search_one(&path, query, limit, span));
         match searched {
             Ok((hits, total)) => {
@@ -112,7 +95,7 @@ pub async fn hub_search(
                 found.total += total as u64;
                 found.hits.extend(hits.into_iter().map(|hit| HubHit {
                     log_id: id.clone(),
-                    host: entry.host.clone(),
+                    host: host.clone(),
                     hit,
                 }));
             }
@@ -124,6 +107,66 @@ pub async fn hub_search(
         .sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
     found.hits.truncate(limit.clamp(1, cmdlog_index::MAX_HITS));
     Ok(found)
+}
+
+/// One log of a hub, kept as a clone of its own.
+#[derive(Debug, Clone)]
+pub struct Mirrored {
+    /// The log's id.
+    pub log_id: String,
+    /// The host that pushed its last record.
+    pub host: String,
+    /// Its clone (`<mirrors>/<log id>/log.redb`), brought up to the hub's
+    /// copy; `None` when the id cannot name a folder.
+    pub path: Option<PathBuf>,
+    /// Why its clone is not up to the hub's copy (a copy that is not the
+    /// log's, an id that is not one of cmdlog's): it was not read.
+    pub error: Option<String>,
+}
+
+/// Brings the clone of every log on `hub` under `mirrors` up to the hub's
+/// copy (only the records past its head are added, checked as `clone`
+/// checks them): read-only mirrors of the hub, for `hub search` and for
+/// `serve --hub`. Runs on a multi-threaded runtime.
+pub async fn mirror_all(hub: &Hub, mirrors: &Path) -> Result<Vec<Mirrored>, HubSearchError> {
+    let folder = |dir: &Path| {
+        cmdlog_common::private_fs::ensure_private_dir(dir).map_err(|source| {
+            HubSearchError::Folder {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        })
+    };
+    folder(mirrors)?;
+    let stream = hub.existing_stream().await?;
+    let mut all = Vec::new();
+    for entry in list(hub, &stream).await? {
+        // The id names a folder: only what a log id is (hex).
+        let id = entry.id.clone();
+        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            all.push(Mirrored {
+                log_id: id,
+                host: entry.host.clone(),
+                path: None,
+                error: Some("not a log id of cmdlog's".to_string()),
+            });
+            continue;
+        }
+        let dir = mirrors.join(&id);
+        folder(&dir)?;
+        let path = dir.join("log.redb");
+        let error = update_clone(hub, &id, &path, &[])
+            .await
+            .err()
+            .map(|e| e.to_string());
+        all.push(Mirrored {
+            log_id: id,
+            host: entry.host.clone(),
+            path: Some(path),
+            error,
+        });
+    }
+    Ok(all)
 }
 
 /// Why one log's clone was not searched.

@@ -360,7 +360,7 @@ fn summary(state: &AppState, id: &str, session: &SessionState) -> Value {
         "agent": session.agent,
         "mode": session.mode,
     });
-    // Named as the agent titled it, as `qwen serve` names it.
+    // Named as `qwen serve` names a live session: by the agent's title.
     if let Some(title) = &session.title {
         summary["displayName"] = Value::String(title.clone());
     }
@@ -415,7 +415,17 @@ pub(super) async fn list(
         .iter()
         .skip(skip)
         .take(size)
-        .map(|(id, s)| summary(&state, id, s))
+        .map(|(id, s)| {
+            let mut listed = summary(&state, id, s);
+            // Listed as `qwen serve` lists it: by its title, else by its
+            // first prompt (which `qwen serve` reads from its transcript).
+            if listed.get("displayName").is_none()
+                && let Some(prompt) = &s.first_prompt
+            {
+                listed["displayName"] = Value::String(prompt.clone());
+            }
+            listed
+        })
         .collect();
     let mut answer = json!({"sessions": page});
     if skip + size < open.len() {
