@@ -127,25 +127,7 @@ impl LogState {
                 self.warned
                     .insert((w.path.clone(), w.content_hash.clone(), w.message.clone()));
             }
-            EventData::SessionPrompt(p) => {
-                if let Some(id) = &event.session {
-                    let s = self.sessions.entry(id.clone()).or_default();
-                    if !s.streaming {
-                        s.turn_prompt = p.prompt_id.clone();
-                    }
-                    // A command's expansion is not what the user typed.
-                    if s.first_prompt.is_none() && p.from_run.is_none() && !p.text.trim().is_empty()
-                    {
-                        s.first_prompt = Some(
-                            p.text
-                                .chars()
-                                .take(crate::limits::TITLE_CHARS_MAX)
-                                .collect(),
-                        );
-                    }
-                }
-                self.set_streaming(event, true)
-            }
+            EventData::SessionPrompt(p) => self.prompted(event, p),
             EventData::SessionUpdate(update) => {
                 if matches!(
                     update.get("sessionUpdate").and_then(|v| v.as_str()),
@@ -174,6 +156,26 @@ impl LogState {
             | EventData::ImportCheckpoint(_)
             | EventData::Unknown(_) => {}
         }
+    }
+
+    /// A prompt: the turn it starts, and the session's first prompt typed.
+    fn prompted(&mut self, event: &Event, p: &crate::event::SessionPrompt) {
+        if let Some(id) = &event.session {
+            let s = self.sessions.entry(id.clone()).or_default();
+            if !s.streaming {
+                s.turn_prompt = p.prompt_id.clone();
+            }
+            // A command's expansion is not what the user typed.
+            if s.first_prompt.is_none() && p.from_run.is_none() && !p.text.trim().is_empty() {
+                s.first_prompt = Some(
+                    p.text
+                        .chars()
+                        .take(crate::limits::TITLE_CHARS_MAX)
+                        .collect(),
+                );
+            }
+        }
+        self.set_streaming(event, true)
     }
 
     fn set_streaming(&mut self, event: &Event, streaming: bool) {
