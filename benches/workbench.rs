@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use cmdlog_replay::SessionsFold;
 use cmdlog_store::{Durability, Log, LogConfig, NewRecord};
-use cmdlog_workbench::{ListParams, SessionParams, session_page, sessions_page};
+use cmdlog_workbench::{ListParams, SessionParams, Site, session_page, sessions_page};
 use serde_json::json;
 
 #[path = "corpus/mod.rs"]
@@ -103,7 +103,7 @@ fn main() {
     let (cold_p50, cold_p99) = timed(runs.min(5), || {
         let mut fold = SessionsFold::default();
         fold.update(&log).unwrap();
-        sessions_page(&fold, &params).unwrap();
+        sessions_page(&fold, &params, &Site::local()).unwrap();
     });
     let mut fold = SessionsFold::default();
     let t = Instant::now();
@@ -112,7 +112,7 @@ fn main() {
     let mut bytes = 0;
     let (warm_p50, warm_p99) = timed(runs, || {
         fold.update(&log).unwrap();
-        bytes = sessions_page(&fold, &params).unwrap().len();
+        bytes = sessions_page(&fold, &params, &Site::local()).unwrap().len();
     });
     println!(
         "{events} events, {} sessions; the daemon's first fold {first_fold:.0} ms (at its start, on a thread of its own)",
@@ -163,7 +163,7 @@ fn main() {
     let (grow_p50, grow_p99) = timed(runs, || {
         append(1000);
         fold.update(&grown).unwrap();
-        sessions_page(&fold, &params).unwrap();
+        sessions_page(&fold, &params, &Site::local()).unwrap();
     });
     println!(
         "| after 1,000 events appended since the last page | {grow_p50:.1} ms | {grow_p99:.1} ms |"
@@ -177,14 +177,21 @@ fn main() {
     long_fold.update(&long).unwrap();
     let known = Some(&long_fold);
     let first = timed(runs.min(5), || {
-        session_page(&long, "long", &SessionParams::default(), known).unwrap();
+        session_page(
+            &long,
+            "long",
+            &SessionParams::default(),
+            known,
+            &Site::local(),
+        )
+        .unwrap();
     });
     let middle = SessionParams {
         from: (long_events / 2) as u64,
         ..SessionParams::default()
     };
     let mid = timed(runs.min(5), || {
-        session_page(&long, "long", &middle, known).unwrap();
+        session_page(&long, "long", &middle, known, &Site::local()).unwrap();
     });
     println!("| one session of {long_events} events | p50 | p99 |");
     println!("|---|---|---|");

@@ -210,7 +210,7 @@ async fn sessions(
         let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
         fold.update(log)
             .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        cmdlog_workbench::sessions_page(&fold, &params)
+        cmdlog_workbench::sessions_page(&fold, &params, &cmdlog_workbench::Site::local())
     })
     .await
 }
@@ -223,7 +223,7 @@ async fn session(
     page(state, move |state, log| {
         let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let known = fold.update(log).is_ok().then_some(&*fold);
-        cmdlog_workbench::session_page(log, &id, &params, known)
+        cmdlog_workbench::session_page(log, &id, &params, known, &cmdlog_workbench::Site::local())
     })
     .await
 }
@@ -259,7 +259,10 @@ async fn drift(State(state): State<Arc<AppState>>, Query(q): Query<DriftQuery>) 
 }
 
 async fn event(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
-    page(state, move |_, log| cmdlog_workbench::event_page(log, seq)).await
+    page(state, move |_, log| {
+        cmdlog_workbench::event_page(log, seq, &cmdlog_workbench::Site::local())
+    })
+    .await
 }
 
 async fn search(

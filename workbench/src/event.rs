@@ -7,7 +7,7 @@ use cmdlog_store::Log;
 
 use crate::proof::{Proven, prove};
 use crate::text::{Block, shown, time, url_piece};
-use crate::{PageError, log_error};
+use crate::{PageError, Site, log_error};
 
 #[derive(Template)]
 #[template(path = "event.html")]
@@ -25,10 +25,11 @@ struct EventPage {
     earlier: String,
     later: String,
     proven: Proven,
+    site: Site,
 }
 
 /// The page of the event at `seq` in `log`.
-pub fn event_page(log: &Log, seq: u64) -> Result<String, PageError> {
+pub fn event_page(log: &Log, seq: u64, site: &Site) -> Result<String, PageError> {
     let head = log.head().seq;
     let record = log
         .get(seq)
@@ -47,7 +48,7 @@ pub fn event_page(log: &Log, seq: u64) -> Result<String, PageError> {
         session_href: if session.is_empty() {
             String::new()
         } else {
-            format!("/ui/session/{}", url_piece(session))
+            format!("{}session/{}", site.base, url_piece(session))
         },
         agent: shown(event.agent.as_deref().unwrap_or("")),
         source: shown(
@@ -58,13 +59,14 @@ pub fn event_page(log: &Log, seq: u64) -> Result<String, PageError> {
         ),
         body: Block::open("as recorded", &json),
         earlier: if seq > 1 {
-            format!("/ui/event/{}", seq - 1)
+            format!("{}event/{}", site.base, seq - 1)
         } else {
             String::new()
         },
         proven: prove(log, &[seq]),
+        site: site.clone(),
         later: if seq < head {
-            format!("/ui/event/{}", seq + 1)
+            format!("{}event/{}", site.base, seq + 1)
         } else {
             String::new()
         },

@@ -44,6 +44,40 @@ pub use session::{SessionParams, session_page};
 /// no other origin), and no other site may frame it.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// Where a page is and where its links point: this daemon's own log
+/// (`/ui/`), or the mirror of a log of a hub (`/ui/hub/<log id>/`), read
+/// only, whose pages have no registry, drift, live stream or proof download.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// The path its pages are under, ending in `/`.
+    pub base: String,
+    /// Whether it is this daemon's own log.
+    pub local: bool,
+    /// What it is called: the machine a mirrored log came from (its host and
+    /// log id, shown).
+    pub name: String,
+}
+
+impl Site {
+    /// This daemon's own log.
+    pub fn local() -> Site {
+        Site {
+            base: "/ui/".into(),
+            local: true,
+            name: String::new(),
+        }
+    }
+
+    /// The mirror of the hub's log `log_id`, last pushed from `host`.
+    pub fn mirror(log_id: &str, host: &str) -> Site {
+        Site {
+            base: format!("/ui/hub/{}/", text::url_piece(log_id)),
+            local: false,
+            name: text::shown(&format!("{host} (log {log_id})")),
+        }
+    }
+}
+
 /// Why a page could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PageError {

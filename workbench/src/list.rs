@@ -7,9 +7,9 @@ use askama::Template;
 use cmdlog_replay::{SessionSummary, SessionsFold};
 use serde::Deserialize;
 
-use crate::PageError;
 use crate::limits::LIST_ROWS;
 use crate::text::{shown, time, url_piece};
+use crate::{PageError, Site};
 
 /// What the sessions page was asked for (its query string).
 #[derive(Debug, Default, Deserialize)]
@@ -86,6 +86,7 @@ struct SessionsPage {
     query: String,
     kept: usize,
     first_row: usize,
+    site: Site,
     earlier: String,
     later: String,
 }
@@ -114,11 +115,11 @@ fn keep(s: &SessionSummary, p: &ListParams, since: Option<u64>) -> bool {
         }
 }
 
-fn row(depth: usize, s: &SessionSummary) -> Row {
+fn row(depth: usize, s: &SessionSummary, site: &Site) -> Row {
     Row {
         depth: depth.min(8),
         id: shown(&s.id),
-        href: format!("/ui/session/{}", url_piece(&s.id)),
+        href: format!("{}session/{}", site.base, url_piece(&s.id)),
         agents: shown(&s.agents.iter().cloned().collect::<Vec<_>>().join(", ")),
         started: time(s.first_at),
         last: time(s.last_at),
@@ -133,7 +134,7 @@ fn row(depth: usize, s: &SessionSummary) -> Row {
 }
 
 /// The sessions page's link to page `to`, with the same filters.
-fn page_link(params: &ListParams, to: usize) -> String {
+fn page_link(params: &ListParams, to: usize, site: &Site) -> String {
     let mut q = vec![format!("page={to}")];
     for (k, v) in [
         ("agent", &params.agent),
@@ -145,12 +146,16 @@ fn page_link(params: &ListParams, to: usize) -> String {
             q.push(format!("{k}={}", url_piece(v)));
         }
     }
-    format!("/ui/?{}", q.join("&"))
+    format!("{}?{}", site.base, q.join("&"))
 }
 
 /// The sessions page of a log's sessions (`sessions`, folded through its
 /// head by the caller), as `params` ask.
-pub fn sessions_page(sessions: &SessionsFold, params: &ListParams) -> Result<String, PageError> {
+pub fn sessions_page(
+    sessions: &SessionsFold,
+    params: &ListParams,
+    site: &Site,
+) -> Result<String, PageError> {
     let all = sessions.list();
     let now = cmdlog_common::time::now_ms();
     let since = (!params.since.trim().is_empty())
@@ -184,7 +189,7 @@ pub fn sessions_page(sessions: &SessionsFold, params: &ListParams) -> Result<Str
     let pages = tree.len().div_ceil(LIST_ROWS).max(1);
     let page = params.page.unwrap_or(1).clamp(1, pages);
     let start = (page - 1) * LIST_ROWS;
-    let link = |to: usize| page_link(params, to);
+    let link = |to: usize| page_link(params, to, site);
     let earlier = if page > 1 {
         link(page - 1)
     } else {
@@ -199,7 +204,7 @@ pub fn sessions_page(sessions: &SessionsFold, params: &ListParams) -> Result<Str
         .into_iter()
         .skip(start)
         .take(LIST_ROWS)
-        .map(|(depth, s)| row(depth, s))
+        .map(|(depth, s)| row(depth, s, site))
         .collect();
     let mut agent_choices = vec![Choice {
         value: String::new(),
@@ -223,6 +228,7 @@ pub fn sessions_page(sessions: &SessionsFold, params: &ListParams) -> Result<Str
         query: String::new(),
         kept: kept.len(),
         first_row: start + 1,
+        site: site.clone(),
         earlier,
         later,
     }

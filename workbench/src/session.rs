@@ -16,7 +16,7 @@ use serde::Deserialize;
 use crate::limits::PAGE_EVENTS;
 use crate::proof::{Proven, prove};
 use crate::text::{Block, shown, time, url_piece};
-use crate::{PageError, log_error};
+use crate::{PageError, Site, log_error};
 
 /// What a session's page was asked for (its query string).
 #[derive(Debug, Default, Deserialize)]
@@ -37,14 +37,14 @@ pub struct SessionParams {
 }
 
 /// The sessions `id` delegated to, as the fold of the sessions knows them.
-fn children_of(known: Option<&SessionsFold>, id: &str) -> Vec<Child> {
+fn children_of(known: Option<&SessionsFold>, id: &str, site: &Site) -> Vec<Child> {
     known
         .map(|fold| fold.children(id))
         .unwrap_or_default()
         .into_iter()
         .map(|c| Child {
             id: shown(&c.id),
-            href: format!("/ui/session/{}", url_piece(&c.id)),
+            href: format!("{}session/{}", site.base, url_piece(&c.id)),
             via: c.via.clone().unwrap_or_default(),
         })
         .collect()
@@ -97,6 +97,7 @@ struct SessionPage {
     paged: bool,
     /// The sessions it delegated to (its subagents').
     children: Vec<Child>,
+    site: Site,
     earlier: String,
     later: String,
     /// The page's live stream (its last page only): new events refresh it.
@@ -121,6 +122,7 @@ pub fn session_page(
     id: &str,
     params: &SessionParams,
     known: Option<&SessionsFold>,
+    site: &Site,
 ) -> Result<String, PageError> {
     let mut seqs = log.stream_seqs(id, 0).map_err(log_error)?;
     let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
@@ -132,7 +134,7 @@ pub fn session_page(
     if let Some(until) = until {
         seqs.retain(|s| *s <= until);
     }
-    let children = children_of(known, id);
+    let children = children_of(known, id, site);
     let summary = match known.and_then(|f| f.get(id)).filter(|_| until.is_none()) {
         Some(summary) => summary.clone(),
         None => cmdlog_replay::summary_of(id, &decode(log, &seqs)?),
@@ -152,7 +154,7 @@ pub fn session_page(
         conversation.apply(e);
     }
     let entries = conversation.entries;
-    let href = format!("/ui/session/{}", url_piece(id));
+    let href = format!("{}session/{}", site.base, url_piece(id));
     let earlier = match start {
         0 => String::new(),
         _ => format!("{href}?from={}", seqs[start.saturating_sub(PAGE_EVENTS)]),
@@ -162,7 +164,9 @@ pub fn session_page(
         None => String::new(),
     };
     let live = match seqs.get(end) {
-        None if until.is_none() => format!("{href}/live?after={}", seqs[seqs.len() - 1]),
+        None if until.is_none() && site.local => {
+            format!("{href}/live?after={}", seqs[seqs.len() - 1])
+        }
         _ => String::new(),
     };
     SessionPage {
@@ -189,10 +193,11 @@ pub fn session_page(
         parent_href: summary
             .parent
             .as_deref()
-            .map(|p| format!("/ui/session/{}", url_piece(p)))
+            .map(|p| format!("{}session/{}", site.base, url_piece(p)))
             .unwrap_or_default(),
-        items: items(log, &entries, &events, &children),
+        items: items(log, &entries, &events, &children, site),
         children,
+        site: site.clone(),
         shown_from: start + 1,
         shown_to: end,
         total_events: seqs.len(),
@@ -302,7 +307,13 @@ fn permission(about: Option<&str>, options: &[String], answer: Option<&str>) -> 
 
 /// The page's items: each entry, with what captured it and, for a run, its
 /// registration.
-fn items(log: &Log, entries: &[Entry], events: &[Event], children: &[Child]) -> Vec<Item> {
+fn items(
+    log: &Log,
+    entries: &[Entry],
+    events: &[Event],
+    children: &[Child],
+    site: &Site,
+) -> Vec<Item> {
     entries
         .iter()
         .map(|e| {
@@ -324,11 +335,13 @@ fn items(log: &Log, entries: &[Entry], events: &[Event], children: &[Child]) -> 
                         .map_or("cmdlog", |o| o.source.as_str()),
                 );
                 if let EventData::CommandRun(run) = &event.data {
-                    it.links = registration_links(log, run.registration);
-                    it.links.push((
-                        "drift against today's file".into(),
-                        format!("/ui/drift?run={}", event.seq),
-                    ));
+                    it.links = registration_links(log, run.registration, site);
+                    if site.local {
+                        it.links.push((
+                            "drift against today's file".into(),
+                            format!("/ui/drift?run={}", event.seq),
+                        ));
+                    }
                 }
             }
             it
@@ -452,10 +465,10 @@ fn decode(log: &Log, seqs: &[u64]) -> Result<Vec<Event>, PageError> {
 
 /// A run's registration, as links: the event that registered the command,
 /// and the command's file when it came from one.
-fn registration_links(log: &Log, registration: u64) -> Vec<(String, String)> {
+fn registration_links(log: &Log, registration: u64, site: &Site) -> Vec<(String, String)> {
     let mut links = vec![(
         format!("registered at seq {registration}"),
-        format!("/ui/event/{registration}"),
+        format!("{}event/{registration}", site.base),
     )];
     let registered = log
         .get(registration)
@@ -467,6 +480,7 @@ fn registration_links(log: &Log, registration: u64) -> Vec<(String, String)> {
         ..
     }) = registered
         && let Some(origin) = &r.origin
+        && site.local
     {
         links.push((
             format!("from {}", shown(&origin.path)),

@@ -4,7 +4,7 @@
 
 use cmdlog_replay::SessionsFold;
 use cmdlog_store::{Log, LogConfig, NewRecord};
-use cmdlog_workbench::{ListParams, PAGE_EVENTS, SessionParams, session_page, sessions_page};
+use cmdlog_workbench::{ListParams, PAGE_EVENTS, SessionParams, Site, session_page, sessions_page};
 use serde_json::json;
 
 fn record(n: u64, session: &str, kind: &str, data: serde_json::Value) -> NewRecord {
@@ -43,7 +43,14 @@ fn a_long_session_is_read_a_page_at_a_time() {
         })
         .collect();
     let (_dir, log) = log_of(records);
-    let first = session_page(&log, "long", &SessionParams::default(), None).unwrap();
+    let first = session_page(
+        &log,
+        "long",
+        &SessionParams::default(),
+        None,
+        &Site::local(),
+    )
+    .unwrap();
     assert!(
         first.contains(&format!("Events 1–{PAGE_EVENTS} of {n}")),
         "{first}"
@@ -64,6 +71,7 @@ fn a_long_session_is_read_a_page_at_a_time() {
             ..SessionParams::default()
         },
         None,
+        &Site::local(),
     )
     .unwrap();
     assert!(second.contains("Events 501–1000 of 1200"), "{second}");
@@ -77,6 +85,7 @@ fn a_long_session_is_read_a_page_at_a_time() {
             ..SessionParams::default()
         },
         None,
+        &Site::local(),
     )
     .unwrap();
     assert!(last.contains("Events 1001–1200 of 1200") && last.contains("data-live"));
@@ -99,7 +108,7 @@ fn a_call_known_only_from_its_result_is_shown() {
                    "rawOutput": {"output": "the file's lines"}}),
         ),
     ]);
-    let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+    let page = session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
     assert!(page.contains("call only-result"), "{page}");
     assert!(
         page.contains("the file&#39;s lines") || page.contains("the file&#x27;s lines"),
@@ -124,7 +133,7 @@ fn the_sessions_list_pages_and_filters() {
     let (_dir, log) = log_of(records);
     let mut fold = SessionsFold::default();
     fold.update(&log).unwrap();
-    let first = sessions_page(&fold, &ListParams::default()).unwrap();
+    let first = sessions_page(&fold, &ListParams::default(), &Site::local()).unwrap();
     assert!(first.contains("450 sessions; 1–200 shown"), "{first}");
     // Newest first.
     assert!(first.contains(">s449<") && !first.contains(">s249<"));
@@ -134,6 +143,7 @@ fn the_sessions_list_pages_and_filters() {
             page: Some(3),
             ..ListParams::default()
         },
+        &Site::local(),
     )
     .unwrap();
     assert!(third.contains(">s000<") && third.contains("401–450 shown"));
@@ -143,6 +153,7 @@ fn the_sessions_list_pages_and_filters() {
             agent: "gemini".into(),
             ..ListParams::default()
         },
+        &Site::local(),
     )
     .unwrap();
     assert!(gemini.contains("150 of 450 sessions match"), "{gemini}");
@@ -179,20 +190,34 @@ fn a_subagents_session_hangs_under_the_call_that_started_it() {
     ]);
     let mut fold = SessionsFold::default();
     fold.update(&log).unwrap();
-    let parent = session_page(&log, "parent", &SessionParams::default(), Some(&fold)).unwrap();
+    let parent = session_page(
+        &log,
+        "parent",
+        &SessionParams::default(),
+        Some(&fold),
+        &Site::local(),
+    )
+    .unwrap();
     assert!(
         parent.contains("its subagent&#39;s session child")
             || parent.contains("its subagent&#x27;s session child"),
         "{parent}"
     );
     assert!(parent.contains("href=\"/ui/session/child\""));
-    let child = session_page(&log, "child", &SessionParams::default(), Some(&fold)).unwrap();
+    let child = session_page(
+        &log,
+        "child",
+        &SessionParams::default(),
+        Some(&fold),
+        &Site::local(),
+    )
+    .unwrap();
     assert!(
         child.contains("Subagent of") && child.contains("href=\"/ui/session/parent\""),
         "{child}"
     );
     // Nested under its parent in the list.
-    let list = sessions_page(&fold, &ListParams::default()).unwrap();
+    let list = sessions_page(&fold, &ListParams::default(), &Site::local()).unwrap();
     let (p, c) = (
         list.find(">parent<").unwrap(),
         list.find(">child<").unwrap(),
@@ -224,7 +249,8 @@ fn a_record_changed_outside_cmdlog_fails_its_proof_badge() {
             ),
         ])
         .unwrap();
-        let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+        let page =
+            session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
         assert!(
             page.contains("2 hash chain links and inclusion proofs checked"),
             "{page}"
@@ -236,7 +262,7 @@ fn a_record_changed_outside_cmdlog_fails_its_proof_badge() {
         value[at] = b'B';
     });
     let log = Log::open(&path, LogConfig::default()).unwrap();
-    let page = session_page(&log, "s", &SessionParams::default(), None).unwrap();
+    let page = session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
     assert!(page.contains("✗ seq 2 does not check"), "{page}");
     assert!(page.contains("Bravo"), "the record is shown as it is now");
 }
