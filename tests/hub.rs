@@ -1836,3 +1836,96 @@ fn hub_search_finds_each_machines_events_and_follows_the_hub() {
     assert_eq!(hub_search(&c, &url, &["nothing-like-this"]), Err(3));
     assert_eq!(hub_search(&c, &url, &["\"unclosed"]), Err(2));
 }
+
+/// GETs `url`: its status and body.
+fn get_page(url: &str) -> (u16, String) {
+    let mut res = cmdlog_test_support::daemon::http().get(url).call().unwrap();
+    (
+        res.status().as_u16(),
+        res.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+/// Issue 42's team view: `serve --hub` mirrors every log of the hub, read
+/// only, and the workbench shows each machine's sessions, conversations and
+/// events, following the hub as it grows.
+#[test]
+fn serve_hub_shows_each_machines_sessions_and_follows_the_hub() {
+    let Some(server) =
+        NatsServer::start("serve_hub_shows_each_machines_sessions_and_follows_the_hub")
+    else {
+        return;
+    };
+    let url = server.url();
+    let (a, b) = (Workspace::new(), Workspace::new());
+    prompt_hook(&a, "team-a", "deploy the <b>payments</b> webhook");
+    prompt_hook(&b, "team-b", "rotate the database password");
+    a.ok(&["push", &url]);
+    b.ok(&["push", &url]);
+    let (ida, _, _) = verified(&a, &a.log_path());
+    let (idb, _, _) = verified(&b, &b.log_path());
+
+    // A third machine serves the team's logs.
+    let c = Workspace::new();
+    let d = c.serve(&["--no-web", "--hub", &url]);
+    let u = &d.url;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let team = loop {
+        let (status, page) = get_page(&format!("{u}/ui/hub/"));
+        assert_eq!(status, 200, "{page}");
+        if page.contains(&ida) && page.contains(&idb) || Instant::now() > deadline {
+            break page;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(team.contains(&format!("href=\"/ui/hub/{ida}/\"")), "{team}");
+    assert!(team.contains("checked"), "{team}");
+
+    // One machine's sessions, a conversation, an event: read-only pages.
+    let (status, sessions) = get_page(&format!("{u}/ui/hub/{ida}/"));
+    assert_eq!(status, 200, "{sessions}");
+    assert!(
+        sessions.contains(&format!("href=\"/ui/hub/{ida}/session/team-a\"")),
+        "{sessions}"
+    );
+    assert!(!sessions.contains("team-b"), "only that machine's sessions");
+    let (status, session) = get_page(&format!("{u}/ui/hub/{ida}/session/team-a"));
+    assert_eq!(status, 200, "{session}");
+    assert!(
+        session.contains("deploy the &#60;b&#62;payments&#60;/b&#62; webhook")
+            || session.contains("deploy the &lt;b&gt;payments&lt;/b&gt; webhook"),
+        "{session}"
+    );
+    assert!(session.contains("From the hub, read-only"), "{session}");
+    assert!(!session.contains("data-live") && !session.contains("the registry as of seq"));
+    let event_href = session
+        .split(&format!("href=\"/ui/hub/{ida}/event/"))
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("an event link")
+        .to_string();
+    let (status, event) = get_page(&format!("{u}/ui/hub/{ida}/event/{event_href}"));
+    assert_eq!(status, 200, "{event}");
+    assert!(
+        event.contains("hash chain link and inclusion proof checked"),
+        "{event}"
+    );
+    assert_eq!(get_page(&format!("{u}/ui/hub/not-hex/")).0, 404);
+    assert_eq!(get_page(&format!("{u}/ui/hub/{}/", "ab".repeat(16))).0, 404);
+
+    // The hub grows: the page follows it.
+    prompt_hook(&b, "team-b2", "roll back the release");
+    b.ok(&["push", &url]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, page) = get_page(&format!("{u}/ui/hub/{idb}/"));
+        if page.contains("team-b2") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mirror did not follow the hub: {page}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -29,6 +29,7 @@
 //!     key: None,
 //!     redact: false,
 //!     web: true,
+//!     hub: None,
 //! };
 //! serve(engine, config, std::path::Path::new(".cmdlog/log.redb")).await.unwrap();
 //! # }
@@ -45,6 +46,7 @@ mod journal;
 mod limits;
 mod live;
 mod logins;
+mod mirrors;
 mod modes;
 mod otlp;
 mod otlp_turns;

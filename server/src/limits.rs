@@ -80,3 +80,5 @@ pub(crate) const UI_LOGINS_MAX: usize = 64;
 pub(crate) const UI_FAILURES_FREE: usize = 5;
 /// How long a failed workbench login counts against the next ones.
 pub(crate) const UI_FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// How often `serve --hub` brings its clones of the hub's logs up to date.
+pub(crate) const HUB_MIRROR_EVERY: Duration = Duration::from_secs(2);

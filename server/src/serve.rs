@@ -261,6 +261,9 @@ pub struct ServeConfig {
     /// Serve Qwen Code's Web Shell at `/` when an installed one is found
     /// (`--no-web`: not).
     pub web: bool,
+    /// Mirror every log of this hub, read-only, for the workbench's team view
+    /// (`--hub`).
+    pub hub: Option<cmdlog_hub::HubOptions>,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -494,7 +497,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         std::process::id(),
         log_path.display()
     );
-    crate::ui::start(&state, &url);
+    crate::ui::start(&state, &url, config.hub.clone());
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();
     let served = axum::serve(crate::stalled::DeadlineListener(listener), app)

@@ -117,6 +117,8 @@ pub(crate) struct AppState {
     /// The log's sessions folded so far, for the workbench's list: each
     /// request folds only what was appended since.
     pub sessions: Mutex<cmdlog_replay::SessionsFold>,
+    /// The team's logs, mirrored from a hub (`serve --hub`).
+    pub mirrors: Arc<crate::mirrors::Mirrors>,
 }
 
 /// What hook deliveries (`POST /hook/{agent}`) and the agents' telemetry
@@ -200,6 +202,7 @@ impl AppState {
             transparency,
             logins: crate::logins::Logins::default(),
             sessions: Mutex::new(cmdlog_replay::SessionsFold::default()),
+            mirrors: Arc::default(),
             workspace: places.workspace,
             home: places.home,
             // Command runs show as tool calls only where cmdlog is the runtime.

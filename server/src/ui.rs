@@ -24,10 +24,23 @@ use crate::state::AppState;
 /// The cookie the workbench's pages accept.
 const COOKIE: &str = "cmdlog_ui";
 
-/// Readies the workbench as the daemon starts, and says where it is.
-pub(crate) fn start(state: &Arc<AppState>, url: &str) {
+/// Readies the workbench as the daemon starts, and says where it is; with a
+/// hub, starts mirroring the team's logs.
+pub(crate) fn start(state: &Arc<AppState>, url: &str, hub: Option<cmdlog_hub::HubOptions>) {
     warm(state);
     announce(url, state.access.token.is_some());
+    if let Some(hub) = hub {
+        match cmdlog_common::private_fs::state_dir() {
+            Ok(dir) => {
+                eprintln!(
+                    "cmdlog serve: the team's logs from {} at {url}/ui/hub/",
+                    cmdlog_common::terminal::clean(&cmdlog_hub::shown_url(&hub.url))
+                );
+                state.mirrors.follow(hub, dir, state.shutdown.clone());
+            }
+            Err(e) => eprintln!("cmdlog serve: no team view: the state folder: {e}"),
+        }
+    }
 }
 
 /// Folds the log's sessions on a thread of its own as the daemon starts, so
@@ -74,6 +87,10 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/event/{seq}/proof", get(proof))
         .route("/ui/checkpoint", get(checkpoint))
         .route("/ui/session/{id}/live", get(live))
+        .route("/ui/hub/", get(team))
+        .route("/ui/hub/{log}/", get(team_sessions))
+        .route("/ui/hub/{log}/session/{id}", get(team_session))
+        .route("/ui/hub/{log}/event/{seq}", get(team_event))
         .layer(middleware::from_fn_with_state(
             Arc::clone(state),
             require_login,
@@ -504,4 +521,156 @@ async fn checkpoint(State(state): State<Arc<AppState>>) -> Response {
             ),
         ),
     }
+}
+
+/// `GET /ui/hub/`: every log of the hub `serve --hub` mirrors.
+async fn team(State(state): State<Arc<AppState>>) -> Response {
+    let Some(hub) = state.mirrors.hub.get().cloned() else {
+        return html(
+            StatusCode::NOT_FOUND,
+            cmdlog_workbench::message_page(
+                "No team view",
+                "this daemon mirrors no hub: start it with `cmdlog serve --hub URL`",
+            ),
+        );
+    };
+    let unreachable = state
+        .mirrors
+        .unreachable
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
+    let made = tokio::task::spawn_blocking(move || {
+        let machines: Vec<cmdlog_workbench::Machine> = logs
+            .iter_mut()
+            .map(|(id, m)| {
+                let opened = match (&m.path, &m.error) {
+                    (Some(path), None) => {
+                        cmdlog_store::Log::open(path, cmdlog_store::LogConfig::default())
+                            .map_err(|e| e.to_string())
+                    }
+                    (_, e) => Err(e.clone().unwrap_or_default()),
+                };
+                let (sessions, head, error) = match opened {
+                    Ok(log) => match m.sessions.update(&log) {
+                        Ok(_) => (Some(m.sessions.len()), log.head().seq, None),
+                        Err(e) => (None, log.head().seq, Some(e.to_string())),
+                    },
+                    Err(e) => (None, 0, Some(e)),
+                };
+                cmdlog_workbench::Machine {
+                    log_id: id.clone(),
+                    host: m.host.clone(),
+                    sessions,
+                    head,
+                    error,
+                }
+            })
+            .collect();
+        cmdlog_workbench::team_page(&hub, &machines, unreachable.as_deref())
+    })
+    .await;
+    match made {
+        Ok(page) => html(StatusCode::OK, page),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
+}
+
+/// Makes a page from the mirror of the hub's log `log_id`, on a blocking
+/// thread, while no round of the mirroring has the clone open.
+async fn mirror_page(
+    state: Arc<AppState>,
+    log_id: String,
+    make: impl FnOnce(
+        &cmdlog_store::Log,
+        &mut crate::mirrors::Mirror,
+        &cmdlog_workbench::Site,
+    ) -> Result<String, cmdlog_workbench::PageError>
+    + Send
+    + 'static,
+) -> Response {
+    let not_found = |why: &str| {
+        html(
+            StatusCode::NOT_FOUND,
+            cmdlog_workbench::message_page("Not shown", why),
+        )
+    };
+    if !cmdlog_workbench::is_log_id(&log_id) {
+        return not_found("that is not a log id (the team page lists them)");
+    }
+    let mut logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
+    let made = tokio::task::spawn_blocking(move || {
+        let Some(mirror) = logs.get_mut(&log_id) else {
+            return Err(format!(
+                "the hub has no log {log_id} (the team page lists them)"
+            ));
+        };
+        let path = match (&mirror.path, &mirror.error) {
+            (Some(path), None) => path.clone(),
+            (_, e) => {
+                return Err(format!(
+                    "its clone is not read: {}",
+                    e.clone().unwrap_or_default()
+                ));
+            }
+        };
+        let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
+            .map_err(|e| e.to_string())?;
+        let site = cmdlog_workbench::Site::mirror(&log_id, &mirror.host);
+        Ok(make(&log, mirror, &site))
+    })
+    .await;
+    match made {
+        Ok(Ok(page)) => html(StatusCode::OK, page),
+        Ok(Err(why)) => not_found(&why),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
+}
+
+async fn team_sessions(
+    State(state): State<Arc<AppState>>,
+    Path(log): Path<String>,
+    Query(params): Query<cmdlog_workbench::ListParams>,
+) -> Response {
+    mirror_page(state, log, move |log, mirror, site| {
+        mirror
+            .sessions
+            .update(log)
+            .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
+        cmdlog_workbench::sessions_page(&mirror.sessions, &params, site)
+    })
+    .await
+}
+
+async fn team_session(
+    State(state): State<Arc<AppState>>,
+    Path((log, id)): Path<(String, String)>,
+    Query(params): Query<cmdlog_workbench::SessionParams>,
+) -> Response {
+    mirror_page(state, log, move |log, mirror, site| {
+        let known = mirror
+            .sessions
+            .update(log)
+            .is_ok()
+            .then_some(&mirror.sessions);
+        cmdlog_workbench::session_page(log, &id, &params, known, site)
+    })
+    .await
+}
+
+async fn team_event(
+    State(state): State<Arc<AppState>>,
+    Path((log, seq)): Path<(String, u64)>,
+) -> Response {
+    mirror_page(state, log, move |log, _, site| {
+        cmdlog_workbench::event_page(log, seq, site)
+    })
+    .await
 }

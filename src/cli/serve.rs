@@ -42,6 +42,14 @@ pub(crate) struct ServeArgs {
     /// Serve no Qwen Code Web Shell at / (docs/http.md)
     #[arg(long)]
     no_web: bool,
+    /// Mirror every log on this NATS JetStream hub, read-only, and show them
+    /// in the workbench machine by machine (`/ui/hub/`; credentials as for
+    /// --push)
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
+    /// The hub's stream (with --hub)
+    #[arg(long, default_value = "CMDLOG", requires = "hub")]
+    hub_stream: String,
     /// The hub's stream (with --push)
     #[arg(
         long,
@@ -64,7 +72,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             args.addr
         )));
     }
-    if let Some(url) = &args.push {
+    for url in [&args.push, &args.hub].into_iter().flatten() {
         super::hub::refuse_url_secrets(url)?;
     }
     let agent = args
@@ -131,6 +139,10 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
             key: args.key.key.clone(),
             redact: args.redact,
             web: !args.no_web,
+            hub: args
+                .hub
+                .as_deref()
+                .map(|url| cmdlog_hub::HubOptions::from_env(url, &args.hub_stream)),
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

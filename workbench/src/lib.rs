@@ -27,6 +27,7 @@ mod proof;
 mod registry;
 mod search;
 mod session;
+mod team;
 mod text;
 
 pub use assets::{Asset, asset};
@@ -38,6 +39,7 @@ pub use login::{login_page, message_page};
 pub use registry::{RegistryParams, registry_page};
 pub use search::{SearchParams, search_page};
 pub use session::{SessionParams, session_page};
+pub use team::{Machine, is_log_id, team_page};
 
 /// What the daemon sends with every workbench page: nothing runs, loads or
 /// submits but what the workbench itself serves (no inline script or style,

@@ -1,0 +1,113 @@
+//! `serve --hub`: the team's logs. Every log on a hub is kept as a read-only
+//! clone of its own in the user's state folder (`cmdlog_hub::mirror_all`:
+//! only the records past its head are added, each checked as `clone` checks
+//! it — chain, tree, signed checkpoints), brought up to the hub's copy every
+//! [`HUB_MIRROR_EVERY`]; the workbench shows each, machine by machine, under
+//! `/ui/hub/`. A clone that fails its checks is named with why, and not read.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cmdlog_hub::HubOptions;
+use cmdlog_replay::SessionsFold;
+use tokio_util::sync::CancellationToken;
+
+use crate::limits::HUB_MIRROR_EVERY;
+
+/// One log of the hub, as its clone stands.
+pub(crate) struct Mirror {
+    /// The host that pushed its last record.
+    pub(crate) host: String,
+    /// Its clone, when it has one.
+    pub(crate) path: Option<PathBuf>,
+    /// Why its clone is not up to the hub's copy, if it is not.
+    pub(crate) error: Option<String>,
+    /// Its sessions folded so far.
+    pub(crate) sessions: SessionsFold,
+}
+
+/// The team's logs, by log id. Held while a clone is brought up to date and
+/// while a page reads one: a clone's file is open in one place at a time.
+#[derive(Default)]
+pub(crate) struct Mirrors {
+    /// The hub, as shown (no credentials), once `serve --hub` named one.
+    pub(crate) hub: std::sync::OnceLock<String>,
+    /// The logs.
+    pub(crate) logs: Arc<tokio::sync::Mutex<BTreeMap<String, Mirror>>>,
+    /// Why the hub could not be read the last time, if it could not.
+    pub(crate) unreachable: std::sync::Mutex<Option<String>>,
+}
+
+impl Mirrors {
+    /// Follows `hub` until `stopped`: every log on it mirrored into `dir`
+    /// (a folder of the hub's under the user's state folder).
+    pub(crate) fn follow(
+        self: &Arc<Self>,
+        hub: HubOptions,
+        state: PathBuf,
+        stopped: CancellationToken,
+    ) {
+        let _ = self.hub.set(cmdlog_hub::shown_url(&hub.url));
+        let mirrors = Arc::clone(self);
+        // A thread and a runtime of its own: the hub's reads are not `Send`
+        // (multi-threaded: a clone appends with `block_in_place`).
+        let spawned = std::thread::Builder::new()
+            .name("cmdlog-hub-mirrors".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        eprintln!("cmdlog serve: no team view: {e}");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    loop {
+                        let round = mirrors.round(&hub, &state).await;
+                        *mirrors
+                            .unreachable
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = round.err();
+                        tokio::select! {
+                            () = tokio::time::sleep(HUB_MIRROR_EVERY) => {}
+                            () = stopped.cancelled() => return,
+                        }
+                    }
+                });
+            });
+        if let Err(e) = spawned {
+            eprintln!("cmdlog serve: no team view: {e}");
+        }
+    }
+
+    /// One round: the hub's logs brought up to date.
+    async fn round(&self, hub: &HubOptions, state: &std::path::Path) -> Result<(), String> {
+        let hub = hub.connect().await.map_err(|e| e.to_string())?;
+        let dir = cmdlog_hub::mirrors_dir(state, &hub);
+        let mut logs = self.logs.lock().await;
+        let found = cmdlog_hub::mirror_all(&hub, &dir)
+            .await
+            .map_err(|e| e.to_string())?;
+        for m in found {
+            let mirror = logs.entry(m.log_id).or_insert_with(|| Mirror {
+                host: String::new(),
+                path: None,
+                error: None,
+                sessions: SessionsFold::default(),
+            });
+            mirror.host = m.host;
+            mirror.path = m.path;
+            if m.error.is_some() {
+                // A clone that failed its checks is read afresh once it passes.
+                mirror.sessions = SessionsFold::default();
+            }
+            mirror.error = m.error;
+        }
+        Ok(())
+    }
+}
