@@ -1910,6 +1910,18 @@ fn serve_hub_shows_each_machines_sessions_and_follows_the_hub() {
         event.contains("hash chain link and inclusion proof checked"),
         "{event}"
     );
+    // One search over every machine's log, each hit linked into its mirror.
+    let (status, found) = get_page(&format!("{u}/ui/hub/search?q=payments+OR+rotate"));
+    assert_eq!(status, 200, "{found}");
+    assert!(
+        found.contains(&format!("href=\"/ui/hub/{ida}/session/team-a\"")),
+        "{found}"
+    );
+    assert!(
+        found.contains(&format!("href=\"/ui/hub/{idb}/session/team-b\"")),
+        "{found}"
+    );
+    assert!(found.contains("<mark>payments</mark>"), "{found}");
     assert_eq!(get_page(&format!("{u}/ui/hub/not-hex/")).0, 404);
     assert_eq!(get_page(&format!("{u}/ui/hub/{}/", "ab".repeat(16))).0, 404);
 

@@ -88,6 +88,7 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/checkpoint", get(checkpoint))
         .route("/ui/session/{id}/live", get(live))
         .route("/ui/hub/", get(team))
+        .route("/ui/hub/search", get(team_search))
         .route("/ui/hub/{log}/", get(team_sessions))
         .route("/ui/hub/{log}/session/{id}", get(team_session))
         .route("/ui/hub/{log}/event/{seq}", get(team_event))
@@ -673,4 +674,37 @@ async fn team_event(
         cmdlog_workbench::event_page(log, seq, site)
     })
     .await
+}
+
+/// `GET /ui/hub/search?q=`: one search over every mirrored log of the hub.
+async fn team_search(
+    State(state): State<Arc<AppState>>,
+    Query(params): Query<cmdlog_workbench::SearchParams>,
+) -> Response {
+    let logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
+    let made = tokio::task::spawn_blocking(move || {
+        let opened: Vec<(cmdlog_workbench::Site, cmdlog_store::Log)> = logs
+            .iter()
+            .filter(|(_, m)| m.error.is_none())
+            .filter_map(|(id, m)| {
+                let log =
+                    cmdlog_store::Log::open(m.path.as_ref()?, cmdlog_store::LogConfig::default())
+                        .ok()?;
+                Some((cmdlog_workbench::Site::mirror(id, &m.host), log))
+            })
+            .collect();
+        let each: Vec<(cmdlog_workbench::Site, &cmdlog_store::Log)> = opened
+            .iter()
+            .map(|(site, log)| (site.clone(), log))
+            .collect();
+        cmdlog_workbench::team_search_page(&params.q, &each)
+    })
+    .await;
+    match made {
+        Ok(page) => html(StatusCode::OK, page),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
 }

@@ -37,7 +37,7 @@ pub use limits::{FOLD_LINES, LIST_ROWS, PAGE_EVENTS, PROVEN_MAX, SEARCH_HITS};
 pub use list::{ListParams, sessions_page};
 pub use login::{login_page, message_page};
 pub use registry::{RegistryParams, registry_page};
-pub use search::{SearchParams, search_page};
+pub use search::{SearchParams, search_page, team_search_page};
 pub use session::{SessionParams, session_page};
 pub use team::{Machine, is_log_id, team_page};
 
