@@ -24,6 +24,10 @@ pub struct SessionSummary {
     pub last_at: u64,
     /// Events in it.
     pub events: u64,
+    /// Prompts typed (not a command's expansion).
+    pub prompts: u64,
+    /// Tool calls the agent made.
+    pub tool_calls: u64,
     /// Command runs.
     pub runs: u64,
     /// Runs that settled as errors (interrupted ones included).
@@ -215,6 +219,8 @@ impl SessionSummary {
             first_at: at,
             last_at: at,
             events: 0,
+            prompts: 0,
+            tool_calls: 0,
             runs: 0,
             errors: 0,
             interrupted: 0,
@@ -247,6 +253,13 @@ impl SessionSummary {
             self.ended = None;
         }
         match &e.data {
+            EventData::SessionPrompt(p) if p.from_run.is_none() => self.prompts += 1,
+            EventData::SessionUpdate(u)
+                if u.get("sessionUpdate").and_then(serde_json::Value::as_str)
+                    == Some("tool_call") =>
+            {
+                self.tool_calls += 1;
+            }
             EventData::CommandRun(_) => self.runs += 1,
             EventData::CommandDone(d) => {
                 if let Outcome::Error { interrupted, .. } = d.outcome {

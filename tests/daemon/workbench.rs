@@ -227,6 +227,27 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         list.body
     );
     assert!(list.body.contains("claude-code"));
+    // One prompt, one tool call (its PreToolUse and PostToolUse are one call).
+    let row = list
+        .body
+        .split("href=\"/ui/session/wb-session-1\"")
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap()
+        .to_string();
+    let numbers: Vec<&str> = row
+        .split("<td class=\"n")
+        .skip(1)
+        .map(|c| {
+            c.split('>')
+                .nth(1)
+                .unwrap_or("")
+                .split('<')
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(&numbers[1..3], ["1", "1"], "prompts and tool calls: {row}");
     let filtered = get(&format!("{u}/ui/?agent=codex"), &as_browser);
     assert!(
         !filtered.body.contains("wb-session-1"),

@@ -135,6 +135,7 @@ fn the_sessions_list_pages_and_filters() {
     fold.update(&log).unwrap();
     let first = sessions_page(&fold, &ListParams::default(), &Site::local()).unwrap();
     assert!(first.contains("450 sessions; 1–200 shown"), "{first}");
+    assert!(first.contains("<th>Prompts</th><th>Tool calls</th>"));
     // Newest first.
     assert!(first.contains(">s449<") && !first.contains(">s249<"));
     let third = sessions_page(
