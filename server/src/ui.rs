@@ -199,6 +199,19 @@ fn html(status: StatusCode, page: Result<String, cmdlog_workbench::PageError>) -
     }
 }
 
+/// The answer of a page made on a blocking thread.
+fn answer(
+    made: Result<Result<String, cmdlog_workbench::PageError>, tokio::task::JoinError>,
+) -> Response {
+    match made {
+        Ok(page) => html(StatusCode::OK, page),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
+}
+
 /// Makes a page from the log on a blocking thread.
 async fn page(
     state: Arc<AppState>,
@@ -211,13 +224,7 @@ async fn page(
         Err(e) => return e.into_response(),
     };
     let made = tokio::task::spawn_blocking(move || make(&state, engine.log())).await;
-    match made {
-        Ok(page) => html(StatusCode::OK, page),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Err(cmdlog_workbench::PageError::Log(e.to_string())),
-        ),
-    }
+    answer(made)
 }
 
 async fn sessions(
@@ -572,13 +579,7 @@ async fn team(State(state): State<Arc<AppState>>) -> Response {
         cmdlog_workbench::team_page(&hub, &machines, unreachable.as_deref())
     })
     .await;
-    match made {
-        Ok(page) => html(StatusCode::OK, page),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Err(cmdlog_workbench::PageError::Log(e.to_string())),
-        ),
-    }
+    answer(made)
 }
 
 /// Makes a page from the mirror of the hub's log `log_id`, on a blocking
@@ -700,11 +701,5 @@ async fn team_search(
         cmdlog_workbench::team_search_page(&params.q, &each)
     })
     .await;
-    match made {
-        Ok(page) => html(StatusCode::OK, page),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Err(cmdlog_workbench::PageError::Log(e.to_string())),
-        ),
-    }
+    answer(made)
 }
