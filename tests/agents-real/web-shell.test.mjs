@@ -324,7 +324,14 @@ test("Qwen Code's Web Shell: the same eight steps, a reload and a new page pass 
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
   cleanups.push(() => browser.close());
-  const real = await steps("real", browser);
+  let real = await steps("real", browser);
+  // The reference daemon is only the yardstick: under a loaded CI machine it
+  // has missed a step's deadline (the model chip, 60 s) once; it gets one
+  // more run, said in the output, before the suite calls it broken.
+  if (!Object.values(real.outcomes).every((ok) => ok === true)) {
+    t.diagnostic(`qwen serve failed a step, run once more: ${JSON.stringify(real.outcomes)}`);
+    real = await steps("real", browser);
+  }
   const ours = await steps("cmdlog", browser);
   const report = () =>
     `qwen serve: ${JSON.stringify(real.outcomes, null, 1)}\ncmdlog serve: ${JSON.stringify(ours.outcomes, null, 1)}\n` +
