@@ -15,6 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::limits::HUB_MIRROR_EVERY;
 
+/// Why a round of the mirroring stopped: the hub could not be reached or
+/// listed, or the clones' folder could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MirrorError {
+    #[error(transparent)]
+    Hub(#[from] cmdlog_hub::HubError),
+    #[error(transparent)]
+    Mirror(#[from] cmdlog_hub::HubSearchError),
+}
+
 /// One log of the hub, as its clone stands.
 pub(crate) struct Mirror {
     /// The host that pushed its last record.
@@ -72,7 +82,8 @@ impl Mirrors {
                         *mirrors
                             .unreachable
                             .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = round.err();
+                            .unwrap_or_else(|p| p.into_inner()) =
+                            round.err().map(|e| e.to_string());
                         tokio::select! {
                             () = tokio::time::sleep(HUB_MIRROR_EVERY) => {}
                             () = stopped.cancelled() => return,
@@ -86,13 +97,11 @@ impl Mirrors {
     }
 
     /// One round: the hub's logs brought up to date.
-    async fn round(&self, hub: &HubOptions, state: &std::path::Path) -> Result<(), String> {
-        let hub = hub.connect().await.map_err(|e| e.to_string())?;
+    async fn round(&self, hub: &HubOptions, state: &std::path::Path) -> Result<(), MirrorError> {
+        let hub = hub.connect().await?;
         let dir = cmdlog_hub::mirrors_dir(state, &hub);
         let mut logs = self.logs.lock().await;
-        let found = cmdlog_hub::mirror_all(&hub, &dir)
-            .await
-            .map_err(|e| e.to_string())?;
+        let found = cmdlog_hub::mirror_all(&hub, &dir).await?;
         for m in found {
             let mirror = logs.entry(m.log_id).or_insert_with(|| Mirror {
                 host: String::new(),

@@ -595,45 +595,35 @@ async fn mirror_page(
     + Send
     + 'static,
 ) -> Response {
-    let not_found = |why: &str| {
-        html(
-            StatusCode::NOT_FOUND,
-            cmdlog_workbench::message_page("Not shown", why),
-        )
+    let unshown = |log_id: &str, why: &str| cmdlog_workbench::PageError::NoMirror {
+        log_id: cmdlog_common::terminal::clean(log_id).into_owned(),
+        why: why.to_string(),
     };
     if !cmdlog_workbench::is_log_id(&log_id) {
-        return not_found("that is not a log id (the team page lists them)");
+        return html(
+            StatusCode::NOT_FOUND,
+            Err(unshown(&log_id, "that is not a log id")),
+        );
     }
     let mut logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
     let made = tokio::task::spawn_blocking(move || {
         let Some(mirror) = logs.get_mut(&log_id) else {
-            return Err(format!(
-                "the hub has no log {log_id} (the team page lists them)"
-            ));
+            return Err(unshown(&log_id, "the hub has no log by that id"));
         };
         let path = match (&mirror.path, &mirror.error) {
             (Some(path), None) => path.clone(),
             (_, e) => {
-                return Err(format!(
-                    "its clone is not read: {}",
-                    e.clone().unwrap_or_default()
-                ));
+                let why = format!("its clone is not read: {}", e.as_deref().unwrap_or(""));
+                return Err(unshown(&log_id, &why));
             }
         };
         let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
         let site = cmdlog_workbench::Site::mirror(&log_id, &mirror.host);
-        Ok(make(&log, mirror, &site))
+        make(&log, mirror, &site)
     })
     .await;
-    match made {
-        Ok(Ok(page)) => html(StatusCode::OK, page),
-        Ok(Err(why)) => not_found(&why),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Err(cmdlog_workbench::PageError::Log(e.to_string())),
-        ),
-    }
+    answer(made)
 }
 
 async fn team_sessions(

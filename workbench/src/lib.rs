@@ -97,6 +97,14 @@ pub enum PageError {
         /// The log's head.
         head: u64,
     },
+    /// No mirrored log of the hub by that id can be shown.
+    #[error("the hub's log {log_id:?} is not shown: {why} (the team page lists the logs)")]
+    NoMirror {
+        /// The id asked for (as shown).
+        log_id: String,
+        /// Why: none by that id, or its clone failed its checks.
+        why: String,
+    },
     /// The log could not be read.
     #[error("reading the log: {0}")]
     Log(String),
@@ -114,7 +122,7 @@ impl PageError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            PageError::NoSession { .. } | PageError::NoEvent { .. }
+            PageError::NoSession { .. } | PageError::NoEvent { .. } | PageError::NoMirror { .. }
         )
     }
 }
