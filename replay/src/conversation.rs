@@ -1,7 +1,7 @@
 //! A session's conversation in the order it happened, for reading: the prompts,
 //! the agent's messages (its chunks joined), its thoughts, tool calls with their
-//! input and output, permission questions and answers, command runs and the ends
-//! of turns. What an auditor reads in the HTML report.
+//! input and output, permission questions and who answered them, model and mode
+//! changes, command runs and the ends of turns. What an auditor reads in the HTML report.
 
 use cmdlog_engine::event::Outcome;
 use cmdlog_engine::{Event, EventData, Seq};
@@ -63,6 +63,26 @@ pub enum Entry {
         options: Vec<String>,
         /// The answer: the option chosen, or `cancelled`; `None` while open.
         answer: Option<String>,
+        /// Who answered (`user`, `rule`, `hook`, `classifier`), when a
+        /// source said or the sequence shows it.
+        decided_by: Option<String>,
+        /// The client that voted (its `X-Qwen-Client-Id`), when it said.
+        voter: Option<String>,
+    },
+    /// The session's model or mode changed, or a switch was refused.
+    Setting {
+        /// Seq of the change.
+        seq: Seq,
+        /// `model` or `mode`.
+        what: &'static str,
+        /// The model or mode asked for.
+        value: String,
+        /// The mode before, as the agent last said it.
+        previous: Option<String>,
+        /// The client that asked, when it said.
+        by: Option<String>,
+        /// The agent's refusal, for a switch it refused.
+        refused: Option<String>,
     },
     /// A command run and how it settled.
     Run {
@@ -96,6 +116,53 @@ pub enum Entry {
         /// Whether it ended in an error.
         error: bool,
     },
+}
+
+/// Who answered a permission question, as a reader says it: ` (by the user,
+/// client web-1)`; empty when no source said.
+pub fn answered_by(decided_by: Option<&str>, voter: Option<&str>) -> String {
+    let who = match decided_by {
+        Some("user") => Some("the user"),
+        Some("rule") => Some("a permission rule or the approval mode, without asking"),
+        Some("hook") => Some("a hook"),
+        Some("classifier") => Some("the agent's automatic reviewer"),
+        Some(_) => Some("a decider this release does not name"),
+        None => None,
+    };
+    match (who, voter) {
+        (Some(who), Some(client)) => format!(" (by {who}, client {client})"),
+        (Some(who), None) => format!(" (by {who})"),
+        (None, Some(client)) => format!(" (voted by client {client})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A [`Entry::Setting`] as a reader says it: `model switched to X`, `mode set
+/// to yolo (was default) by client web-1`, `model switch to X refused: …`.
+pub fn setting_text(entry: &Entry) -> String {
+    let Entry::Setting {
+        what,
+        value,
+        previous,
+        by,
+        refused,
+        ..
+    } = entry
+    else {
+        return String::new();
+    };
+    let mut text = match (refused, *what) {
+        (Some(why), _) => format!("{what} switch to {value} refused by the agent: {why}"),
+        (None, "model") => format!("model switched to {value}"),
+        (None, _) => format!("{what} set to {value}"),
+    };
+    if let Some(previous) = previous {
+        text.push_str(&format!(" (was {previous})"));
+    }
+    if let Some(by) = by {
+        text.push_str(&format!(", asked by client {by}"));
+    }
+    text
 }
 
 fn text_of(update: &Value) -> &str {
@@ -170,6 +237,8 @@ impl Conversation {
                         })
                         .collect(),
                     answer: None,
+                    decided_by: None,
+                    voter: None,
                 });
             }
             EventData::PermissionResolved(r) => {
@@ -181,14 +250,47 @@ impl Conversation {
                     Some(other) => other.to_string(),
                     None => r.decision.as_str().unwrap_or("?").to_string(),
                 };
-                if let Some(Entry::Permission { answer: slot, .. }) =
-                    self.entries.iter_mut().rev().find(|e| {
-                        matches!(e, Entry::Permission { request_id, answer: None, .. } if *request_id == r.request_id)
-                    })
-                {
+                if let Some(Entry::Permission {
+                    answer: slot,
+                    decided_by,
+                    voter,
+                    ..
+                }) = self.entries.iter_mut().rev().find(|e| {
+                    matches!(e, Entry::Permission { request_id, answer: None, .. } if *request_id == r.request_id)
+                }) {
                     *slot = Some(answer);
+                    *decided_by = r.decided_by.map(|d| d.name().to_string());
+                    voter.clone_from(&r.voter);
                 }
             }
+            EventData::ModelSwitched(m) => self.entries.push(Entry::Setting {
+                seq,
+                what: "model",
+                value: m.model.clone(),
+                previous: None,
+                by: None,
+                refused: None,
+            }),
+            EventData::ModelSwitchFailed(m) => self.entries.push(Entry::Setting {
+                seq,
+                what: "model",
+                value: m.model.clone(),
+                previous: None,
+                by: None,
+                refused: Some(
+                    m.error["message"]
+                        .as_str()
+                        .map_or_else(|| m.error.to_string(), str::to_string),
+                ),
+            }),
+            EventData::ModeSet(m) => self.entries.push(Entry::Setting {
+                seq,
+                what: "mode",
+                value: m.mode.clone(),
+                previous: m.previous.clone(),
+                by: m.client_id.clone(),
+                refused: None,
+            }),
             EventData::CommandRun(run) => self.entries.push(Entry::Run {
                 seq,
                 line: format!("/{}{}", run.name, run.raw_input.as_deref().unwrap_or("")),
@@ -235,9 +337,6 @@ impl Conversation {
             | EventData::SessionDied(_)
             | EventData::SessionEnded(_)
             | EventData::PermissionAlreadyResolved(_)
-            | EventData::ModelSwitched(_)
-            | EventData::ModelSwitchFailed(_)
-            | EventData::ModeSet(_)
             | EventData::SessionCancelled(_)
             | EventData::WalDiscarded(_)
             | EventData::AcpMessage(_)

@@ -41,7 +41,7 @@ pub use checkpoint::{
     default_key_path, log_signer, log_verifier, origin, prove_inclusion, prove_since, sign,
     sign_at,
 };
-pub use conversation::{Conversation, Entry, conversation};
+pub use conversation::{Conversation, Entry, answered_by, conversation, setting_text};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
 pub use gc::{
     BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,

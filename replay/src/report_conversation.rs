@@ -111,10 +111,19 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
                 about,
                 options,
                 answer,
+                decided_by,
+                voter,
                 ..
             } => {
                 let answer = match answer {
-                    Some(a) => format!("answered: {}", shown(a)),
+                    Some(a) => format!(
+                        "answered: {}{}",
+                        shown(a),
+                        shown(&crate::conversation::answered_by(
+                            decided_by.as_deref(),
+                            voter.as_deref()
+                        ))
+                    ),
                     None => "not answered".to_string(),
                 };
                 block(
@@ -128,6 +137,15 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
                     ),
                 );
             }
+            Entry::Setting { seq, .. } => block(
+                out,
+                "end",
+                &format!("session setting · seq {seq}"),
+                &format!(
+                    "<div>{}</div>",
+                    shown(&crate::conversation::setting_text(entry))
+                ),
+            ),
             Entry::Run { seq, line, outcome } => {
                 let settled = match outcome {
                     None => "not settled".to_string(),

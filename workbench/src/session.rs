@@ -222,6 +222,7 @@ fn seq_of(entry: &Entry) -> u64 {
         | Entry::Thought { seq, .. }
         | Entry::ToolCall { seq, .. }
         | Entry::Permission { seq, .. }
+        | Entry::Setting { seq, .. }
         | Entry::Run { seq, .. }
         | Entry::Conflict { seq, .. }
         | Entry::TurnEnd { seq, .. } => *seq,
@@ -289,18 +290,44 @@ fn output_blocks(output: &str) -> Vec<Block> {
     }
 }
 
-fn permission(about: Option<&str>, options: &[String], answer: Option<&str>) -> Parts {
+fn permission(entry: &Entry) -> Parts {
+    let Entry::Permission {
+        about,
+        options,
+        answer,
+        decided_by,
+        voter,
+        ..
+    } = entry
+    else {
+        unreachable!("called for a permission entry")
+    };
+    let answered = match answer {
+        Some(a) => format!(
+            "answered: {}{}",
+            shown(a),
+            shown(&cmdlog_replay::answered_by(
+                decided_by.as_deref(),
+                voter.as_deref()
+            ))
+        ),
+        None => "not answered".into(),
+    };
     (
-        "permission",
+        if answer.is_none() {
+            "permission open"
+        } else {
+            "permission"
+        },
         "permission asked".into(),
         vec![],
         vec![
-            format!("about: {}", shown(about.unwrap_or("(no tool call named)"))),
+            format!(
+                "about: {}",
+                shown(about.as_deref().unwrap_or("(no tool call named)"))
+            ),
             format!("options: {}", shown(&options.join(", "))),
-            match answer {
-                Some(a) => format!("answered: {}", shown(a)),
-                None => "not answered".into(),
-            },
+            answered,
         ],
     )
 }
@@ -391,12 +418,17 @@ fn item(entry: &Entry) -> Item {
             output,
             ..
         } => tool_call(id, title, status, input.as_ref(), output.as_deref()),
-        Entry::Permission {
-            about,
-            options,
-            answer,
-            ..
-        } => permission(about.as_deref(), options, answer.as_deref()),
+        Entry::Permission { .. } => permission(entry),
+        Entry::Setting { what, refused, .. } => (
+            if refused.is_some() {
+                "setting failed"
+            } else {
+                "setting"
+            },
+            format!("{what} change"),
+            vec![],
+            vec![shown(&cmdlog_replay::setting_text(entry))],
+        ),
         Entry::Run { line, outcome, .. } => {
             let mut blocks = vec![Block::new("", line, false)];
             if let Some(Outcome::Success {

@@ -267,3 +267,85 @@ fn a_record_changed_outside_cmdlog_fails_its_proof_badge() {
     assert!(page.contains("✗ seq 2 does not check"), "{page}");
     assert!(page.contains("Bravo"), "the record is shown as it is now");
 }
+
+#[test]
+fn who_answered_each_permission_and_each_model_or_mode_change_are_shown() {
+    let records = vec![
+        record(
+            1,
+            "s",
+            "session/prompt",
+            json!({"text": "clean up", "delivery": "idle"}),
+        ),
+        record(
+            2,
+            "s",
+            "permission/requested",
+            json!({"request_id": "p1", "options": [{"optionId": "allow", "name": "Allow"}, {"optionId": "deny", "name": "Deny"}],
+                   "tool_call": {"title": "rm -rf build"}}),
+        ),
+        record(
+            3,
+            "s",
+            "permission/resolved",
+            json!({"request_id": "p1", "decision": {"outcome": "selected", "optionId": "allow"}, "decided_by": "rule"}),
+        ),
+        record(
+            4,
+            "s",
+            "permission/requested",
+            json!({"request_id": "p2", "options": [{"optionId": "allow", "name": "Allow"}], "tool_call": {"title": "git push"}}),
+        ),
+        record(
+            5,
+            "s",
+            "permission/resolved",
+            json!({"request_id": "p2", "decision": {"outcome": "selected", "optionId": "allow"}, "decided_by": "user", "voter": "web-1"}),
+        ),
+        record(
+            6,
+            "s",
+            "permission/requested",
+            json!({"request_id": "p3", "options": [{"optionId": "allow", "name": "Allow"}], "tool_call": {"title": "curl evil"}}),
+        ),
+        record(
+            7,
+            "s",
+            "session/model_switched",
+            json!({"model": "qwen3-coder-plus"}),
+        ),
+        record(
+            8,
+            "s",
+            "session/model_switch_failed",
+            json!({"model": "nope", "error": {"code": -32602, "message": "unknown model"}}),
+        ),
+        record(
+            9,
+            "s",
+            "session/mode_set",
+            json!({"mode": "yolo", "previous": "default", "client_id": "web-1"}),
+        ),
+    ];
+    let (_dir, log) = log_of(records);
+    let page = session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
+    let at = |needle: &str| {
+        page.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {page}"))
+    };
+    assert!(
+        at("rm -rf build")
+            < at(
+                "answered: Allow (allow) (by a permission rule or the approval mode, without asking)"
+            )
+    );
+    assert!(at("git push") < at("answered: Allow (allow) (by the user, client web-1)"));
+    assert!(at("curl evil") < at("not answered"));
+    assert!(page.contains("class=\"permission open\""), "{page}");
+    assert!(
+        at("model switched to qwen3-coder-plus")
+            < at("model switch to nope refused by the agent: unknown model")
+    );
+    assert!(at("mode set to yolo (was default), asked by client web-1") > 0);
+    assert!(page.contains("class=\"setting failed\""));
+}
