@@ -237,6 +237,21 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A text file from anywhere (a saved checkpoint, a proof bundle), read as
+/// [`read_untrusted`] reads it (not private), at most `bytes_max` bytes; the
+/// error names the file and what is wrong.
+pub fn read_untrusted_text(path: &Path, bytes_max: u64) -> Result<String, String> {
+    let bytes = read_untrusted(
+        path,
+        Expect {
+            bytes_max,
+            private: false,
+        },
+    )
+    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
 /// Reads at most the first `bytes_max` bytes of a file cmdlog did not write,
 /// opened as [`read_untrusted`] opens it (no link followed, no blocking, a
 /// regular file), whatever its length.

@@ -52,6 +52,41 @@ pub fn log_verifier(log_id: &str, key: Option<&Path>) -> Result<Option<NoteVerif
     }
 }
 
+/// Why no keys could be found to check a checkpoint with.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifierError {
+    /// A key given is not a verifier key.
+    #[error("--vkey: {0}")]
+    Given(NoteError),
+    /// The log's key file could not be read.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// No key was given and the log has no key file here.
+    #[error("no key of log {0} here to check a checkpoint's signature with")]
+    NoKey(String),
+}
+
+/// The keys a checkpoint of log `log_id` is checked with: each of `given`
+/// (verifier keys, as `cmdlog key` prints them), else the log's own key
+/// file (`key`, or its default place).
+pub fn checkpoint_verifiers(
+    log_id: &str,
+    given: &[String],
+    key: Option<&Path>,
+) -> Result<Vec<NoteVerifier>, VerifierError> {
+    if !given.is_empty() {
+        return given
+            .iter()
+            .map(|k| NoteVerifier::parse(k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(VerifierError::Given);
+    }
+    let verifier = log_verifier(log_id, key)?;
+    verifier
+        .map(|v| vec![v])
+        .ok_or_else(|| VerifierError::NoKey(cmdlog_common::terminal::clean(log_id).into_owned()))
+}
+
 /// Why a checkpoint or a proof could not be made, or a check failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

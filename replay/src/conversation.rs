@@ -192,6 +192,35 @@ fn option_name(options: &Value, id: &str) -> String {
         .map_or_else(|| id.to_string(), |name| format!("{name} ({id})"))
 }
 
+/// The entry of a model switch, a refused one, or a mode change.
+fn setting(seq: Seq, data: &EventData) -> Option<Entry> {
+    let (what, value, previous, by, refused) = match data {
+        EventData::ModelSwitched(m) => ("model", &m.model, None, None, None),
+        EventData::ModelSwitchFailed(m) => {
+            let why = m.error["message"]
+                .as_str()
+                .map_or_else(|| m.error.to_string(), str::to_string);
+            ("model", &m.model, None, None, Some(why))
+        }
+        EventData::ModeSet(m) => (
+            "mode",
+            &m.mode,
+            m.previous.clone(),
+            m.client_id.clone(),
+            None,
+        ),
+        _ => return None,
+    };
+    Some(Entry::Setting {
+        seq,
+        what,
+        value: value.clone(),
+        previous,
+        by,
+        refused,
+    })
+}
+
 /// Folds a session's events into its conversation.
 #[derive(Debug, Default)]
 pub struct Conversation {
@@ -241,56 +270,10 @@ impl Conversation {
                     voter: None,
                 });
             }
-            EventData::PermissionResolved(r) => {
-                let options = self.offered.remove(&r.request_id).unwrap_or(Value::Null);
-                let answer = match r.decision["outcome"].as_str() {
-                    Some("selected") => {
-                        option_name(&options, r.decision["optionId"].as_str().unwrap_or("?"))
-                    }
-                    Some(other) => other.to_string(),
-                    None => r.decision.as_str().unwrap_or("?").to_string(),
-                };
-                if let Some(Entry::Permission {
-                    answer: slot,
-                    decided_by,
-                    voter,
-                    ..
-                }) = self.entries.iter_mut().rev().find(|e| {
-                    matches!(e, Entry::Permission { request_id, answer: None, .. } if *request_id == r.request_id)
-                }) {
-                    *slot = Some(answer);
-                    *decided_by = r.decided_by.map(|d| d.name().to_string());
-                    voter.clone_from(&r.voter);
-                }
-            }
-            EventData::ModelSwitched(m) => self.entries.push(Entry::Setting {
-                seq,
-                what: "model",
-                value: m.model.clone(),
-                previous: None,
-                by: None,
-                refused: None,
-            }),
-            EventData::ModelSwitchFailed(m) => self.entries.push(Entry::Setting {
-                seq,
-                what: "model",
-                value: m.model.clone(),
-                previous: None,
-                by: None,
-                refused: Some(
-                    m.error["message"]
-                        .as_str()
-                        .map_or_else(|| m.error.to_string(), str::to_string),
-                ),
-            }),
-            EventData::ModeSet(m) => self.entries.push(Entry::Setting {
-                seq,
-                what: "mode",
-                value: m.mode.clone(),
-                previous: m.previous.clone(),
-                by: m.client_id.clone(),
-                refused: None,
-            }),
+            EventData::PermissionResolved(r) => self.resolved(r),
+            EventData::ModelSwitched(_)
+            | EventData::ModelSwitchFailed(_)
+            | EventData::ModeSet(_) => self.entries.extend(setting(seq, &event.data)),
             EventData::CommandRun(run) => self.entries.push(Entry::Run {
                 seq,
                 line: format!("/{}{}", run.name, run.raw_input.as_deref().unwrap_or("")),
@@ -347,6 +330,30 @@ impl Conversation {
             | EventData::ImportCheckpoint(_)
             | EventData::Unknown(_) => {}
         }
+    }
+
+    /// A permission question answered: its answer, and who gave it.
+    fn resolved(&mut self, r: &cmdlog_engine::event::PermissionResolved) {
+        let options = self.offered.remove(&r.request_id).unwrap_or(Value::Null);
+        let answer = match r.decision["outcome"].as_str() {
+            Some("selected") => {
+                option_name(&options, r.decision["optionId"].as_str().unwrap_or("?"))
+            }
+            Some(other) => other.to_string(),
+            None => r.decision.as_str().unwrap_or("?").to_string(),
+        };
+        if let Some(Entry::Permission {
+                    answer: slot,
+                    decided_by,
+                    voter,
+                    ..
+                }) = self.entries.iter_mut().rev().find(|e| {
+                    matches!(e, Entry::Permission { request_id, answer: None, .. } if *request_id == r.request_id)
+                }) {
+                    *slot = Some(answer);
+                    *decided_by = r.decided_by.map(|d| d.name().to_string());
+                    voter.clone_from(&r.voter);
+                }
     }
 
     fn update(&mut self, seq: Seq, update: &Value) {

@@ -24,6 +24,7 @@ mod limits;
 mod registry_view;
 mod report;
 mod report_conversation;
+mod session_proofs;
 mod session_view;
 mod sessions;
 mod tiles;
@@ -37,9 +38,9 @@ pub use audit::{
     audit_with_conflicts, show,
 };
 pub use checkpoint::{
-    CheckpointError, ConsistencyProof, InclusionProof, SavedCheck, SignedCheckpoint, check_saved,
-    default_key_path, log_signer, log_verifier, origin, prove_inclusion, prove_since, sign,
-    sign_at,
+    CheckpointError, ConsistencyProof, InclusionProof, SavedCheck, SignedCheckpoint, VerifierError,
+    check_saved, checkpoint_verifiers, default_key_path, log_signer, log_verifier, origin,
+    prove_inclusion, prove_since, sign, sign_at,
 };
 pub use conversation::{Conversation, Entry, answered_by, conversation, setting_text};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
@@ -48,12 +49,17 @@ pub use gc::{
     referenced_blobs_with,
 };
 pub use html::escape_html;
+pub use limits::{SESSION_PROOFS_BYTES_MAX, SESSION_PROOFS_EVENTS_MAX};
 pub use registry_view::{CommandEntry, RegistryDiff, RegistryView, ShadowingChange, WinnerChange};
 pub use report::render_report;
+pub use session_proofs::{
+    BundleError, CheckedBundle, SESSION_PROOFS_FORMAT, SessionProofs, bundle_log,
+    check_session_proofs, prove_session,
+};
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use sessions::{SessionSummary, SessionsFold, as_tree, sessions, summary_of};
 pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
-pub use verify::{VerifyReport, Violation, check_expected_head, verify};
+pub use verify::{VerifyReport, Violation, check_expected_head, parse_head, verify};
 
 use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log_with};
 use cmdlog_store::Log;

@@ -106,37 +106,7 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
                     &body,
                 );
             }
-            Entry::Permission {
-                seq,
-                about,
-                options,
-                answer,
-                decided_by,
-                voter,
-                ..
-            } => {
-                let answer = match answer {
-                    Some(a) => format!(
-                        "answered: {}{}",
-                        shown(a),
-                        shown(&crate::conversation::answered_by(
-                            decided_by.as_deref(),
-                            voter.as_deref()
-                        ))
-                    ),
-                    None => "not answered".to_string(),
-                };
-                block(
-                    out,
-                    "perm",
-                    &format!("permission asked · seq {seq}"),
-                    &format!(
-                        "<pre>{}</pre><div>options: {} — {answer}</div>",
-                        shown(about.as_deref().unwrap_or("(no tool call named)")),
-                        shown(&options.join(", "))
-                    ),
-                );
-            }
+            Entry::Permission { .. } => permission(out, entry),
             Entry::Setting { seq, .. } => block(
                 out,
                 "end",
@@ -146,25 +116,7 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
                     shown(&crate::conversation::setting_text(entry))
                 ),
             ),
-            Entry::Run { seq, line, outcome } => {
-                let settled = match outcome {
-                    None => "not settled".to_string(),
-                    Some(Outcome::Success {
-                        prompt: Some(_), ..
-                    }) => "expanded (the prompt below)".to_string(),
-                    Some(Outcome::Success { text, .. }) => match text {
-                        Some(t) => format!("answered: {}", shown(t)),
-                        None => "done".to_string(),
-                    },
-                    Some(Outcome::Error { text, .. }) => format!("error: {}", shown(text)),
-                };
-                block(
-                    out,
-                    "run",
-                    &format!("command run · seq {seq}"),
-                    &format!("<pre>{}</pre><div>{settled}</div>", shown(line)),
-                );
-            }
+            Entry::Run { seq, line, outcome } => run(out, *seq, line, outcome.as_ref()),
             Entry::Conflict {
                 seq,
                 of,
@@ -198,4 +150,62 @@ pub(crate) fn render(out: &mut String, entries: &[Entry]) {
             ),
         }
     }
+}
+
+/// A permission question: what it was about, the options, the answer and who gave it.
+fn permission(out: &mut String, entry: &Entry) {
+    let Entry::Permission {
+        seq,
+        about,
+        options,
+        answer,
+        decided_by,
+        voter,
+        ..
+    } = entry
+    else {
+        return;
+    };
+    let answer = match answer {
+        Some(a) => format!(
+            "answered: {}{}",
+            shown(a),
+            shown(&crate::conversation::answered_by(
+                decided_by.as_deref(),
+                voter.as_deref()
+            ))
+        ),
+        None => "not answered".to_string(),
+    };
+    block(
+        out,
+        "perm",
+        &format!("permission asked · seq {seq}"),
+        &format!(
+            "<pre>{}</pre><div>options: {} — {answer}</div>",
+            shown(about.as_deref().unwrap_or("(no tool call named)")),
+            shown(&options.join(", "))
+        ),
+    );
+}
+
+/// A command run and how it settled.
+fn run(out: &mut String, seq: u64, line: &str, outcome: Option<&Outcome>) {
+    let settled = match outcome {
+        None => "not settled".to_string(),
+        Some(Outcome::Success {
+            prompt: Some(_), ..
+        }) => "expanded (the prompt below)".to_string(),
+        Some(Outcome::Success { text, .. }) => match text {
+            Some(t) => format!("answered: {}", shown(t)),
+            None => "done".to_string(),
+        },
+        Some(Outcome::Error { text, .. }) => format!("error: {}", shown(text)),
+    };
+    block(
+        out,
+        "run",
+        &format!("command run · seq {seq}"),
+        &format!("<pre>{}</pre><div>{settled}</div>", shown(line)),
+    );
 }

@@ -510,6 +510,23 @@ fn brk_seq(brk: &cmdlog_store::ChainBreak) -> Seq {
     }
 }
 
+/// A head recorded elsewhere as `SEQ:HASH` (a 64-hex-digit chain hash, as
+/// `cmdlog verify` prints it): its seq and its hash, lowercase; else what to
+/// give instead.
+pub fn parse_head(text: &str) -> Result<(Seq, String), String> {
+    let parsed = text.split_once(':').and_then(|(seq, hash)| {
+        let seq = seq.parse::<Seq>().ok()?;
+        (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| (seq, hash.to_ascii_lowercase()))
+    });
+    parsed.ok_or_else(|| {
+        format!(
+            "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
+            "0".repeat(64)
+        )
+    })
+}
+
 /// Checks this log against a head recorded elsewhere (`SEQ` and its chain hash):
 /// a log that ends before `seq` was rolled back; a different hash at `seq` is a
 /// fork or an edit. `None` when the log holds that head.

@@ -61,6 +61,8 @@ mod state;
 mod tlog;
 mod turns;
 mod ui;
+mod ui_downloads;
+mod ui_page;
 mod web_shell;
 mod wire;
 mod workspace;

@@ -20,6 +20,8 @@ use subtle::ConstantTimeEq;
 
 use crate::limits::UI_LOGIN_TTL;
 use crate::state::AppState;
+use crate::ui_downloads as downloads;
+use crate::ui_page::{answer, html, local_site, page};
 
 /// The cookie the workbench's pages accept.
 const COOKIE: &str = "cmdlog_ui";
@@ -84,7 +86,15 @@ pub(crate) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/ui/search", get(search))
         .route("/ui/registry", get(registry))
         .route("/ui/drift", get(drift))
-        .route("/ui/event/{seq}/proof", get(proof))
+        .route("/ui/event/{seq}/proof", get(downloads::proof))
+        .route("/ui/session/{id}/proofs", get(downloads::session_proofs))
+        .route("/ui/blob/{hashes}", get(downloads::blob))
+        .route("/ui/blob/{hashes}/raw", get(downloads::blob_raw))
+        .route("/ui/hub/{log}/blob/{hashes}", get(downloads::team_blob))
+        .route(
+            "/ui/hub/{log}/blob/{hashes}/raw",
+            get(downloads::team_blob_raw),
+        )
         .route("/ui/checkpoint", get(checkpoint))
         .route("/ui/session/{id}/live", get(live))
         .route("/ui/hub/", get(team))
@@ -173,60 +183,6 @@ async fn require_login(
     )
 }
 
-fn html(status: StatusCode, page: Result<String, cmdlog_workbench::PageError>) -> Response {
-    match page {
-        Ok(body) => (
-            status,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            body,
-        )
-            .into_response(),
-        Err(e) => {
-            let status = if e.is_not_found() {
-                StatusCode::NOT_FOUND
-            } else {
-                StatusCode::INTERNAL_SERVER_ERROR
-            };
-            let body = cmdlog_workbench::message_page("Not shown", &e.to_string())
-                .unwrap_or_else(|_| "the page could not be made".into());
-            (
-                status,
-                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                body,
-            )
-                .into_response()
-        }
-    }
-}
-
-/// The answer of a page made on a blocking thread.
-fn answer(
-    made: Result<Result<String, cmdlog_workbench::PageError>, tokio::task::JoinError>,
-) -> Response {
-    match made {
-        Ok(page) => html(StatusCode::OK, page),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Err(cmdlog_workbench::PageError::Log(e.to_string())),
-        ),
-    }
-}
-
-/// Makes a page from the log on a blocking thread.
-async fn page(
-    state: Arc<AppState>,
-    make: impl FnOnce(&AppState, &cmdlog_store::Log) -> Result<String, cmdlog_workbench::PageError>
-    + Send
-    + 'static,
-) -> Response {
-    let engine = match state.engine() {
-        Ok(engine) => engine,
-        Err(e) => return e.into_response(),
-    };
-    let made = tokio::task::spawn_blocking(move || make(&state, engine.log())).await;
-    answer(made)
-}
-
 async fn sessions(
     State(state): State<Arc<AppState>>,
     Query(params): Query<cmdlog_workbench::ListParams>,
@@ -235,7 +191,7 @@ async fn sessions(
         let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
         fold.update(log)
             .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        cmdlog_workbench::sessions_page(&fold, &params, &cmdlog_workbench::Site::local())
+        cmdlog_workbench::sessions_page(&fold, &params, &local_site(state))
     })
     .await
 }
@@ -248,7 +204,7 @@ async fn session(
     page(state, move |state, log| {
         let mut fold = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let known = fold.update(log).is_ok().then_some(&*fold);
-        cmdlog_workbench::session_page(log, &id, &params, known, &cmdlog_workbench::Site::local())
+        cmdlog_workbench::session_page(log, &id, &params, known, &local_site(state))
     })
     .await
 }
@@ -459,62 +415,6 @@ async fn live(
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
         .into_response()
-}
-
-/// `GET /ui/event/{seq}/proof`: the event's inclusion proof with the log's
-/// signed checkpoint (`cmdlog prove SEQ`), as a file to keep.
-async fn proof(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
-    let Some(transparency) = state.transparency.as_ref() else {
-        return html(
-            StatusCode::SERVICE_UNAVAILABLE,
-            cmdlog_workbench::message_page(
-                "No proof",
-                "this log has no id, so it has no signed checkpoint: `cmdlog checkpoint` gives it one",
-            ),
-        );
-    };
-    let signer = match &transparency.signer {
-        Ok(signer) => signer.clone(),
-        Err(why) => {
-            return html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                cmdlog_workbench::message_page("No proof", &format!("no signing key: {why}")),
-            );
-        }
-    };
-    let engine = match state.engine() {
-        Ok(engine) => engine,
-        Err(e) => return e.into_response(),
-    };
-    let log_id = transparency.log_id.clone();
-    let origin = cmdlog_replay::origin(&log_id);
-    let proved = tokio::task::spawn_blocking(move || {
-        cmdlog_replay::prove_inclusion(engine.log(), seq, &origin, &signer)
-            .map(|p| p.to_tlog_proof())
-            .map_err(|e| e.to_string())
-    })
-    .await;
-    match proved {
-        Ok(Ok(text)) => {
-            let file = format!("attachment; filename=\"cmdlog-{log_id}-seq-{seq}.tlog-proof\"");
-            let mut response =
-                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response();
-            if let Ok(v) = HeaderValue::from_str(&file) {
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_DISPOSITION, v);
-            }
-            response
-        }
-        Ok(Err(why)) => html(
-            StatusCode::NOT_FOUND,
-            cmdlog_workbench::message_page("No proof", &why),
-        ),
-        Err(e) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            cmdlog_workbench::message_page("No proof", &e.to_string()),
-        ),
-    }
 }
 
 /// `GET /ui/checkpoint`: to the log's signed checkpoint (a public route).

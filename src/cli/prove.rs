@@ -29,16 +29,8 @@ pub(crate) struct ProveArgs {
 
 /// Reads a saved checkpoint (a file from anywhere: capped, no link followed).
 pub(crate) fn read_checkpoint(path: &std::path::Path) -> Result<String, CliError> {
-    let bytes = cmdlog_common::private_fs::read_untrusted(
-        path,
-        cmdlog_common::private_fs::Expect {
-            bytes_max: cmdlog_tlog::NOTE_BYTES_MAX as u64,
-            private: false,
-        },
-    )
-    .map_err(|e| CliError::not_found(format!("cannot read checkpoint {}: {e}", path.display())))?;
-    String::from_utf8(bytes)
-        .map_err(|_| CliError::damaged(format!("checkpoint {} is not UTF-8 text", path.display())))
+    let max = cmdlog_tlog::NOTE_BYTES_MAX as u64;
+    cmdlog_common::private_fs::read_untrusted_text(path, max).map_err(CliError::not_found)
 }
 
 pub(crate) fn exec(paths: &Paths, args: ProveArgs, json: bool) -> VerbResult {

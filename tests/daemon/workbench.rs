@@ -95,6 +95,78 @@ fn record_session(w: &Workspace, session: &str) {
     }
 }
 
+/// The session's events with their proofs download, and `cmdlog verify
+/// --proofs` checks the file offline: every event of the session proven, in
+/// order; a changed event, or one left out of the count, is refused naming
+/// its line.
+fn check_session_bundle(w: &Workspace, u: &str, as_browser: &[(&str, &str)], vkey: &str) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
+    let page = get(&format!("{u}/ui/session/wb-session-1"), as_browser);
+    assert!(
+        page.body
+            .contains("href=\"/ui/session/wb-session-1/proofs\" download"),
+        "{}",
+        page.body
+    );
+    let bundle = get(&format!("{u}/ui/session/wb-session-1/proofs"), as_browser);
+    assert_eq!(bundle.status, 200, "{}", bundle.body);
+    assert!(header(&bundle, "content-disposition").starts_with("attachment;"));
+    let file = w.ws.path().join("session.proofs.jsonl");
+    std::fs::write(&file, &bundle.body).unwrap();
+    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.starts_with("ok: 4 events of session wb-session-1"),
+        "{said}"
+    );
+    // Each line is a tlog proof as well: any verifier checks it with the header's checkpoint.
+    let lines: Vec<&str> = bundle.body.lines().collect();
+    let header_line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    let event: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    let proof = format!(
+        "c2sp.org/tlog-proof@v1\nextra {}\nindex {}\n{}\n{}",
+        event["leaf"].as_str().unwrap(),
+        event["index"],
+        event["proof"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| format!("{}\n", h.as_str().unwrap()))
+            .collect::<String>(),
+        header_line["checkpoint"].as_str().unwrap()
+    );
+    check_tlog_proof(&proof, vkey, event["seq"].as_u64().unwrap());
+    // A prompt changed after the download: its proof fails, on its line.
+    let leaf = String::from_utf8(B64.decode(event["leaf"].as_str().unwrap()).unwrap()).unwrap();
+    let mut forged: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    let changed = leaf.replacen("\"at\":", "\"at\":1", 1);
+    forged["leaf"] = json!(B64.encode(changed.as_bytes()));
+    forged["event"] = serde_json::from_str(&changed).unwrap();
+    let mut text = vec![lines[0].to_string(), forged.to_string()];
+    text.extend(lines[2..].iter().map(|l| l.to_string()));
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("NOT PROVEN") && said.contains("line 2: seq"),
+        "{said}"
+    );
+    // An event left out: the count it states does not hold.
+    let mut short: Vec<&str> = lines.clone();
+    short.remove(2);
+    std::fs::write(&file, short.join("\n")).unwrap();
+    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("line 1: it says it holds 4 events; 3 follow it"),
+        "{said}"
+    );
+}
+
 /// Checks a `c2sp.org/tlog-proof@v1` with `signed_note` and `tlog_tiles`
 /// (ports of Go's `sumdb/note` and `sumdb/tlog`): the checkpoint signed by
 /// `vkey`, the leaf at `seq` included in its tree.
@@ -227,6 +299,16 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
         list.body
     );
     assert!(list.body.contains("claude-code"));
+    // Where its sessions ran: this machine, the daemon's workspace.
+    let workspace = w.ws.path().canonicalize().unwrap();
+    assert!(
+        list.body.contains(&format!(
+            "in workspace <strong>{}</strong>",
+            workspace.display()
+        )),
+        "{}",
+        list.body
+    );
     // One prompt, one tool call (its PreToolUse and PostToolUse are one call).
     let row = list
         .body
@@ -335,6 +417,7 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     assert!(header(&proof, "content-disposition").starts_with("attachment;"));
     let vkey = String::from_utf8(w.run(&["key"]).stdout).unwrap();
     check_tlog_proof(&proof.body, vkey.trim(), seq.parse().unwrap());
+    check_session_bundle(&w, u, &as_browser, vkey.trim());
     let bad = get(&format!("{u}/ui/search?q=%22unclosed"), &as_browser);
     assert_eq!(bad.status, 200);
     assert!(bad.body.contains("class=\"error\""), "{}", bad.body);
@@ -464,4 +547,63 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     let out = post_form(&format!("{u}/ui/logout"), &as_browser, "");
     assert_eq!(out.status, 303);
     assert_eq!(get(&format!("{u}/ui/"), &as_browser).status, 401);
+}
+
+/// A tool output too large for its record is kept as blobs: the session's
+/// page links it, its page shows the text (hostile characters visible), and
+/// its bytes download whole; a hash the log does not hold is named.
+#[test]
+fn a_value_stored_as_blobs_loads_when_asked_for() {
+    let w = Workspace::new();
+    let big = format!("{}\u{202e}<b>end</b>", "line of output\n".repeat(80_000));
+    let payload = json!({"session_id": "wb-blob", "cwd": w.ws.path(), "transcript_path": "/t",
+        "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "tu-big",
+        "tool_input": {"command": "cat huge.log"}, "tool_response": {"stdout": big, "stderr": ""}});
+    let out = w.hook("claude-code", payload.to_string().as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = w.serve_with("127.0.0.1:0", &["--no-web"], Some(TOKEN));
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = [("authorization", bearer.as_str())];
+    let page = get(&format!("{}/ui/session/wb-blob", d.url), &auth);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("stored as blob"), "{}", page.body);
+    let href = page
+        .body
+        .split("<a class=\"blob\" href=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("a link to the blob in {}", page.body))
+        .to_string();
+    assert!(href.starts_with("/ui/blob/"), "{href}");
+    let blob = get(&format!("{}{href}", d.url), &auth);
+    assert_eq!(blob.status, 200, "{}", blob.body);
+    assert!(blob.body.contains("line of output\nline of output"));
+    assert!(
+        blob.body
+            .contains("\\u{202e}&#60;b&#62;end&#60;/b&#62;</pre>"),
+        "shown visibly, escaped"
+    );
+    assert!(!blob.body.contains('\u{202e}'));
+    let raw = get(&format!("{}{href}/raw", d.url), &auth);
+    assert_eq!(raw.status, 200);
+    assert_eq!(header(&raw, "content-type"), "application/octet-stream");
+    assert!(header(&raw, "content-disposition").starts_with("attachment;"));
+    // The hook kept the string whole, as the agent sent it.
+    assert_eq!(raw.body, big);
+    let missing = get(&format!("{}/ui/blob/{}", d.url, "ab".repeat(32)), &auth);
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.body.contains("the log holds no such blob"),
+        "{}",
+        missing.body
+    );
+    let bad = get(&format!("{}/ui/blob/..%2F..%2Fetc", d.url), &auth);
+    assert_eq!(bad.status, 404);
+    assert!(bad.body.contains("not a blob hash"), "{}", bad.body);
+    // Without the token, nothing.
+    assert_eq!(get(&format!("{}{href}/raw", d.url), &[]).status, 401);
 }

@@ -7,13 +7,13 @@
 use super::{read, source_files};
 
 /// Lines of the binary's `src/`.
-const SRC_LINES: usize = 4573;
+const SRC_LINES: usize = 4566;
 /// Lines of the longest source file.
 const FILE_LINES: usize = 719;
 /// Lines of the longest function outside tests.
 const FUNCTION_LINES: usize = 137;
 /// Functions outside tests over 100 lines.
-const FUNCTIONS_OVER_100: usize = 27;
+const FUNCTIONS_OVER_100: usize = 26;
 /// `json!` outside tests: JSON built by hand where a typed view would say
 /// what it holds.
 const JSON_MACROS: usize = 190;

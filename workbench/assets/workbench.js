@@ -46,4 +46,35 @@ function followSession() {
   connect();
 }
 
+// A value stored as blobs loads in place when its link is clicked: the blob
+// page's text (shown visibly, as the page made it) replaces the marker that
+// named it. Without the script the link opens the blob page.
+function loadBlobsInPlace() {
+  document.addEventListener("click", async (event) => {
+    const link = event.target.closest && event.target.closest("a.blob");
+    if (!link) return;
+    event.preventDefault();
+    const block = link.closest(".block");
+    const pre = block && block.querySelector("pre");
+    if (!pre) { window.location.href = link.href; return; }
+    link.textContent = "loading…";
+    try {
+      const answer = await fetch(link.href, { credentials: "same-origin" });
+      if (!answer.ok) { link.textContent = "could not load it: the page answered " + answer.status; return; }
+      const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+      const text = page.getElementById("blob-text");
+      if (!text) { link.textContent = "could not load it"; return; }
+      pre.textContent = text.textContent;
+      const details = block.querySelector("details");
+      if (details) details.open = true;
+      const note = page.querySelector("p.note");
+      link.textContent = note ? note.textContent : "loaded";
+      link.classList.add("loaded");
+    } catch (e) {
+      link.textContent = "could not load it: " + e;
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", followSession);
+document.addEventListener("DOMContentLoaded", loadBlobsInPlace);

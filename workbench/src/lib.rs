@@ -18,6 +18,7 @@
 //! it returns. The same functions render in-process in `benches/`.
 
 mod assets;
+mod blob;
 mod drift;
 mod event;
 mod limits;
@@ -31,9 +32,13 @@ mod team;
 mod text;
 
 pub use assets::{Asset, asset};
+pub use blob::{blob_bytes, blob_page};
 pub use drift::drift_page;
 pub use event::event_page;
-pub use limits::{FOLD_LINES, LIST_ROWS, PAGE_EVENTS, PROVEN_MAX, SEARCH_HITS};
+pub use limits::{
+    BLOB_PARTS_MAX, BLOB_SHOWN_BYTES_MAX, FOLD_LINES, LIST_ROWS, PAGE_EVENTS, PROVEN_MAX,
+    SEARCH_HITS,
+};
 pub use list::{ListParams, sessions_page};
 pub use login::{login_page, message_page};
 pub use registry::{RegistryParams, registry_page};
@@ -58,6 +63,11 @@ pub struct Site {
     /// What it is called: the machine a mirrored log came from (its host and
     /// log id, shown).
     pub name: String,
+    /// The machine its sessions ran on (shown), when known.
+    pub machine: String,
+    /// The workspace whose log it is (shown), when known: each workspace
+    /// keeps its own log, so every session of a log ran in it.
+    pub workspace: String,
 }
 
 impl Site {
@@ -67,6 +77,17 @@ impl Site {
             base: "/ui/".into(),
             local: true,
             name: String::new(),
+            machine: String::new(),
+            workspace: String::new(),
+        }
+    }
+
+    /// This daemon's own log, of `workspace` on `machine`.
+    pub fn local_at(machine: &str, workspace: &str) -> Site {
+        Site {
+            machine: text::shown(machine),
+            workspace: text::shown(workspace),
+            ..Site::local()
         }
     }
 
@@ -76,6 +97,8 @@ impl Site {
             base: format!("/ui/hub/{}/", text::url_piece(log_id)),
             local: false,
             name: text::shown(&format!("{host} (log {log_id})")),
+            machine: text::shown(host),
+            workspace: String::new(),
         }
     }
 }
@@ -105,6 +128,14 @@ pub enum PageError {
         /// Why: none by that id, or its clone failed its checks.
         why: String,
     },
+    /// No blob of that hash can be shown.
+    #[error("blob {hash}: {why}")]
+    NoBlob {
+        /// The hash asked for (as shown).
+        hash: String,
+        /// Why.
+        why: String,
+    },
     /// The log could not be read.
     #[error("reading the log: {0}")]
     Log(String),
@@ -122,7 +153,10 @@ impl PageError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            PageError::NoSession { .. } | PageError::NoEvent { .. } | PageError::NoMirror { .. }
+            PageError::NoSession { .. }
+                | PageError::NoEvent { .. }
+                | PageError::NoMirror { .. }
+                | PageError::NoBlob { .. }
         )
     }
 }

@@ -12,3 +12,8 @@ pub const FOLD_LINES: usize = 8;
 pub const PROVEN_MAX: usize = 10_000;
 /// Rows one page of the sessions list shows; it links the others.
 pub const LIST_ROWS: usize = 200;
+/// Parts one blob page joins (a value stored as blobs names its parts:
+/// `H1 + H2 + …`, 16 MiB each).
+pub const BLOB_PARTS_MAX: usize = 16;
+/// Bytes of a blob's text its page shows; the rest is in its download.
+pub const BLOB_SHOWN_BYTES_MAX: usize = 4 * 1024 * 1024;

@@ -77,6 +77,8 @@ struct SessionPage {
     title: String,
     query: String,
     id: String,
+    /// The id as a piece of a URL.
+    id_piece: String,
     agents: String,
     sources: String,
     started: String,
@@ -173,6 +175,7 @@ pub fn session_page(
         title: format!("Session {}", shown(id)),
         query: String::new(),
         id: shown(id),
+        id_piece: url_piece(id),
         agents: shown(
             &summary
                 .agents

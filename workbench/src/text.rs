@@ -26,7 +26,7 @@ pub(crate) fn url_piece(text: &str) -> String {
     out
 }
 
-use crate::limits::FOLD_LINES;
+use crate::limits::{BLOB_PARTS_MAX, FOLD_LINES};
 
 /// A block of outside text as a page shows it: its lines, and whether it is
 /// long enough to be folded (past [`FOLD_LINES`] lines).
@@ -39,6 +39,9 @@ pub(crate) struct Block {
     pub(crate) lines: usize,
     /// Whether the page folds it (a `<details>` the reader opens).
     pub(crate) folded: bool,
+    /// The values it names as stored in blobs, each a blob page's path
+    /// piece (`H1+H2`): the page links them, loaded on demand.
+    pub(crate) blobs: Vec<String>,
 }
 
 impl Block {
@@ -57,8 +60,56 @@ impl Block {
             text: shown(text),
             lines,
             folded: always_fold || lines > FOLD_LINES,
+            blobs: blob_refs(text),
         }
     }
+}
+
+/// The blobs a piece of text names, each group of parts (`H1+H2`) as a path
+/// piece of the blob page: a 64-digit hex run right after `blob`, and the
+/// runs that follow it separated only by ` + `, quotes, commas and spaces.
+pub(crate) fn blob_refs(text: &str) -> Vec<String> {
+    let bytes = text.as_bytes();
+    let mut groups: Vec<String> = Vec::new();
+    let mut i = 0;
+    // Where the last run ended, when a group is open.
+    let mut open: Option<usize> = None;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_hexdigit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+            i += 1;
+        }
+        if i - start != 64 {
+            continue;
+        }
+        let run = &text[start..i];
+        let joined = open.is_some_and(|end| {
+            text[end..start]
+                .bytes()
+                .all(|b| matches!(b, b' ' | b'+' | b'"' | b',' | b'\n' | b'\t'))
+        });
+        let named = bytes[start.saturating_sub(16)..start]
+            .windows(4)
+            .any(|w| w == b"blob");
+        match groups.last_mut() {
+            Some(group) if joined && group.matches('+').count() + 1 < BLOB_PARTS_MAX => {
+                group.push('+');
+                group.push_str(run);
+                open = Some(i);
+            }
+            _ if named => {
+                groups.push(run.to_ascii_lowercase());
+                open = Some(i);
+            }
+            _ => open = None,
+        }
+    }
+    groups.dedup();
+    groups
 }
 
 #[cfg(test)]
@@ -72,5 +123,21 @@ mod tests {
         let b = Block::new("output", &"x\n".repeat(9), false);
         assert!(b.folded && b.lines == 9);
         assert!(!Block::new("input", "one line", false).folded);
+    }
+
+    #[test]
+    fn the_blobs_an_event_names_are_found_and_nothing_else() {
+        let (a, b) = ("a".repeat(64), "0123456789abcdef".repeat(4));
+        let marker = format!("[cmdlog: 40000000 bytes stored as blob {a} + {b}]");
+        assert_eq!(blob_refs(&marker), vec![format!("{a}+{b}")]);
+        let acp = format!(
+            "{{\n  \"cmdlog\": \"value stored as a blob\",\n  \"blob\": \"{b}\",\n  \"bytes\": 9\n}}"
+        );
+        assert_eq!(blob_refs(&acp), vec![b.clone()]);
+        let listed = format!("\"blobs\": [\n    \"{a}\",\n    \"{b}\"\n  ]");
+        assert_eq!(blob_refs(&listed), vec![format!("{a}+{b}")]);
+        // A hash that is not named a blob (a commit, a chain hash) is no link.
+        assert!(blob_refs(&format!("commit {a} and hash: {b}")).is_empty());
+        assert!(blob_refs(&format!("blob {}", "a".repeat(63))).is_empty());
     }
 }

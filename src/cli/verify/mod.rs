@@ -8,6 +8,9 @@ use cmdlog_engine::event::LogIdentity;
 use cmdlog_replay::{Violation, check_expected_head, verify};
 use cmdlog_store::Log;
 
+use std::io::Write;
+
+use super::output::print_json;
 use super::progress::Progress;
 use super::{CliError, SETTLED_ERROR, VerbResult, hub_failure, store_failure};
 use crate::render;
@@ -44,34 +47,24 @@ pub(crate) struct VerifyArgs {
     /// repeatable
     #[arg(long, value_name = "KEY", requires = "against")]
     witness: Vec<String>,
+    /// Check a session's events with their proofs (a bundle the workbench
+    /// downloads) against the log's key, offline: the log is not read
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["expect_head", "against", "checkpoint"])]
+    proofs: Option<std::path::PathBuf>,
     #[command(flatten)]
     key: super::checkpoint::KeyArgs,
 }
 
 /// The keys a checkpoint of this log is checked with: each `--vkey`, else the
 /// log's own key file.
-fn verifiers(
-    identity: &LogIdentity,
-    args: &VerifyArgs,
-) -> Result<Vec<cmdlog_tlog::NoteVerifier>, CliError> {
-    if !args.vkey.is_empty() {
-        return args
-            .vkey
-            .iter()
-            .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| CliError::usage(format!("--vkey: {e}")));
-    }
-    match cmdlog_replay::log_verifier(&identity.id, args.key.key.as_deref())
-        .map_err(super::checkpoint::key_failure)?
-    {
-        Some(v) => Ok(vec![v]),
-        None => Err(CliError::not_found(format!(
-            "no key of log {} here to check a checkpoint's signature with",
-            identity.id
-        ))
-        .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)")),
-    }
+fn verifiers(log_id: &str, args: &VerifyArgs) -> Result<Vec<cmdlog_tlog::NoteVerifier>, CliError> {
+    use cmdlog_replay::VerifierError;
+    cmdlog_replay::checkpoint_verifiers(log_id, &args.vkey, args.key.key.as_deref()).map_err(|e| match e {
+        VerifierError::Given(_) => CliError::usage(e.to_string()),
+        VerifierError::Key(e) => super::checkpoint::key_failure(e),
+        VerifierError::NoKey(_) => CliError::not_found(e.to_string())
+            .hint("pass the verifier key the checkpoint was signed with: --vkey KEY (`cmdlog key` prints it where the key is)"),
+    })
 }
 
 /// Checks the log against a saved checkpoint (`--checkpoint`): what it showed,
@@ -87,7 +80,7 @@ fn check_checkpoint(
         return Ok((Some(Violation { seq: None, message }), None));
     };
     let saved = super::prove::read_checkpoint(file)?;
-    let verifiers = verifiers(identity, args)?;
+    let verifiers = verifiers(&identity.id, args)?;
     let origin = cmdlog_replay::origin(&identity.id);
     let name = file.display().to_string();
     let check = cmdlog_replay::SavedCheck::of(log, &name, &saved, &origin, &verifiers)
@@ -125,7 +118,7 @@ fn check_against(
         .block_on(cmdlog_hub::Against::read(&options, identity, &witnesses))
         .map_err(hub_failure)?;
     let verifiers = if against.needs_keys() {
-        verifiers(identity, args)?
+        verifiers(&identity.id, args)?
     } else {
         vec![]
     };
@@ -139,25 +132,13 @@ fn check_against(
     })
 }
 
-/// `SEQ:HASH` with a 64-hex-character hash.
-fn parse_head(text: &str) -> Result<(u64, String), CliError> {
-    let usage = || {
-        CliError::usage(format!(
-            "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
-            "0".repeat(64)
-        ))
-    };
-    let (seq, hash) = text.split_once(':').ok_or_else(usage)?;
-    let seq = seq.parse::<u64>().map_err(|_| usage())?;
-    if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(usage());
-    }
-    Ok((seq, hash.to_ascii_lowercase()))
-}
-
 pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbResult {
+    if let Some(file) = &args.proofs {
+        return check_proofs(file, &args, json);
+    }
     let log = &super::open::open_existing(paths)?;
-    let expected = args.expect_head.as_deref().map(parse_head).transpose()?;
+    let expected = args.expect_head.as_deref().map(cmdlog_replay::parse_head);
+    let expected = expected.transpose().map_err(CliError::usage)?;
     let identity = cmdlog_engine::identity::read_identity(log).map_err(store_failure)?;
     let bar = Progress::new(log.head().seq, "verify");
     let mut report = verify(log, bar.tick()).map_err(store_failure)?;
@@ -198,4 +179,24 @@ pub(crate) fn exec(paths: &super::Paths, args: VerifyArgs, json: bool) -> VerbRe
         json,
     )?;
     Ok(if report.is_clean() { 0 } else { SETTLED_ERROR })
+}
+
+/// `--proofs FILE`: a session's events with their inclusion proofs (the
+/// workbench's download), checked offline against the log's key.
+fn check_proofs(file: &std::path::Path, args: &VerifyArgs, json: bool) -> VerbResult {
+    let max = cmdlog_replay::SESSION_PROOFS_BYTES_MAX;
+    let text =
+        cmdlog_common::private_fs::read_untrusted_text(file, max).map_err(CliError::not_found)?;
+    let log_id = cmdlog_replay::bundle_log(&text).unwrap_or_default();
+    let checked = cmdlog_replay::check_session_proofs(&text, &verifiers(&log_id, args)?);
+    let mut out = std::io::stdout().lock();
+    let code = if checked.is_ok() { 0 } else { SETTLED_ERROR };
+    let file = file.display();
+    match (checked, json) {
+        (Ok(bundle), true) => print_json(&mut out, &bundle)?,
+        (Err(e), true) => print_json(&mut out, &e)?,
+        (Ok(bundle), false) => writeln!(out, "{}", render::clean(&bundle.to_string()))?,
+        (Err(e), false) => writeln!(out, "NOT PROVEN: {file}: {}", render::clean(&e.to_string()))?,
+    }
+    Ok(code)
 }

@@ -1,0 +1,77 @@
+//! How a workbench page is answered: made from the log on a blocking
+//! thread, as HTML, or as the page that says why it could not be made
+//! (404 when the request named what the log does not hold).
+
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::state::AppState;
+
+/// A page as the answer, or the page saying why it could not be made.
+pub(crate) fn html(
+    status: StatusCode,
+    page: Result<String, cmdlog_workbench::PageError>,
+) -> Response {
+    match page {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            let status = if e.is_not_found() {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
+            let body = cmdlog_workbench::message_page("Not shown", &e.to_string())
+                .unwrap_or_else(|_| "the page could not be made".into());
+            (
+                status,
+                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                body,
+            )
+                .into_response()
+        }
+    }
+}
+
+/// The answer of a page made on a blocking thread.
+pub(crate) fn answer(
+    made: Result<Result<String, cmdlog_workbench::PageError>, tokio::task::JoinError>,
+) -> Response {
+    match made {
+        Ok(page) => html(StatusCode::OK, page),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Err(cmdlog_workbench::PageError::Log(e.to_string())),
+        ),
+    }
+}
+
+/// Makes a page from the log on a blocking thread.
+pub(crate) async fn page(
+    state: Arc<AppState>,
+    make: impl FnOnce(&AppState, &cmdlog_store::Log) -> Result<String, cmdlog_workbench::PageError>
+    + Send
+    + 'static,
+) -> Response {
+    let engine = match state.engine() {
+        Ok(engine) => engine,
+        Err(e) => return e.into_response(),
+    };
+    let made = tokio::task::spawn_blocking(move || make(&state, engine.log())).await;
+    answer(made)
+}
+
+/// This daemon's own log, as its pages name it: this machine and the
+/// daemon's workspace.
+pub(crate) fn local_site(state: &AppState) -> cmdlog_workbench::Site {
+    cmdlog_workbench::Site::local_at(
+        &cmdlog_engine::identity::host_name(),
+        &state.workspace.display().to_string(),
+    )
+}
