@@ -1865,9 +1865,30 @@ fn serve_hub_shows_each_machines_sessions_and_follows_the_hub() {
     let (ida, _, _) = verified(&a, &a.log_path());
     let (idb, _, _) = verified(&b, &b.log_path());
 
-    // A third machine serves the team's logs.
+    // A witness cosigns what it saw of each log.
+    let witnessed = a.json(&["witness", &url, "--once", "--json"]);
+    let witness_key = witnessed["witness_key"].as_str().unwrap().to_string();
+
+    // A third machine serves the team's logs, and checks that witness's word.
     let c = Workspace::new();
-    let d = c.serve(&["--no-web", "--hub", &url]);
+    // A second witness never saw the hub: it has cosigned nothing.
+    let absent = cmdlog_tlog::Signer::from_seed(
+        "absent-witness",
+        cmdlog_tlog::KeyKind::Cosignature,
+        [7; 32],
+    )
+    .unwrap()
+    .verifier()
+    .to_string();
+    let d = c.serve(&[
+        "--no-web",
+        "--hub",
+        &url,
+        "--witness",
+        &witness_key,
+        "--witness",
+        &absent,
+    ]);
     let u = &d.url;
     let deadline = Instant::now() + Duration::from_secs(30);
     let team = loop {
@@ -1897,6 +1918,27 @@ fn serve_hub_shows_each_machines_sessions_and_follows_the_hub() {
         "{session}"
     );
     assert!(session.contains("From the hub, read-only"), "{session}");
+    // Its badge: the witness's cosignature of the log's checkpoint, checked
+    // against the clone (the round after the clone's first shows it).
+    let witness_name = witness_key.split('+').next().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let session = loop {
+        let (_, page) = get_page(&format!("{u}/ui/hub/{ida}/session/team-a"));
+        if page.contains("✓ cosigned by witness") || Instant::now() > deadline {
+            break page;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        session.contains(&format!(
+            "✓ cosigned by witness {witness_name}: the log's signed checkpoint of seqs 1–"
+        )),
+        "{session}"
+    );
+    assert!(
+        session.contains("✗ witness absent-witness: has cosigned no checkpoint of this log"),
+        "{session}"
+    );
     assert!(!session.contains("data-live") && !session.contains("the registry as of seq"));
     let event_href = session
         .split(&format!("href=\"/ui/hub/{ida}/event/"))

@@ -30,6 +30,7 @@
 //!     redact: false,
 //!     web: true,
 //!     hub: None,
+//!     witnesses: vec![],
 //! };
 //! serve(engine, config, std::path::Path::new(".cmdlog/log.redb")).await.unwrap();
 //! # }

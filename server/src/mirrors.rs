@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use cmdlog_hub::HubOptions;
 use cmdlog_replay::SessionsFold;
+use cmdlog_tlog::NoteVerifier;
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::HUB_MIRROR_EVERY;
@@ -35,6 +36,9 @@ pub(crate) struct Mirror {
     pub(crate) error: Option<String>,
     /// Its sessions folded so far.
     pub(crate) sessions: SessionsFold,
+    /// What each witness asked for (`--witness`) cosigned of it, checked
+    /// against its clone.
+    pub(crate) witnessed: Vec<cmdlog_workbench::Witnessed>,
 }
 
 /// The team's logs, by log id. Held while a clone is brought up to date and
@@ -47,6 +51,10 @@ pub(crate) struct Mirrors {
     pub(crate) logs: Arc<tokio::sync::Mutex<BTreeMap<String, Mirror>>>,
     /// Why the hub could not be read the last time, if it could not.
     pub(crate) unreachable: std::sync::Mutex<Option<String>>,
+    /// What the witnesses cosigned of each log, by log id (copied out of
+    /// `logs` each round, so the daemon's own log's pages read it without
+    /// waiting for a round).
+    pub(crate) witnessed: std::sync::Mutex<BTreeMap<String, Vec<cmdlog_workbench::Witnessed>>>,
 }
 
 impl Mirrors {
@@ -55,6 +63,7 @@ impl Mirrors {
     pub(crate) fn follow(
         self: &Arc<Self>,
         hub: HubOptions,
+        witnesses: Vec<NoteVerifier>,
         state: PathBuf,
         stopped: CancellationToken,
     ) {
@@ -78,7 +87,7 @@ impl Mirrors {
                 };
                 runtime.block_on(async move {
                     loop {
-                        let round = mirrors.round(&hub, &state).await;
+                        let round = mirrors.round(&hub, &witnesses, &state).await;
                         *mirrors
                             .unreachable
                             .lock()
@@ -96,18 +105,25 @@ impl Mirrors {
         }
     }
 
-    /// One round: the hub's logs brought up to date.
-    async fn round(&self, hub: &HubOptions, state: &std::path::Path) -> Result<(), MirrorError> {
+    /// One round: the hub's logs brought up to date, and what the witnesses
+    /// cosigned of each checked against its clone.
+    async fn round(
+        &self,
+        hub: &HubOptions,
+        witnesses: &[NoteVerifier],
+        state: &std::path::Path,
+    ) -> Result<(), MirrorError> {
         let hub = hub.connect().await?;
         let dir = cmdlog_hub::mirrors_dir(state, &hub);
         let mut logs = self.logs.lock().await;
         let found = cmdlog_hub::mirror_all(&hub, &dir).await?;
         for m in found {
-            let mirror = logs.entry(m.log_id).or_insert_with(|| Mirror {
+            let mirror = logs.entry(m.log_id.clone()).or_insert_with(|| Mirror {
                 host: String::new(),
                 path: None,
                 error: None,
                 sessions: SessionsFold::default(),
+                witnessed: Vec::new(),
             });
             mirror.host = m.host;
             mirror.path = m.path;
@@ -116,7 +132,48 @@ impl Mirrors {
                 mirror.sessions = SessionsFold::default();
             }
             mirror.error = m.error;
+            if let (false, Some(path), None) = (witnesses.is_empty(), &mirror.path, &mirror.error) {
+                mirror.witnessed = witnessed(&hub, &m.log_id, path, witnesses).await;
+            }
         }
+        let mut all = self.witnessed.lock().unwrap_or_else(|p| p.into_inner());
+        *all = logs
+            .iter()
+            .map(|(id, m)| (id.clone(), m.witnessed.clone()))
+            .collect();
         Ok(())
+    }
+
+    /// What the witnesses cosigned of log `log_id` (the daemon's own, when it
+    /// pushes to the hub), as the last round checked it.
+    pub(crate) fn witnessed_of(&self, log_id: &str) -> Vec<cmdlog_workbench::Witnessed> {
+        let all = self.witnessed.lock().unwrap_or_else(|p| p.into_inner());
+        all.get(log_id).cloned().unwrap_or_default()
+    }
+}
+
+/// What `witnesses` cosigned of log `log_id`, checked against its clone at
+/// `path`; a failure to ask the hub is each witness's outcome.
+async fn witnessed(
+    hub: &cmdlog_hub::Hub,
+    log_id: &str,
+    path: &std::path::Path,
+    witnesses: &[NoteVerifier],
+) -> Vec<cmdlog_workbench::Witnessed> {
+    let cosigned = match cmdlog_store::Log::open(path, cmdlog_store::LogConfig::default()) {
+        Ok(log) => cmdlog_hub::cosignatures(hub, log_id, &log, witnesses)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match cosigned {
+        Ok(all) => all
+            .into_iter()
+            .map(|c| cmdlog_workbench::Witnessed::new(&c.witness, c.outcome))
+            .collect(),
+        Err(why) => witnesses
+            .iter()
+            .map(|w| cmdlog_workbench::Witnessed::new(w.name(), Err(why.clone())))
+            .collect(),
     }
 }

@@ -264,6 +264,9 @@ pub struct ServeConfig {
     /// Mirror every log of this hub, read-only, for the workbench's team view
     /// (`--hub`).
     pub hub: Option<cmdlog_hub::HubOptions>,
+    /// The witnesses whose cosignatures the team view checks and shows
+    /// (`--witness`, with `--hub`).
+    pub witnesses: Vec<cmdlog_tlog::NoteVerifier>,
 }
 
 /// Runs discovery + sync whenever a watched command folder changes (debounced), so
@@ -497,7 +500,7 @@ pub async fn serve(engine: Engine, config: ServeConfig, log_path: &Path) -> Resu
         std::process::id(),
         log_path.display()
     );
-    crate::ui::start(&state, &url, config.hub.clone());
+    crate::ui::start(&state, &url, config.hub.clone(), config.witnesses.clone());
     let app = router(Arc::clone(&state));
     let stopping = state.shutdown.clone();
     let served = axum::serve(crate::stalled::DeadlineListener(listener), app)

@@ -28,7 +28,12 @@ const COOKIE: &str = "cmdlog_ui";
 
 /// Readies the workbench as the daemon starts, and says where it is; with a
 /// hub, starts mirroring the team's logs.
-pub(crate) fn start(state: &Arc<AppState>, url: &str, hub: Option<cmdlog_hub::HubOptions>) {
+pub(crate) fn start(
+    state: &Arc<AppState>,
+    url: &str,
+    hub: Option<cmdlog_hub::HubOptions>,
+    witnesses: Vec<cmdlog_tlog::NoteVerifier>,
+) {
     warm(state);
     announce(url, state.access.token.is_some());
     if let Some(hub) = hub {
@@ -38,7 +43,9 @@ pub(crate) fn start(state: &Arc<AppState>, url: &str, hub: Option<cmdlog_hub::Hu
                     "cmdlog serve: the team's logs from {} at {url}/ui/hub/",
                     cmdlog_common::terminal::clean(&cmdlog_hub::shown_url(&hub.url))
                 );
-                state.mirrors.follow(hub, dir, state.shutdown.clone());
+                state
+                    .mirrors
+                    .follow(hub, witnesses, dir, state.shutdown.clone());
             }
             Err(e) => eprintln!("cmdlog serve: no team view: the state folder: {e}"),
         }
@@ -519,7 +526,8 @@ async fn mirror_page(
         };
         let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
             .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        let site = cmdlog_workbench::Site::mirror(&log_id, &mirror.host);
+        let site = cmdlog_workbench::Site::mirror(&log_id, &mirror.host)
+            .witnessed(mirror.witnessed.clone());
         make(&log, mirror, &site)
     })
     .await;
@@ -581,7 +589,10 @@ async fn team_search(
                 let log =
                     cmdlog_store::Log::open(m.path.as_ref()?, cmdlog_store::LogConfig::default())
                         .ok()?;
-                Some((cmdlog_workbench::Site::mirror(id, &m.host), log))
+                Some((
+                    cmdlog_workbench::Site::mirror(id, &m.host).witnessed(m.witnessed.clone()),
+                    log,
+                ))
             })
             .collect();
         let each: Vec<(cmdlog_workbench::Site, &cmdlog_store::Log)> = opened

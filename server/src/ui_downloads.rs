@@ -203,12 +203,12 @@ async fn with_mirror<T: Send + 'static>(
         return Err(unshown("that is not a log id"));
     }
     let logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
-    let (path, host) = {
+    let (path, host, witnessed) = {
         let mirror = logs
             .get(&log_id)
             .ok_or_else(|| unshown("the hub has no log by that id"))?;
         match (&mirror.path, &mirror.error) {
-            (Some(path), None) => (path.clone(), mirror.host.clone()),
+            (Some(path), None) => (path.clone(), mirror.host.clone(), mirror.witnessed.clone()),
             (_, e) => {
                 return Err(unshown(&format!(
                     "its clone is not read: {}",
@@ -221,7 +221,10 @@ async fn with_mirror<T: Send + 'static>(
         let _held = logs;
         let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
             .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        read(&log, &cmdlog_workbench::Site::mirror(&log_id, &host))
+        read(
+            &log,
+            &cmdlog_workbench::Site::mirror(&log_id, &host).witnessed(witnessed),
+        )
     })
     .await
     .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?

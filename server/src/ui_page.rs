@@ -70,8 +70,12 @@ pub(crate) async fn page(
 /// This daemon's own log, as its pages name it: this machine and the
 /// daemon's workspace.
 pub(crate) fn local_site(state: &AppState) -> cmdlog_workbench::Site {
-    cmdlog_workbench::Site::local_at(
+    let site = cmdlog_workbench::Site::local_at(
         &cmdlog_engine::identity::host_name(),
         &state.workspace.display().to_string(),
-    )
+    );
+    match &state.transparency {
+        Some(t) => site.witnessed(state.mirrors.witnessed_of(&t.log_id)),
+        None => site,
+    }
 }

@@ -50,6 +50,9 @@ pub(crate) struct ServeArgs {
     /// The hub's stream (with --hub)
     #[arg(long, default_value = "CMDLOG", requires = "hub")]
     hub_stream: String,
+    /// With --hub: show what this witness (its key, as `cmdlog witness` prints it) cosigned of each log
+    #[arg(long, value_name = "KEY", requires = "hub")]
+    witness: Vec<cmdlog_tlog::NoteVerifier>,
     /// The hub's stream (with --push)
     #[arg(
         long,
@@ -143,6 +146,7 @@ pub(crate) fn exec(paths: &Paths, args: ServeArgs) -> VerbResult {
                 .hub
                 .as_deref()
                 .map(|url| cmdlog_hub::HubOptions::from_env(url, &args.hub_stream)),
+            witnesses: args.witness,
         };
         cmdlog_server::serve(engine, config, &paths.log)
             .await

@@ -7,7 +7,7 @@
 use super::{read, source_files};
 
 /// Lines of the binary's `src/`.
-const SRC_LINES: usize = 4566;
+const SRC_LINES: usize = 4564;
 /// Lines of the longest source file.
 const FILE_LINES: usize = 719;
 /// Lines of the longest function outside tests.

@@ -216,6 +216,14 @@ pub struct NoteVerifier {
     id: u32,
 }
 
+impl std::str::FromStr for NoteVerifier {
+    type Err = NoteError;
+
+    fn from_str(text: &str) -> Result<Self, NoteError> {
+        NoteVerifier::parse(text)
+    }
+}
+
 impl NoteVerifier {
     /// Reads a verifier key string.
     pub fn parse(text: &str) -> Result<Self, NoteError> {

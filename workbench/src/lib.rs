@@ -68,6 +68,34 @@ pub struct Site {
     /// The workspace whose log it is (shown), when known: each workspace
     /// keeps its own log, so every session of a log ran in it.
     pub workspace: String,
+    /// What the witnesses asked for cosigned of the log, checked.
+    pub witnessed: Vec<Witnessed>,
+}
+
+/// One witness's cosignature of a log's checkpoint, as its badge shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Witnessed {
+    /// The witness (its key's name, shown).
+    pub witness: String,
+    /// The size of the checkpoint it cosigned, checked against the log.
+    pub size: Option<u64>,
+    /// Why there is none that checks, when there is none.
+    pub why: String,
+}
+
+impl Witnessed {
+    /// A witness's outcome: the size it cosigned, or why none checks.
+    pub fn new(witness: &str, outcome: Result<u64, String>) -> Witnessed {
+        let (size, why) = match outcome {
+            Ok(size) => (Some(size), String::new()),
+            Err(why) => (None, text::shown(&why)),
+        };
+        Witnessed {
+            witness: text::shown(witness),
+            size,
+            why,
+        }
+    }
 }
 
 impl Site {
@@ -79,7 +107,13 @@ impl Site {
             name: String::new(),
             machine: String::new(),
             workspace: String::new(),
+            witnessed: Vec::new(),
         }
+    }
+
+    /// The same, with what its witnesses cosigned.
+    pub fn witnessed(self, witnessed: Vec<Witnessed>) -> Site {
+        Site { witnessed, ..self }
     }
 
     /// This daemon's own log, of `workspace` on `machine`.
@@ -99,6 +133,7 @@ impl Site {
             name: text::shown(&format!("{host} (log {log_id})")),
             machine: text::shown(host),
             workspace: String::new(),
+            witnessed: Vec::new(),
         }
     }
 }

@@ -46,7 +46,7 @@ pub(crate) struct VerifyArgs {
     /// `cmdlog witness` prints it) on a checkpoint this log is consistent with;
     /// repeatable
     #[arg(long, value_name = "KEY", requires = "against")]
-    witness: Vec<String>,
+    witness: Vec<cmdlog_tlog::NoteVerifier>,
     /// Check a session's events with their proofs (a bundle the workbench
     /// downloads) against the log's key, offline: the log is not read
     #[arg(long, value_name = "FILE", conflicts_with_all = ["expect_head", "against", "checkpoint"])]
@@ -100,12 +100,6 @@ fn check_against(
     args: &VerifyArgs,
     url: &str,
 ) -> Result<Vec<Violation>, CliError> {
-    let witnesses = args
-        .witness
-        .iter()
-        .map(|k| cmdlog_tlog::NoteVerifier::parse(k))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::usage(format!("--witness: {e}")))?;
     let Some(identity) = identity else {
         eprintln!(
             "cmdlog: verify: this log has no id yet, so no hub holds it (`cmdlog push` gives it one)"
@@ -115,7 +109,7 @@ fn check_against(
     super::hub::refuse_url_secrets(url)?;
     let options = cmdlog_hub::HubOptions::from_env(url, &args.stream);
     let mut against = super::hub::runtime()?
-        .block_on(cmdlog_hub::Against::read(&options, identity, &witnesses))
+        .block_on(cmdlog_hub::Against::read(&options, identity, &args.witness))
         .map_err(hub_failure)?;
     let verifiers = if against.needs_keys() {
         verifiers(&identity.id, args)?
