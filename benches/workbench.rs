@@ -9,7 +9,11 @@
 //! - the page of a log (up to 100,000 events) that grows by 1,000 events
 //!   between two pages;
 //! - one session of 100,000 events: its first page and a page in its middle
-//!   (500 events a page, read alone from the log).
+//!   (500 events a page, read alone from the log);
+//! - the same sessions page, and a session's, over HTTP from `cmdlog serve`
+//!   run in this process on the generated log (`cmdlog_server::serve` on a
+//!   loopback port, with its token), as a browser gets them: the first
+//!   request waits for the daemon's first fold.
 //!
 //! `CMDLOG_WORKBENCH_EVENTS` (100,000) sets the log's size (the issue's bar
 //! is for 1,000,000); `CMDLOG_WORKBENCH_RUNS` (20) the runs per page;
@@ -95,7 +99,7 @@ fn main() {
     }
     let events = env_usize("CMDLOG_WORKBENCH_EVENTS", 100_000);
     let runs = env_usize("CMDLOG_WORKBENCH_RUNS", 20);
-    let (_tmp, _dir, log) = corpus::open_or_build(events);
+    let (_tmp, corpus_dir, log) = corpus::open_or_build(events);
     let params = ListParams::default();
 
     // Made once from a fold of the whole log (what a daemon without its
@@ -125,6 +129,10 @@ fn main() {
         "| as the daemon serves it (its fold kept current; {} KB of HTML) | {warm_p50:.1} ms | {warm_p99:.1} ms |",
         bytes / 1024
     );
+
+    // The same pages as the daemon serves them, over HTTP (last: the daemon
+    // takes the corpus's log).
+    let serve_http = move || served(&corpus_dir, log, runs);
 
     // After 1,000 events appended since the last page.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -201,4 +209,123 @@ fn main() {
         "| a page in its middle | {:.1} ms | {:.1} ms |",
         mid.0, mid.1
     );
+    serve_http();
+}
+
+/// The sessions page and a session's page over HTTP, from `cmdlog serve` run
+/// in this process on `log` (its search index brought up first, as a daemon
+/// that has run keeps it).
+fn served(corpus: &std::path::Path, log: Log, runs: usize) {
+    // The daemon registers its built-in commands as it starts: it serves a
+    // copy, so the generated log stays as the other benches expect it.
+    let t = Instant::now();
+    cmdlog_index::beside(&corpus.join("log.redb"), &log, cmdlog_index::Refresh::Sync).unwrap();
+    drop(log);
+    let copy = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = copy.path();
+    for name in ["log.redb", "log.redb-wal"] {
+        if corpus.join(name).exists() {
+            std::fs::copy(corpus.join(name), dir.join(name)).unwrap();
+        }
+    }
+    std::fs::create_dir(dir.join("index")).unwrap();
+    std::fs::set_permissions(
+        dir.join("index"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    for file in std::fs::read_dir(corpus.join("index")).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(file.path(), dir.join("index").join(file.file_name())).unwrap();
+    }
+    let indexed = t.elapsed().as_secs_f64();
+    let path = dir.join("log.redb");
+    let log = Log::open(&path, LogConfig::default()).unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let token = "bench-token";
+    let reopen: cmdlog_server::Reopen = std::sync::Arc::new(|| {
+        Box::pin(async { panic!("the bench's daemon does not reopen its log") })
+    });
+    let config = cmdlog_server::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: Some(token.into()),
+        allow_origins: vec![],
+        allow_hosts: vec![],
+        workspace: dir.to_path_buf(),
+        home: home.path().to_path_buf(),
+        reopen,
+        agent: None,
+        key: None,
+        redact: false,
+        web: false,
+        hub: None,
+        witnesses: vec![],
+    };
+    let started = Instant::now();
+    let log_path = path.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let engine = cmdlog_engine::Engine::open(log, cmdlog_engine::EngineConfig::default())
+                .await
+                .unwrap();
+            cmdlog_server::serve(engine, config, &log_path)
+                .await
+                .unwrap();
+        });
+    });
+    let url = loop {
+        if let Some(daemon) = cmdlog_agents::DaemonFile::read(&path) {
+            break daemon.url;
+        }
+        assert!(
+            started.elapsed().as_secs() < 600,
+            "the daemon did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let ready = started.elapsed().as_secs_f64() * 1000.0;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(600)))
+        .build()
+        .into();
+    let bearer = format!("Bearer {token}");
+    let get = |what: &str| -> String {
+        agent
+            .get(&format!("{url}{what}"))
+            .header("authorization", &bearer)
+            .call()
+            .unwrap()
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_to_string()
+            .unwrap()
+    };
+    let t = Instant::now();
+    let list = get("/ui/");
+    let first = t.elapsed().as_secs_f64() * 1000.0;
+    let (list_p50, list_p99) = timed(runs, || {
+        get("/ui/");
+    });
+    let session = list
+        .split("href=\"/ui/session/")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("a session on the sessions page")
+        .to_string();
+    let (one_p50, one_p99) = timed(runs, || {
+        get(&format!("/ui/session/{session}"));
+    });
+    println!(
+        "over HTTP from `cmdlog serve` in this process (on a copy of the log and its index, brought up and copied in {indexed:.1} s; listening after {ready:.0} ms)"
+    );
+    println!("| page over HTTP | p50 | p99 |");
+    println!("|---|---|---|");
+    println!(
+        "| the sessions page, first request (waits for the daemon's first fold) | {first:.1} ms | |"
+    );
+    println!("| the sessions page | {list_p50:.1} ms | {list_p99:.1} ms |");
+    println!("| a session's page ({session}) | {one_p50:.1} ms | {one_p99:.1} ms |");
+    let _ = std::fs::remove_file(cmdlog_agents::DaemonFile::path(&path));
 }
