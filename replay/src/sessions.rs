@@ -26,8 +26,12 @@ pub struct SessionSummary {
     pub events: u64,
     /// Prompts typed (not a command's expansion).
     pub prompts: u64,
-    /// Tool calls the agent made.
+    /// Tool calls the agent made (each call once, a call known only from its
+    /// result too).
     pub tool_calls: u64,
+    /// The tool calls counted, by a hash of their ids.
+    #[serde(skip)]
+    calls_seen: std::collections::HashSet<u64>,
     /// Command runs.
     pub runs: u64,
     /// Runs that settled as errors (interrupted ones included).
@@ -221,6 +225,7 @@ impl SessionSummary {
             events: 0,
             prompts: 0,
             tool_calls: 0,
+            calls_seen: std::collections::HashSet::new(),
             runs: 0,
             errors: 0,
             interrupted: 0,
@@ -255,10 +260,21 @@ impl SessionSummary {
         match &e.data {
             EventData::SessionPrompt(p) if p.from_run.is_none() => self.prompts += 1,
             EventData::SessionUpdate(u)
-                if u.get("sessionUpdate").and_then(serde_json::Value::as_str)
-                    == Some("tool_call") =>
+                if matches!(
+                    u.get("sessionUpdate").and_then(serde_json::Value::as_str),
+                    Some("tool_call" | "tool_call_update")
+                ) =>
             {
-                self.tool_calls += 1;
+                let id = u.get("toolCallId").and_then(serde_json::Value::as_str);
+                let hash = {
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    id.unwrap_or_default().hash(&mut h);
+                    h.finish()
+                };
+                if self.calls_seen.insert(hash) {
+                    self.tool_calls += 1;
+                }
             }
             EventData::CommandRun(_) => self.runs += 1,
             EventData::CommandDone(d) => {

@@ -224,6 +224,18 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
         json!({"tool_name": "Bash", "tool_use_id": "tb-1", "tool_input": {"command": "scripts/rotate-keys --all"},
             "tool_response": {"stdout": output, "stderr": "", "interrupted": false}}),
     );
+    // A tool output too large for its record: kept as blobs, loaded on demand.
+    let huge = format!(
+        "{}the last line \u{202e}<b>bold</b>",
+        "a line of a very long log\n".repeat(45_000)
+    );
+    hook(
+        &w,
+        "wb-browser-blob",
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "tb-big", "tool_input": {"command": "cat build.log"},
+            "tool_response": {"stdout": huge, "stderr": "", "interrupted": false}}),
+    );
     std::fs::create_dir_all(w.ws.path().join(".claude/commands")).unwrap();
     std::fs::write(
         w.ws.path().join(".claude/commands/rotate.md"),
@@ -428,6 +440,78 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     )
     .await;
     assert!(!text_of(&client, "main").await.contains("/rotate"));
+
+    // A value kept as blobs loads in place when its link is clicked.
+    client
+        .goto(&format!("{u}/ui/session/wb-browser-blob"))
+        .await
+        .unwrap();
+    assert!(text_of(&client, "li.tool").await.contains("stored as blob"));
+    click(&client, Locator::Css("a.blob")).await;
+    until(
+        &client,
+        "the value loaded in place",
+        "document.querySelector('a.blob').closest('.block').querySelector('pre').textContent.includes('the last line')",
+    )
+    .await;
+    let loaded = client
+        .execute(
+            "return document.querySelector('a.blob').closest('.block').querySelector('pre').textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let loaded = loaded.as_str().unwrap();
+    assert!(
+        loaded.ends_with("the last line \\u{202e}<b>bold</b>"),
+        "shown as text"
+    );
+    assert_eq!(loaded.matches("a line of a very long log").count(), 45_000);
+    let marked = client
+        .execute("return document.querySelectorAll('main b').length;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(marked, json!(0), "the value's markup became an element");
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/ui/session/wb-browser-blob",
+        "loaded in place, not by leaving the page"
+    );
+    shot(&client, "blob").await;
+
+    // The session's events with their proofs, fetched as its link fetches
+    // them, check offline.
+    client.goto(&format!("{u}/ui/session/{s}")).await.unwrap();
+    let bundle_href = client
+        .find(Locator::Css("a[href$='/proofs']"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let bundle = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);",
+            vec![json!(bundle_href)],
+        )
+        .await
+        .unwrap();
+    let file = w.ws.path().join("browser.proofs.jsonl");
+    std::fs::write(&file, bundle.as_str().unwrap()).unwrap();
+    let checked = w.run(&[
+        "verify",
+        "--proofs",
+        file.to_str().unwrap(),
+        "--vkey",
+        vkey.trim(),
+    ]);
+    let said = String::from_utf8_lossy(&checked.stdout).to_string();
+    assert_eq!(checked.status.code(), Some(0), "{said}");
+    assert!(
+        said.starts_with(&format!("ok: 5 events of session {s}")),
+        "{said}"
+    );
 
     client.close().await.unwrap();
 }

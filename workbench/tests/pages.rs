@@ -107,7 +107,23 @@ fn a_call_known_only_from_its_result_is_shown() {
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "only-result", "status": "completed",
                    "rawOutput": {"output": "the file's lines"}}),
         ),
+        record(
+            3,
+            "s",
+            "session/update",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "both", "title": "Read", "status": "pending"}),
+        ),
+        record(
+            4,
+            "s",
+            "session/update",
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "both", "status": "completed"}),
+        ),
     ]);
+    // The list counts each call once, the one known only from its result too.
+    let mut fold = SessionsFold::default();
+    fold.update(&log).unwrap();
+    assert_eq!(fold.get("s").unwrap().tool_calls, 2);
     let page = session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
     assert!(page.contains("call only-result"), "{page}");
     assert!(
