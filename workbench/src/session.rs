@@ -65,8 +65,10 @@ struct Item {
     blocks: Vec<Block>,
     notes: Vec<String>,
     /// What captured the event (`claude-code hook`, `codex transcript`, …;
-    /// `cmdlog` for its own).
+    /// `cmdlog` for its own), and every other path that saw the same fact.
     seen_by: String,
+    /// When it happened (UTC; the agent's own time for what it reported).
+    at: String,
     /// Links to what the entry names: a run's registration.
     links: Vec<(String, String)>,
 }
@@ -357,13 +359,9 @@ fn items(
                         .push((format!("its subagent's session {}", c.id), c.href.clone()));
                 }
             }
+            it.seen_by = shown(&seen_by(e, events).join(", "));
             if let Some(event) = events.iter().find(|ev| ev.seq == it.seq) {
-                it.seen_by = shown(
-                    event
-                        .observed
-                        .as_ref()
-                        .map_or("cmdlog", |o| o.source.as_str()),
-                );
+                it.at = time(event.time());
                 if let EventData::CommandRun(run) = &event.data {
                     it.links = registration_links(log, run.registration, site);
                     if site.local {
@@ -377,6 +375,42 @@ fn items(
             it
         })
         .collect()
+}
+
+/// The capture paths that saw an entry, among the page's events: what
+/// recorded its event (and, for a tool call, each update of the call), and
+/// each path that stated the same fact again (`agent/observed` of one of
+/// them). `cmdlog` for what cmdlog itself recorded.
+fn seen_by(entry: &Entry, events: &[Event]) -> Vec<String> {
+    let seq = seq_of(entry);
+    let call = match entry {
+        Entry::ToolCall { id, .. } if !id.is_empty() => Some(id.as_str()),
+        _ => None,
+    };
+    let of_entry = |e: &Event| {
+        e.seq == seq
+            || matches!((&e.data, call), (EventData::SessionUpdate(u), Some(id)) if u["toolCallId"] == id)
+    };
+    let seqs: BTreeSet<u64> = events
+        .iter()
+        .filter(|e| of_entry(e))
+        .map(|e| e.seq)
+        .collect();
+    let source = |e: &Event| {
+        e.observed
+            .as_ref()
+            .map_or("cmdlog", |o| o.source.as_str())
+            .to_string()
+    };
+    let mut paths: Vec<String> = Vec::new();
+    for e in events {
+        let counts = seqs.contains(&e.seq)
+            || matches!(&e.data, EventData::AgentObserved(o) if seqs.contains(&o.of));
+        if counts && !paths.contains(&source(e)) {
+            paths.push(source(e));
+        }
+    }
+    paths
 }
 
 /// How a command run settled, as its entry says it.
@@ -395,9 +429,9 @@ fn settled(outcome: Option<&Outcome>) -> String {
 fn item(entry: &Entry) -> Item {
     let seq = seq_of(entry);
     let (class, label, blocks, notes): Parts = match entry {
-        Entry::Prompt { at, text, .. } => (
+        Entry::Prompt { text, .. } => (
             "prompt",
-            format!("prompt · {}", time(*at)),
+            "prompt".to_string(),
             vec![Block::new("", text, false)],
             vec![],
         ),
@@ -485,6 +519,7 @@ fn item(entry: &Entry) -> Item {
         blocks,
         notes,
         seen_by: String::new(),
+        at: String::new(),
         links: Vec::new(),
     }
 }

@@ -365,3 +365,67 @@ fn who_answered_each_permission_and_each_model_or_mode_change_are_shown() {
     assert!(at("mode set to yolo (was default), asked by client web-1") > 0);
     assert!(page.contains("class=\"setting failed\""));
 }
+
+#[test]
+fn each_entry_names_every_capture_path_that_saw_it_and_its_time() {
+    let seen = |n: u64, kind: &str, source: &str, data: serde_json::Value| {
+        NewRecord::new(
+            json!({"at": 1_790_000_000_000u64 + n, "type": kind, "session": "s", "agent": "claude-code",
+                   "observed": {"source": source}, "data": data})
+            .to_string()
+            .into_bytes(),
+        )
+        .stream("s".to_string())
+    };
+    let (_dir, log) = log_of(vec![
+        seen(
+            1,
+            "session/prompt",
+            "claude-code hook",
+            json!({"text": "fix the build", "delivery": "idle"}),
+        ),
+        seen(
+            2,
+            "agent/observed",
+            "claude-code telemetry",
+            json!({"of": 1, "fact": "prompt:p1"}),
+        ),
+        seen(
+            3,
+            "session/update",
+            "claude-code hook",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Bash", "status": "pending"}),
+        ),
+        seen(
+            4,
+            "session/update",
+            "claude-code transcript",
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}),
+        ),
+        seen(
+            5,
+            "agent/observed",
+            "claude-code telemetry",
+            json!({"of": 4, "fact": "tool_result:t1"}),
+        ),
+    ]);
+    let page = session_page(&log, "s", &SessionParams::default(), None, &Site::local()).unwrap();
+    let entry = |seq: u64| {
+        page.split(&format!("id=\"seq-{seq}\""))
+            .nth(1)
+            .and_then(|e| e.split("</li>").next())
+            .unwrap_or_else(|| panic!("entry {seq} in {page}"))
+            .to_string()
+    };
+    let prompt = entry(1);
+    assert!(
+        prompt.contains("seen by claude-code hook, claude-code telemetry"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("2026-09-21"), "its time: {prompt}");
+    let call = entry(3);
+    assert!(
+        call.contains("seen by claude-code hook, claude-code transcript, claude-code telemetry"),
+        "{call}"
+    );
+}
