@@ -233,7 +233,25 @@ fn a_browser_logs_in_once_and_reads_sessions_conversations_and_search() {
     assert!(first.body.contains("name=\"token\""), "{}", first.body);
     assert!(header(&first, "content-security-policy").contains("script-src 'self'"));
     assert_eq!(header(&first, "x-frame-options"), "DENY");
-    for path in ["/ui/session/wb-session-1", "/ui/search?q=rm", "/ui/event/1"] {
+    // Every data route of the workbench.
+    let blob = "ab".repeat(32);
+    for path in [
+        "/ui/session/wb-session-1",
+        "/ui/session/wb-session-1/live?after=1",
+        "/ui/session/wb-session-1/proofs",
+        "/ui/search?q=rm",
+        "/ui/event/1",
+        "/ui/event/1/proof",
+        "/ui/registry",
+        "/ui/drift",
+        "/ui/checkpoint",
+        &format!("/ui/blob/{blob}"),
+        &format!("/ui/blob/{blob}/raw"),
+        "/ui/hub/",
+        "/ui/hub/search?q=rm",
+        &format!("/ui/hub/{blob}/session/wb-session-1"),
+        &format!("/ui/hub/{blob}/blob/{blob}/raw"),
+    ] {
         let a = get(&format!("{u}{path}"), &[]);
         assert_eq!(a.status, 401, "{path}");
         assert!(
