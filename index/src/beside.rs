@@ -84,7 +84,8 @@ pub fn beside(log_path: &Path, log: &Log, refresh: Refresh) -> Result<Beside, In
 /// Keeps the index beside `log_path` current as `log()` grows, until
 /// `stopped()`: indexes each group commit's events shortly after it
 /// (the indexed head trails the log's by about [`SETTLE`] plus the time to
-/// index them). `log()` gives the log as it is now (a daemon reopens its log
+/// index them). The writer is held while appends keep coming, so a sync
+/// never waits for the last one's merges, and let go once the log is quiet. `log()` gives the log as it is now (a daemon reopens its log
 /// after a storage error); `None` while there is none. Gives up, with the
 /// error, only when the index cannot be written at all.
 pub fn keep_current(
@@ -92,7 +93,11 @@ pub fn keep_current(
     log: &dyn Fn() -> Option<std::sync::Arc<Log>>,
     stopped: &dyn Fn() -> bool,
 ) -> Result<(), IndexError> {
-    let mut index = None;
+    let mut index: Option<SearchIndex> = None;
+    // Held while appends keep coming, so a sync never waits for the last
+    // one's merges; let go (its merges done) once the log is quiet, for a
+    // `cmdlog index --rebuild` to take.
+    let mut writer: Option<tantivy::IndexWriter> = None;
     let mut through = 0;
     let mut failures = 0u32;
     while !stopped() {
@@ -105,11 +110,9 @@ pub fn keep_current(
                 through = b.through;
                 index = Some(b.index);
             }),
-            Some(open) => match open.sync(&log) {
-                Err(IndexError::Diverged { .. }) => open.rebuild(&log),
-                done => done,
-            }
-            .map(|(_, now)| through = now),
+            // Quiet, its writer let go: nothing to take it again for.
+            Some(_) if writer.is_none() && log.head().seq == through => Ok(()),
+            Some(open) => held_sync(open, &mut writer, &log).map(|now| through = now),
         };
         match done {
             Ok(()) | Err(IndexError::Busy { .. }) => failures = 0,
@@ -124,7 +127,42 @@ pub fn keep_current(
         }
         if log.wait_for(through, Duration::from_millis(500)) > through {
             std::thread::sleep(SETTLE);
+        } else if let (Some(open), Some(w)) = (&index, writer.take()) {
+            open.settle(w)?;
         }
     }
+    if let (Some(open), Some(w)) = (&index, writer.take()) {
+        open.settle(w)?;
+    }
     Ok(())
+}
+
+/// One sync of `open` with the writer `writer` holds (taken first when it
+/// holds none); an index of this log rewritten since is made again, the
+/// writer let go first. The seq it now covers through.
+fn held_sync(
+    open: &SearchIndex,
+    writer: &mut Option<tantivy::IndexWriter>,
+    log: &Log,
+) -> Result<Seq, IndexError> {
+    if writer.is_none() {
+        *writer = Some(open.writer()?);
+    }
+    let held = writer.as_mut().expect("just taken");
+    match open.sync_with(held, log) {
+        Ok((_, now)) => Ok(now),
+        Err(IndexError::Diverged { .. }) => {
+            if let Some(w) = writer.take() {
+                open.settle(w)?;
+            }
+            open.rebuild(log).map(|(_, now)| now)
+        }
+        Err(e) => {
+            // A failed sync leaves nothing half-held: the next takes afresh.
+            if let Some(w) = writer.take() {
+                let _ = open.settle(w);
+            }
+            Err(e)
+        }
+    }
 }

@@ -177,7 +177,7 @@ impl SearchIndex {
     }
 
     /// Takes the index's writer (one process at a time writes an index).
-    fn writer(&self) -> Result<IndexWriter, IndexError> {
+    pub(crate) fn writer(&self) -> Result<IndexWriter, IndexError> {
         match self
             .index
             .writer_with_num_threads(INDEXING_THREADS, WRITER_BYTES)
@@ -196,17 +196,27 @@ impl SearchIndex {
     /// index of another log, or of a log that was rewritten. Returns how many
     /// events were added and the seq it now covers through.
     pub fn sync(&self, log: &Log) -> Result<(u64, Seq), IndexError> {
+        let mut writer = self.writer()?;
+        let done = self.sync_with(&mut writer, log)?;
+        self.settle(writer)?;
+        Ok(done)
+    }
+
+    /// [`SearchIndex::sync`] with a writer already taken (one that
+    /// [`crate::keep_current`] holds while appends keep coming).
+    pub(crate) fn sync_with(
+        &self,
+        writer: &mut IndexWriter,
+        log: &Log,
+    ) -> Result<(u64, Seq), IndexError> {
         // What the index covers is read once its writer is ours, so two
         // processes syncing in turn never index a seq twice.
-        let mut writer = self.writer()?;
         let log_id = log_id(log)?;
         let from = self.continues_at(log, &log_id)?;
         if from > log.head().seq {
             return Ok((0, from - 1));
         }
-        let done = self.index_from(&mut writer, log, &log_id, from)?;
-        self.settle(writer)?;
-        Ok(done)
+        self.index_from(writer, log, &log_id, from)
     }
 
     /// The seq after the last the index covers, once its last commit is
@@ -235,7 +245,7 @@ impl SearchIndex {
 
     /// Lets the writer's merges of the segments it wrote finish, so a search
     /// reads few segments.
-    fn settle(&self, writer: IndexWriter) -> Result<(), IndexError> {
+    pub(crate) fn settle(&self, writer: IndexWriter) -> Result<(), IndexError> {
         writer.wait_merging_threads().map_err(|e| self.err(e))
     }
 

@@ -18,5 +18,6 @@ pub(crate) const INDEXING_THREADS: usize = 2;
 /// Events indexed between two commits while building.
 pub(crate) const COMMIT_EVERY: usize = 50_000;
 /// How long [`crate::keep_current`] waits after an append before it indexes,
-/// so one commit takes in a burst of them.
-pub(crate) const SETTLE: Duration = Duration::from_millis(200);
+/// so one commit takes in a burst of them (the sync itself, under load,
+/// gathers the appends that come while it runs).
+pub(crate) const SETTLE: Duration = Duration::from_millis(50);

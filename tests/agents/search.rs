@@ -207,6 +207,22 @@ fn the_daemon_keeps_the_index_current_as_it_appends() {
     assert_eq!(covered(), head, "the daemon's index reached the head");
     // A search while the daemon holds the log and its index.
     assert_eq!(w.ok(&["search", "--count", "deploy step"]).trim(), "20");
+    // Once the log is quiet the daemon lets the index's writer go: a rebuild
+    // from the command line takes it (it holds it while appends keep coming).
+    let start = Instant::now();
+    let rebuilt = loop {
+        let out = w.run(&["index", "--rebuild"]);
+        if out.status.success() || start.elapsed() > Duration::from_secs(10) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    assert_eq!(w.ok(&["search", "--count", "deploy step"]).trim(), "20");
     drop(d);
     let verify = w.ok(&["verify"]);
     assert!(verify.contains("ok: no violations"), "{verify}");
