@@ -237,19 +237,34 @@ pub fn read_untrusted(path: &Path, expect: Expect) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Why a text file from anywhere could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TextFileError {
+    /// It could not be read (missing, a link, too large, not a regular file).
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Its bytes are not UTF-8.
+    #[error("{} is not UTF-8 text", .0.display())]
+    NotText(std::path::PathBuf),
+}
+
 /// A text file from anywhere (a saved checkpoint, a proof bundle), read as
-/// [`read_untrusted`] reads it (not private), at most `bytes_max` bytes; the
-/// error names the file and what is wrong.
-pub fn read_untrusted_text(path: &Path, bytes_max: u64) -> Result<String, String> {
-    let bytes = read_untrusted(
-        path,
-        Expect {
-            bytes_max,
-            private: false,
-        },
-    )
-    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+/// [`read_untrusted`] reads it (not private), at most `bytes_max` bytes.
+pub fn read_untrusted_text(path: &Path, bytes_max: u64) -> Result<String, TextFileError> {
+    let expect = Expect {
+        bytes_max,
+        private: false,
+    };
+    let bytes = read_untrusted(path, expect).map_err(|source| TextFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|_| TextFileError::NotText(path.to_path_buf()))
 }
 
 /// Reads at most the first `bytes_max` bytes of a file cmdlog did not write,

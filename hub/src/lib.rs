@@ -51,7 +51,7 @@ pub use chain::{Foreign, Survey};
 pub use checkpoints::{HubCheckpoint, PublishError, hub_checkpoint, publish_checkpoint};
 pub use clone::{CloneError, Cloned, clone_log, update_clone};
 pub use connect::{Hub, HubOptions, shown_url};
-pub use cosigned::{Cosigned, cosignatures};
+pub use cosigned::{Cosigned, NotCosigned, cosignatures};
 pub use error::HubError;
 pub use init::{ATOMIC_BATCH_SERVER, Made, init};
 pub use layout::{

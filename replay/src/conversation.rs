@@ -118,10 +118,19 @@ pub enum Entry {
     },
 }
 
-/// Who answered a permission question, as a reader says it: ` (by the user,
-/// client web-1)`; empty when no source said.
-pub fn answered_by(decided_by: Option<&str>, voter: Option<&str>) -> String {
-    let who = match decided_by {
+/// A permission question's answer as a reader says it: `answered: Allow
+/// (allow) (by the user, client web-1)`, or `not answered`.
+pub fn permission_answer(entry: &Entry) -> String {
+    let Entry::Permission {
+        answer: Some(answer),
+        decided_by,
+        voter,
+        ..
+    } = entry
+    else {
+        return "not answered".to_string();
+    };
+    let who = match decided_by.as_deref() {
         Some("user") => Some("the user"),
         Some("rule") => Some("a permission rule or the approval mode, without asking"),
         Some("hook") => Some("a hook"),
@@ -129,12 +138,13 @@ pub fn answered_by(decided_by: Option<&str>, voter: Option<&str>) -> String {
         Some(_) => Some("a decider this release does not name"),
         None => None,
     };
-    match (who, voter) {
+    let by = match (who, voter) {
         (Some(who), Some(client)) => format!(" (by {who}, client {client})"),
         (Some(who), None) => format!(" (by {who})"),
         (None, Some(client)) => format!(" (voted by client {client})"),
         (None, None) => String::new(),
-    }
+    };
+    format!("answered: {answer}{by}")
 }
 
 /// A [`Entry::Setting`] as a reader says it: `model switched to X`, `mode set

@@ -42,7 +42,7 @@ pub use checkpoint::{
     check_saved, checkpoint_verifiers, default_key_path, log_signer, log_verifier, origin,
     prove_inclusion, prove_since, sign, sign_at,
 };
-pub use conversation::{Conversation, Entry, answered_by, conversation, setting_text};
+pub use conversation::{Conversation, Entry, conversation, permission_answer, setting_text};
 pub use drift::{AgentAgreement, DriftReport, DriftStatus, RunDrift, agent_agreements, drift};
 pub use gc::{
     BlobInfo, GcError, GcPlan, collect, plan_gc, plan_gc_with, referenced_blobs,
@@ -59,7 +59,7 @@ pub use session_proofs::{
 pub use session_view::{PermissionView, RunView, SessionView, ToolCallView};
 pub use sessions::{SessionSummary, SessionsFold, as_tree, sessions, summary_of};
 pub use tiles::{TileError, TilesWritten, tile_at, write_tiles};
-pub use verify::{VerifyReport, Violation, check_expected_head, parse_head, verify};
+pub use verify::{BadHead, VerifyReport, Violation, check_expected_head, parse_head, verify};
 
 use cmdlog_engine::{EngineOpenError, LogState, Seq, fold_log_with};
 use cmdlog_store::Log;

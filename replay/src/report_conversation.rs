@@ -158,25 +158,12 @@ fn permission(out: &mut String, entry: &Entry) {
         seq,
         about,
         options,
-        answer,
-        decided_by,
-        voter,
         ..
     } = entry
     else {
         return;
     };
-    let answer = match answer {
-        Some(a) => format!(
-            "answered: {}{}",
-            shown(a),
-            shown(&crate::conversation::answered_by(
-                decided_by.as_deref(),
-                voter.as_deref()
-            ))
-        ),
-        None => "not answered".to_string(),
-    };
+    let answer = shown(&crate::conversation::permission_answer(entry));
     block(
         out,
         "perm",

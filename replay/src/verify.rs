@@ -510,21 +510,22 @@ fn brk_seq(brk: &cmdlog_store::ChainBreak) -> Seq {
     }
 }
 
+/// A head given as `SEQ:HASH` that is not one.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--expect-head {0:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:0000000000000000000000000000000000000000000000000000000000000000"
+)]
+pub struct BadHead(pub String);
+
 /// A head recorded elsewhere as `SEQ:HASH` (a 64-hex-digit chain hash, as
-/// `cmdlog verify` prints it): its seq and its hash, lowercase; else what to
-/// give instead.
-pub fn parse_head(text: &str) -> Result<(Seq, String), String> {
+/// `cmdlog verify` prints it): its seq and its hash, lowercase.
+pub fn parse_head(text: &str) -> Result<(Seq, String), BadHead> {
     let parsed = text.split_once(':').and_then(|(seq, hash)| {
         let seq = seq.parse::<Seq>().ok()?;
         (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
             .then(|| (seq, hash.to_ascii_lowercase()))
     });
-    parsed.ok_or_else(|| {
-        format!(
-            "--expect-head {text:?}: give SEQ:HASH as `cmdlog verify` prints them, e.g. 42:{}",
-            "0".repeat(64)
-        )
-    })
+    parsed.ok_or_else(|| BadHead(text.to_string()))
 }
 
 /// Checks this log against a head recorded elsewhere (`SEQ` and its chain hash):

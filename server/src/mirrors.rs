@@ -24,6 +24,8 @@ pub(crate) enum MirrorError {
     Hub(#[from] cmdlog_hub::HubError),
     #[error(transparent)]
     Mirror(#[from] cmdlog_hub::HubSearchError),
+    #[error("its clone cannot be read: {0}")]
+    Clone(cmdlog_store::OpenError),
 }
 
 /// One log of the hub, as its clone stands.
@@ -163,8 +165,8 @@ async fn witnessed(
     let cosigned = match cmdlog_store::Log::open(path, cmdlog_store::LogConfig::default()) {
         Ok(log) => cmdlog_hub::cosignatures(hub, log_id, &log, witnesses)
             .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+            .map_err(MirrorError::from),
+        Err(e) => Err(MirrorError::Clone(e)),
     };
     match cosigned {
         Ok(all) => all
@@ -173,7 +175,7 @@ async fn witnessed(
             .collect(),
         Err(why) => witnesses
             .iter()
-            .map(|w| cmdlog_workbench::Witnessed::new(w.name(), Err(why.clone())))
+            .map(|w| cmdlog_workbench::Witnessed::new(w.name(), Err::<u64, _>(&why)))
             .collect(),
     }
 }

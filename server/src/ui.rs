@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 use crate::limits::UI_LOGIN_TTL;
 use crate::state::AppState;
 use crate::ui_downloads as downloads;
-use crate::ui_page::{answer, html, local_site, page};
+use crate::ui_page::{answer, html, local_site, page, with_mirror};
 
 /// The cookie the workbench's pages accept.
 const COOKIE: &str = "cmdlog_ui";
@@ -502,36 +502,7 @@ async fn mirror_page(
     + Send
     + 'static,
 ) -> Response {
-    let unshown = |log_id: &str, why: &str| cmdlog_workbench::PageError::NoMirror {
-        log_id: cmdlog_common::terminal::clean(log_id).into_owned(),
-        why: why.to_string(),
-    };
-    if !cmdlog_workbench::is_log_id(&log_id) {
-        return html(
-            StatusCode::NOT_FOUND,
-            Err(unshown(&log_id, "that is not a log id")),
-        );
-    }
-    let mut logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
-    let made = tokio::task::spawn_blocking(move || {
-        let Some(mirror) = logs.get_mut(&log_id) else {
-            return Err(unshown(&log_id, "the hub has no log by that id"));
-        };
-        let path = match (&mirror.path, &mirror.error) {
-            (Some(path), None) => path.clone(),
-            (_, e) => {
-                let why = format!("its clone is not read: {}", e.as_deref().unwrap_or(""));
-                return Err(unshown(&log_id, &why));
-            }
-        };
-        let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
-            .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        let site = cmdlog_workbench::Site::mirror(&log_id, &mirror.host)
-            .witnessed(mirror.witnessed.clone());
-        make(&log, mirror, &site)
-    })
-    .await;
-    answer(made)
+    html(StatusCode::OK, with_mirror(&state, log_id, make).await)
 }
 
 async fn team_sessions(

@@ -11,19 +11,27 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::state::AppState;
-use crate::ui_page::{html, local_site, page};
+use crate::ui_page::{html, local_site, page, with_mirror};
 
-/// The signer of the daemon's log, or the page saying why there is none.
-fn signer(state: &AppState) -> Result<(String, cmdlog_tlog::Signer), String> {
-    let Some(transparency) = state.transparency.as_ref() else {
-        return Err(
-            "this log has no id, so it has no signed checkpoint: `cmdlog checkpoint` gives it one"
-                .into(),
-        );
-    };
+/// Why no proof can be made.
+#[derive(Debug, thiserror::Error)]
+enum NoProof {
+    #[error("this log has no id, so it has no signed checkpoint: `cmdlog checkpoint` gives it one")]
+    NoId,
+    #[error("no signing key: {0}")]
+    NoKey(String),
+    #[error(transparent)]
+    Proof(#[from] cmdlog_replay::CheckpointError),
+    #[error("no event of session {session} in this log from seq {from}")]
+    NoEvents { session: String, from: u64 },
+}
+
+/// The signer of the daemon's log, or why there is none.
+fn signer(state: &AppState) -> Result<(String, cmdlog_tlog::Signer), NoProof> {
+    let transparency = state.transparency.as_ref().ok_or(NoProof::NoId)?;
     match &transparency.signer {
         Ok(signer) => Ok((transparency.log_id.clone(), signer.clone())),
-        Err(why) => Err(format!("no signing key: {why}")),
+        Err(why) => Err(NoProof::NoKey(why.to_string())),
     }
 }
 
@@ -42,7 +50,7 @@ fn file(content_type: &'static str, name: &str, bytes: impl IntoResponse) -> Res
 /// `Err` is said on a page.
 async fn signed_file(
     state: Arc<AppState>,
-    make: impl FnOnce(&cmdlog_store::Log, &str, &cmdlog_tlog::Signer) -> Result<Response, String>
+    make: impl FnOnce(&cmdlog_store::Log, &str, &cmdlog_tlog::Signer) -> Result<Response, NoProof>
     + Send
     + 'static,
 ) -> Response {
@@ -51,7 +59,7 @@ async fn signed_file(
         Err(why) => {
             return html(
                 StatusCode::SERVICE_UNAVAILABLE,
-                cmdlog_workbench::message_page("No proof", &why),
+                cmdlog_workbench::message_page("No proof", &why.to_string()),
             );
         }
     };
@@ -64,7 +72,7 @@ async fn signed_file(
         Ok(Ok(response)) => response,
         Ok(Err(why)) => html(
             StatusCode::NOT_FOUND,
-            cmdlog_workbench::message_page("No proof", &why),
+            cmdlog_workbench::message_page("No proof", &why.to_string()),
         ),
         Err(e) => html(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -78,8 +86,7 @@ async fn signed_file(
 pub(crate) async fn proof(State(state): State<Arc<AppState>>, Path(seq): Path<u64>) -> Response {
     signed_file(state, move |log, log_id, signer| {
         let origin = cmdlog_replay::origin(log_id);
-        let proof =
-            cmdlog_replay::prove_inclusion(log, seq, &origin, signer).map_err(|e| e.to_string())?;
+        let proof = cmdlog_replay::prove_inclusion(log, seq, &origin, signer)?;
         Ok(file(
             "text/plain; charset=utf-8",
             &format!("cmdlog-{log_id}-seq-{seq}.tlog-proof"),
@@ -104,14 +111,12 @@ pub(crate) async fn session_proofs(
     Query(q): Query<ProofsQuery>,
 ) -> Response {
     signed_file(state, move |log, log_id, signer| {
-        let proofs = cmdlog_replay::prove_session(log, log_id, &id, q.from, signer)
-            .map_err(|e| e.to_string())?;
+        let proofs = cmdlog_replay::prove_session(log, log_id, &id, q.from, signer)?;
         if proofs.events.is_empty() {
-            return Err(format!(
-                "no event of session {} in this log from seq {}",
-                cmdlog_common::terminal::clean(&id),
-                q.from
-            ));
+            return Err(NoProof::NoEvents {
+                session: cmdlog_common::terminal::clean(&id).into_owned(),
+                from: q.from,
+            });
         }
         let safe: String = id
             .chars()
@@ -183,59 +188,12 @@ pub(crate) async fn blob_raw(
     })
 }
 
-/// Reads the mirrored log `log_id` of the hub on a blocking thread, the
-/// mirrors held still while it does (a round of mirroring waits).
-async fn with_mirror<T: Send + 'static>(
-    state: &AppState,
-    log_id: String,
-    read: impl FnOnce(
-        &cmdlog_store::Log,
-        &cmdlog_workbench::Site,
-    ) -> Result<T, cmdlog_workbench::PageError>
-    + Send
-    + 'static,
-) -> Result<T, cmdlog_workbench::PageError> {
-    let unshown = |why: &str| cmdlog_workbench::PageError::NoMirror {
-        log_id: cmdlog_common::terminal::clean(&log_id).into_owned(),
-        why: why.to_string(),
-    };
-    if !cmdlog_workbench::is_log_id(&log_id) {
-        return Err(unshown("that is not a log id"));
-    }
-    let logs = Arc::clone(&state.mirrors.logs).lock_owned().await;
-    let (path, host, witnessed) = {
-        let mirror = logs
-            .get(&log_id)
-            .ok_or_else(|| unshown("the hub has no log by that id"))?;
-        match (&mirror.path, &mirror.error) {
-            (Some(path), None) => (path.clone(), mirror.host.clone(), mirror.witnessed.clone()),
-            (_, e) => {
-                return Err(unshown(&format!(
-                    "its clone is not read: {}",
-                    e.as_deref().unwrap_or("")
-                )));
-            }
-        }
-    };
-    tokio::task::spawn_blocking(move || {
-        let _held = logs;
-        let log = cmdlog_store::Log::open(&path, cmdlog_store::LogConfig::default())
-            .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?;
-        read(
-            &log,
-            &cmdlog_workbench::Site::mirror(&log_id, &host).witnessed(witnessed),
-        )
-    })
-    .await
-    .map_err(|e| cmdlog_workbench::PageError::Log(e.to_string()))?
-}
-
 /// `GET /ui/hub/{log}/blob/{H1+H2}`: a value stored as blobs, of a mirrored log.
 pub(crate) async fn team_blob(
     State(state): State<Arc<AppState>>,
     Path((log_id, hashes)): Path<(String, String)>,
 ) -> Response {
-    let made = with_mirror(&state, log_id, move |log, site| {
+    let made = with_mirror(&state, log_id, move |log, _, site| {
         cmdlog_workbench::blob_page(log, &hashes, site)
     })
     .await;
@@ -248,7 +206,7 @@ pub(crate) async fn team_blob_raw(
     Path((log_id, hashes)): Path<(String, String)>,
 ) -> Response {
     let named = hashes.clone();
-    let read = with_mirror(&state, log_id, move |log, _| {
+    let read = with_mirror(&state, log_id, move |log, _, _| {
         cmdlog_workbench::blob_bytes(log, &hashes)
     })
     .await;

@@ -58,12 +58,12 @@ impl CliError {
         }
     }
 
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self::new(Kind::Usage, message)
+    pub(crate) fn usage(message: impl std::fmt::Display) -> Self {
+        Self::new(Kind::Usage, message.to_string())
     }
 
-    pub(crate) fn not_found(message: impl Into<String>) -> Self {
-        Self::new(Kind::NotFound, message)
+    pub(crate) fn not_found(message: impl std::fmt::Display) -> Self {
+        Self::new(Kind::NotFound, message.to_string())
     }
 
     pub(crate) fn conflict(message: impl Into<String>) -> Self {

@@ -112,11 +112,16 @@ fn check_session_bundle(w: &Workspace, u: &str, as_browser: &[(&str, &str)], vke
     let bundle = get(&format!("{u}/ui/session/wb-session-1/proofs"), as_browser);
     assert_eq!(bundle.status, 200, "{}", bundle.body);
     assert!(header(&bundle, "content-disposition").starts_with("attachment;"));
+    // `verify --proofs` of a bundle's text: its exit code and what it said.
     let file = w.ws.path().join("session.proofs.jsonl");
-    std::fs::write(&file, &bundle.body).unwrap();
-    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
-    let said = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    let verified = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        (out.status.code(), said)
+    };
+    let (code, said) = verified(&bundle.body);
+    assert_eq!(code, Some(0), "{said}");
     assert!(
         said.starts_with("ok: 4 events of session wb-session-1"),
         "{said}"
@@ -146,10 +151,8 @@ fn check_session_bundle(w: &Workspace, u: &str, as_browser: &[(&str, &str)], vke
     forged["event"] = serde_json::from_str(&changed).unwrap();
     let mut text = vec![lines[0].to_string(), forged.to_string()];
     text.extend(lines[2..].iter().map(|l| l.to_string()));
-    std::fs::write(&file, text.join("\n")).unwrap();
-    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
-    let said = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = verified(&text.join("\n"));
+    assert_eq!(code, Some(1), "{said}");
     assert!(
         said.contains("NOT PROVEN") && said.contains("line 2: seq"),
         "{said}"
@@ -157,10 +160,8 @@ fn check_session_bundle(w: &Workspace, u: &str, as_browser: &[(&str, &str)], vke
     // An event left out: the count it states does not hold.
     let mut short: Vec<&str> = lines.clone();
     short.remove(2);
-    std::fs::write(&file, short.join("\n")).unwrap();
-    let out = w.run(&["verify", "--proofs", file.to_str().unwrap(), "--vkey", vkey]);
-    let said = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = verified(&short.join("\n"));
+    assert_eq!(code, Some(1), "{said}");
     assert!(
         said.contains("line 1: it says it holds 4 events; 3 follow it"),
         "{said}"

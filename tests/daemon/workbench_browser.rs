@@ -120,6 +120,27 @@ async fn click(client: &Client, at: Locator<'_>) {
 }
 
 /// Waits until `script` (a JS expression) is true in the page.
+/// The file the link at `css` downloads, fetched as the page's link fetches
+/// it (same origin, the login's cookie): its address and its text.
+async fn fetch_link(client: &Client, css: &str) -> (String, String) {
+    let href = client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let text = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);",
+            vec![json!(href)],
+        )
+        .await
+        .unwrap();
+    (href, text.as_str().unwrap().to_string())
+}
+
 async fn until(client: &Client, what: &str, script: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -403,24 +424,10 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     shot(&client, "event").await;
 
     // The proof, fetched as the page's link fetches it, checks out.
-    let href = client
-        .find(Locator::Css("a[download]"))
-        .await
-        .unwrap()
-        .attr("href")
-        .await
-        .unwrap()
-        .unwrap();
+    let (href, proof) = fetch_link(&client, "a[download]").await;
     let seq: u64 = href.split('/').nth(3).unwrap().parse().unwrap();
-    let proof = client
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);",
-            vec![json!(href)],
-        )
-        .await
-        .unwrap();
     let vkey = String::from_utf8(w.run(&["key"]).stdout).unwrap();
-    super::workbench::check_tlog_proof(proof.as_str().unwrap(), vkey.trim(), seq);
+    super::workbench::check_tlog_proof(&proof, vkey.trim(), seq);
 
     // The registry now, then before the daemon registered its commands.
     client.goto(&format!("{u}/ui/registry")).await.unwrap();
@@ -482,23 +489,9 @@ async fn an_auditor_reads_searches_follows_and_proves_in_a_real_browser() {
     // The session's events with their proofs, fetched as its link fetches
     // them, check offline.
     client.goto(&format!("{u}/ui/session/{s}")).await.unwrap();
-    let bundle_href = client
-        .find(Locator::Css("a[href$='/proofs']"))
-        .await
-        .unwrap()
-        .attr("href")
-        .await
-        .unwrap()
-        .unwrap();
-    let bundle = client
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);",
-            vec![json!(bundle_href)],
-        )
-        .await
-        .unwrap();
+    let (_, bundle) = fetch_link(&client, "a[href$='/proofs']").await;
     let file = w.ws.path().join("browser.proofs.jsonl");
-    std::fs::write(&file, bundle.as_str().unwrap()).unwrap();
+    std::fs::write(&file, bundle).unwrap();
     let checked = w.run(&[
         "verify",
         "--proofs",

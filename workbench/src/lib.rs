@@ -85,10 +85,10 @@ pub struct Witnessed {
 
 impl Witnessed {
     /// A witness's outcome: the size it cosigned, or why none checks.
-    pub fn new(witness: &str, outcome: Result<u64, String>) -> Witnessed {
+    pub fn new(witness: &str, outcome: Result<u64, impl std::fmt::Display>) -> Witnessed {
         let (size, why) = match outcome {
             Ok(size) => (Some(size), String::new()),
-            Err(why) => (None, text::shown(&why)),
+            Err(why) => (None, text::shown(&why.to_string())),
         };
         Witnessed {
             witness: text::shown(witness),

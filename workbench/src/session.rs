@@ -300,23 +300,10 @@ fn permission(entry: &Entry) -> Parts {
         about,
         options,
         answer,
-        decided_by,
-        voter,
         ..
     } = entry
     else {
         unreachable!("called for a permission entry")
-    };
-    let answered = match answer {
-        Some(a) => format!(
-            "answered: {}{}",
-            shown(a),
-            shown(&cmdlog_replay::answered_by(
-                decided_by.as_deref(),
-                voter.as_deref()
-            ))
-        ),
-        None => "not answered".into(),
     };
     (
         if answer.is_none() {
@@ -332,7 +319,7 @@ fn permission(entry: &Entry) -> Parts {
                 shown(about.as_deref().unwrap_or("(no tool call named)"))
             ),
             format!("options: {}", shown(&options.join(", "))),
-            answered,
+            shown(&cmdlog_replay::permission_answer(entry)),
         ],
     )
 }
