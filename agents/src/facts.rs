@@ -30,16 +30,47 @@ pub(crate) const SESSION_END: &str = "said:session_end";
 /// An event's top-level fields, each with a hash of its value.
 type Fields = Vec<(String, u64)>;
 
+/// What a turn's reply is joined by (`reply:<prompt id>`). A turn may say
+/// several replies (Codex's goes on when a sub-agent's notification comes in
+/// after its model answered), and each source may see another of them: the
+/// hooks' `Stop` names the reply the turn had when it fired, a transcript names
+/// the turn's last. So a reply is the one of its turn that has its text; where
+/// no text is the same, the turn's last reply of another source is that reply
+/// said differently (design R15).
+const REPLY: &str = "reply:";
+
+/// One event stating a fact: its seq, its source, and its data's top-level
+/// fields, each with a hash of its value (a later source that states the
+/// fact's content differently is told apart: design R15).
+#[derive(Debug)]
+struct Stated {
+    seq: Seq,
+    source: String,
+    fields: Fields,
+}
+
+impl Stated {
+    /// The hash of its `content` (a reply's text).
+    fn content(&self) -> Option<u64> {
+        self.fields
+            .iter()
+            .find(|(name, _)| name == "content")
+            .map(|(_, hash)| *hash)
+    }
+}
+
 /// What a session already states, by fact, and which keys the sources asked
 /// for already delivered (a telemetry request sent again, an item imported
 /// before). Read once, then brought up to date with the records appended
 /// since ([`Facts::refresh`]).
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    /// fact → the seq of the event that stated it first, and its data's
-    /// top-level fields, each with a hash of its value (a later source that
-    /// states the fact's content differently is told apart: design R15).
-    known: HashMap<String, (Seq, Vec<(String, u64)>)>,
+    /// fact → the event that stated it first (a turn's reply: every event
+    /// that stated it, in order — see [`REPLY`]).
+    known: HashMap<String, Vec<Stated>>,
+    /// (reply, source): the replies a later source's reply has been folded
+    /// into, each once for each source.
+    claimed: HashSet<(Seq, String)>,
     /// What was said, joined by its content (`said:…`: Gemini CLI's, whose
     /// hooks name nothing): every event stating each, in order, with its
     /// source — the n-th time one source says it is the n-th time another did.
@@ -121,18 +152,23 @@ impl Facts {
                     .insert(key.clone());
             }
             if probe.type_name == "agent/observed" {
-                if let Some(fact) = probe
+                let Some(o) = probe
                     .data
                     .and_then(|d| serde_json::from_str::<AgentObserved>(d.get()).ok())
-                    .map(|o| o.fact)
-                    .filter(|f| f.starts_with(SAID))
-                {
-                    *self.matched.entry((observed.source, fact)).or_default() += 1;
+                else {
+                    continue;
+                };
+                if o.fact.starts_with(SAID) {
+                    *self.matched.entry((observed.source, o.fact)).or_default() += 1;
+                } else if o.fact.starts_with(REPLY) {
+                    self.claimed.insert((o.of, observed.source));
                 }
                 continue;
             }
             if let Some(fact) = observed.fact
-                && (fact.starts_with(SAID) || !self.known.contains_key(&fact))
+                && (fact.starts_with(SAID)
+                    || fact.starts_with(REPLY)
+                    || !self.known.contains_key(&fact))
             {
                 let fields = probe
                     .data
@@ -161,7 +197,11 @@ impl Facts {
                         .or_default()
                         .push((record.seq, source, fields));
                 } else {
-                    self.known.insert(fact, (record.seq, fields));
+                    self.known.entry(fact).or_default().push(Stated {
+                        seq: record.seq,
+                        source: observed.source,
+                        fields,
+                    });
                 }
             }
         }
@@ -182,6 +222,7 @@ impl Facts {
     /// holds becomes an `agent/observed` of the event that stated it. Returns
     /// how many did.
     pub(crate) fn fold_into(&mut self, session: &str, events: &mut [Planned]) -> usize {
+        self.name_replies(session, events);
         let mut folded = 0;
         // A run that is a fact already held takes its settling with it: the
         // agent's run was recorded once, with its outcome.
@@ -224,28 +265,9 @@ impl Facts {
                 .as_ref()
                 .map(|o| o.source.clone())
                 .unwrap_or_default();
-            let found = if fact.starts_with(SAID) {
-                let key = (source.clone(), fact.clone());
-                let n = self.matched.get(&key).copied().unwrap_or(0)
-                    + self.matched_since.get(&key).copied().unwrap_or(0);
-                self.said
-                    .get(&fact)
-                    .and_then(|all| all.iter().filter(|(_, s, _)| *s != source).nth(n))
-                    .map(|(seq, _, fields)| (*seq, fields.clone()))
-            } else {
-                self.known
-                    .get(&fact)
-                    .map(|(seq, fields)| (*seq, fields.clone()))
-            };
-            let Some((of, first)) = found else {
+            let Some((of, first)) = self.stated(&fact, &source, &p.data) else {
                 continue;
             };
-            if fact.starts_with(SAID) {
-                *self
-                    .matched_since
-                    .entry((source, fact.clone()))
-                    .or_default() += 1;
-            }
             let mut adds = Map::new();
             let mut differs = Map::new();
             for (k, v) in data_fields(&p.data) {
@@ -278,6 +300,114 @@ impl Facts {
             folded += 1;
         }
         folded
+    }
+
+    /// The event of the session that an event of `source` stating `fact`
+    /// with `data` states again (now counted as matched, or claimed), and its
+    /// fields; None when the session holds none.
+    fn stated(&mut self, fact: &str, source: &str, data: &PlannedData) -> Option<(Seq, Fields)> {
+        if fact.starts_with(SAID) {
+            let key = (source.to_string(), fact.to_string());
+            let n = self.matched.get(&key).copied().unwrap_or(0)
+                + self.matched_since.get(&key).copied().unwrap_or(0);
+            let found = self
+                .said
+                .get(fact)
+                .and_then(|all| all.iter().filter(|(_, s, _)| *s != source).nth(n))
+                .map(|(seq, _, fields)| (*seq, fields.clone()))?;
+            *self.matched_since.entry(key).or_default() += 1;
+            Some(found)
+        } else if fact.starts_with(REPLY) {
+            let content = data_fields(data).get("content").map(value_hash);
+            self.reply_stated(fact, source, content)
+        } else {
+            self.known
+                .get(fact)
+                .and_then(|all| all.first())
+                .map(|first| (first.seq, first.fields.clone()))
+        }
+    }
+
+    /// The reply of the session that a reply of `source` stating `fact`, with
+    /// `content`, states again (see [`REPLY`]), now claimed: the one with the
+    /// same text (of any source: one source saying it twice says it once), else
+    /// the first another source stated that none claimed yet. None when the
+    /// reply is one no other source saw.
+    fn reply_stated(
+        &mut self,
+        fact: &str,
+        source: &str,
+        content: Option<u64>,
+    ) -> Option<(Seq, Fields)> {
+        let all = self.known.get(fact)?;
+        let claimed = |s: &Stated| self.claimed.contains(&(s.seq, source.to_string()));
+        let free = |s: &&Stated| !claimed(s);
+        let found = all
+            .iter()
+            .filter(free)
+            .find(|s| content.is_some() && s.content() == content)
+            .or_else(|| all.iter().filter(free).find(|s| s.source != source))?;
+        self.claimed.insert((found.seq, source.to_string()));
+        Some((found.seq, found.fields.clone()))
+    }
+
+    /// Names each reply of `session`'s `events` that no join key named, where
+    /// a later reply of its turn names it (`reply:<prompt id>`, a turn's last)
+    /// and the session holds a reply of that turn with its text from another
+    /// source: a turn that said several replies, of which the other source saw
+    /// this one (see [`REPLY`]).
+    fn name_replies(&self, session: &str, events: &mut [Planned]) {
+        let mut unnamed: Vec<usize> = Vec::new();
+        for i in 0..events.len() {
+            let p = &events[i];
+            if p.session.as_deref() != Some(session) {
+                continue;
+            }
+            let Some(observed) = p.observed.as_ref() else {
+                continue;
+            };
+            let kind = update_kind(&p.data);
+            match (&observed.fact, kind.as_deref()) {
+                (None, Some("agent_message_chunk")) => unnamed.push(i),
+                (Some(fact), _) if fact.starts_with(REPLY) => {
+                    let Some(all) = self.known.get(fact) else {
+                        unnamed.clear();
+                        continue;
+                    };
+                    let fact = fact.clone();
+                    for j in std::mem::take(&mut unnamed) {
+                        let content = data_fields(&events[j].data).get("content").map(value_hash);
+                        let source = events[j].observed.as_ref().map(|o| o.source.as_str());
+                        let seen = all.iter().any(|s| {
+                            Some(s.source.as_str()) != source
+                                && content.is_some()
+                                && s.content() == content
+                        });
+                        if seen && let Some(o) = events[j].observed.as_mut() {
+                            o.fact = Some(fact.clone());
+                        }
+                    }
+                }
+                (_, Some("turn_complete")) => unnamed.clear(),
+                _ if matches!(p.data, PlannedData::Ready(EventData::SessionPrompt(_))) => {
+                    unnamed.clear()
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The kind of a planned session update (`agent_message_chunk`, …).
+fn update_kind(data: &PlannedData) -> Option<String> {
+    match data {
+        PlannedData::Ready(EventData::SessionUpdate(u)) => {
+            u["sessionUpdate"].as_str().map(str::to_string)
+        }
+        PlannedData::Update(u) => serde_json::to_value(u)
+            .ok()
+            .and_then(|v| v["sessionUpdate"].as_str().map(str::to_string)),
+        _ => None,
     }
 }
 

@@ -321,15 +321,29 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// A reader of the index's last commit.
+    /// A reader of the index's last commit. Another process (the daemon
+    /// keeping the index current) may commit and merge between our reading
+    /// the commit's list of segments and opening them, and delete the ones
+    /// merged away: the reader is opened again on the newer commit.
     fn searcher(&self) -> Result<tantivy::Searcher, IndexError> {
-        let reader: tantivy::IndexReader = self
-            .index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(|e| self.err(e))?;
-        Ok(reader.searcher())
+        let mut tries = 0;
+        loop {
+            let opened: Result<tantivy::IndexReader, _> = self
+                .index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into();
+            match opened {
+                Ok(reader) => return Ok(reader.searcher()),
+                Err(tantivy::TantivyError::OpenReadError(
+                    tantivy::directory::error::OpenReadError::FileDoesNotExist(_),
+                )) if tries < limits::READER_RETRIES => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(self.err(e)),
+            }
+        }
     }
 }
 

@@ -21,3 +21,6 @@ pub(crate) const COMMIT_EVERY: usize = 50_000;
 /// so one commit takes in a burst of them (the sync itself, under load,
 /// gathers the appends that come while it runs).
 pub(crate) const SETTLE: Duration = Duration::from_millis(50);
+/// How many times a reader is opened again when a segment of the commit it
+/// read went away meanwhile (merged away by the process that writes).
+pub(crate) const READER_RETRIES: u32 = 10;

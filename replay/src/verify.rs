@@ -136,10 +136,12 @@ struct Checker {
     by_stream: BTreeMap<String, Vec<Seq>>,
     /// (session, fact) -> the seq of the event that states it first.
     facts: HashMap<(String, String), Seq>,
-    /// Each (session, fact, seq) of a fact joined by content (`said:…`): said
-    /// again, each time is an event of its own, and a later source's names
-    /// the one it saw.
-    said: std::collections::HashSet<(String, String, Seq)>,
+    /// Each (session, fact, seq) of a fact that more than one event may state:
+    /// one joined by content (`said:…`: said again, each time is an event of
+    /// its own), or a turn's reply (`reply:…`: a turn may say several, and
+    /// each source may see a different one of them). A later source's names
+    /// the one it saw, by its text.
+    stated: std::collections::HashSet<(String, String, Seq)>,
     /// (session, tool call id) -> the seq and title of a call not settled yet.
     open_calls: BTreeMap<(String, String), (Seq, String)>,
     /// (session, tool call id) of the calls settled: a source that reports
@@ -198,8 +200,8 @@ impl Checker {
         if let Some(fact) = event.observed.as_ref().and_then(|o| o.fact.clone())
             && !matches!(event.data, EventData::AgentObserved(_))
         {
-            if fact.starts_with("said:") {
-                self.said.insert((session.clone(), fact.clone(), seq));
+            if many_may_state(&fact) {
+                self.stated.insert((session.clone(), fact.clone(), seq));
             }
             self.facts.entry((session.clone(), fact)).or_insert(seq);
         }
@@ -361,7 +363,8 @@ impl Checker {
         }
     }
 
-    /// An `agent/observed` names the event that first states its fact.
+    /// An `agent/observed` names the event that first states its fact (or, of
+    /// a fact several events may state, one of them).
     fn observed(&mut self, event: &Event, o: &cmdlog_engine::event::AgentObserved, session: &str) {
         if let Some(conflict) = Conflict::of(event) {
             self.conflicts.push(conflict);
@@ -371,10 +374,10 @@ impl Checker {
             .facts
             .get(&(session.to_string(), base.clone()))
             .copied();
-        let said = self
-            .said
+        let stated = self
+            .stated
             .contains(&(session.to_string(), base.clone(), o.of));
-        if first != Some(o.of) && !said {
+        if first != Some(o.of) && !stated {
             let message = format!(
                 "agent/observed names seq {} for {base} in session {session}, but {}",
                 o.of,
@@ -551,4 +554,10 @@ pub fn check_expected_head(log: &Log, seq: Seq, hash: &str) -> Result<Option<Str
             "forked or edited: at seq {seq} the log's chain hash is {found}, but the recorded head says {hash}"
         )
     }))
+}
+
+/// Whether more than one event of a session may state `fact` (see
+/// `Checker::stated`).
+fn many_may_state(fact: &str) -> bool {
+    fact.starts_with("said:") || fact.starts_with("reply:")
 }

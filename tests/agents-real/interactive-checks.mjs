@@ -60,12 +60,31 @@ export function statedTwice(hooksLog, afterImport) {
   return problems;
 }
 
-/** The kinds of what the import added that is not bookkeeping nor a fold, counted. */
-export function addedKinds(hooksLog, afterImport) {
+/**
+ * The kinds of what the import added that is not bookkeeping nor a fold, counted.
+ * With `severalReplies`, not a reply of a turn that said more than one (Codex
+ * goes on with a turn when a sub-agent's notification comes in after its model
+ * answered; its `Stop` hook names only the reply the turn had when it fired),
+ * so long as the hooks did not state that text (`statedTwice` says so).
+ */
+export function addedKinds(hooksLog, afterImport, { severalReplies = false } = {}) {
   const head = Math.max(0, ...hooksLog.map((e) => e.seq));
   const out = {};
-  for (const e of afterImport.filter((x) => x.seq > head)) {
+  const imported = afterImport.filter((x) => x.seq > head);
+  const isReply = (e) => kindOf(e) === "session/update:agent_message_chunk" || (e.type === "agent/observed" && /^reply:/.test(e.data?.fact ?? ""));
+  const isPrompt = (e) => e.type === "session/prompt" || (e.type === "agent/observed" && /^prompt:/.test(e.data?.fact ?? ""));
+  /** Whether the import's events of `e`'s turn (between prompts) hold another reply. */
+  const oneOfSeveral = (e) => {
+    const mine = imported.filter((x) => x.session === e.session);
+    const at = mine.indexOf(e);
+    const turn = [];
+    for (let i = at - 1; i >= 0 && !isPrompt(mine[i]); i--) turn.push(mine[i]);
+    for (let i = at + 1; i < mine.length && !isPrompt(mine[i]); i++) turn.push(mine[i]);
+    return turn.some(isReply);
+  };
+  for (const e of imported) {
     if (["agent/observed", "import/checkpoint"].includes(e.type)) continue;
+    if (severalReplies && kindOf(e) === "session/update:agent_message_chunk" && oneOfSeveral(e)) continue;
     if (e.type === "agent/event" && e.data?.bookkeeping) continue;
     out[kindOf(e)] = (out[kindOf(e)] ?? 0) + 1;
   }

@@ -22,6 +22,7 @@ mod releases;
 mod search;
 mod settings;
 mod ties;
+mod turns;
 
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.
 fn hook(w: &Workspace, agent: &str, payload: &Value) -> Output {
