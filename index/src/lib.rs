@@ -11,6 +11,7 @@ mod coverage;
 mod document;
 mod fields;
 mod limits;
+mod phrase;
 mod query;
 mod search;
 

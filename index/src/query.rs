@@ -4,10 +4,11 @@
 //! not parse, or names another field, is refused with where and why.
 
 use tantivy::Index;
-use tantivy::query::{Query, QueryParser};
+use tantivy::query::{BooleanQuery, PhraseQuery, Query, QueryParser};
 use tantivy::query_grammar::{UserInputAst, UserInputLeaf};
 
 use crate::fields::{Fields, QUERY_FIELDS};
+use crate::phrase::Phrase;
 
 use crate::limits::QUERY_CHARS_MAX;
 
@@ -56,9 +57,29 @@ pub(crate) fn parse(index: &Index, f: &Fields, query: &str) -> Result<Box<dyn Qu
     check_fields(&ast)?;
     let mut parser = QueryParser::for_index(index, vec![f.text]);
     parser.set_conjunction_by_default();
-    parser
+    let parsed = parser
         .parse_query(query)
-        .map_err(|e| QueryError::Other(e.to_string()))
+        .map_err(|e| QueryError::Other(e.to_string()))?;
+    Ok(forward_phrases(parsed))
+}
+
+/// `query` with each of its phrases moved forward only (see `phrase.rs`).
+fn forward_phrases(query: Box<dyn Query>) -> Box<dyn Query> {
+    if let Some(phrase) = query.downcast_ref::<PhraseQuery>() {
+        return Box::new(Phrase(phrase.clone()));
+    }
+    if let Some(all) = query.downcast_ref::<BooleanQuery>() {
+        let clauses = all
+            .clauses()
+            .iter()
+            .map(|(occur, q)| (*occur, forward_phrases(q.box_clone())))
+            .collect();
+        return Box::new(BooleanQuery::with_minimum_required_clauses(
+            clauses,
+            all.get_minimum_number_should_match(),
+        ));
+    }
+    query
 }
 
 /// Refuses a field a query may not name.

@@ -362,3 +362,110 @@ fn the_index_beside_a_rewritten_log_is_made_again_and_a_writer_elsewhere_is_wait
     let done = cmdlog_index::beside(&path, &log, Refresh::Sync).unwrap();
     assert_eq!((done.added, done.through, done.busy), (1, 5, false));
 }
+
+/// A phrase finds exactly the events that hold its words one after the
+/// other, whatever else the query says (beside another word, under `OR`, left
+/// out, written with hyphens): checked against reading every text, on texts
+/// of few words so that phrases and near misses are many, with words too long
+/// to index between some (which break a phrase).
+#[test]
+fn a_phrase_finds_exactly_the_events_that_hold_it() {
+    let seed: u64 = std::env::var("CMDLOG_PHRASE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!("seed {seed} (CMDLOG_PHRASE_SEED={seed} to run it again)");
+    let mut state = seed | 1;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    const WORDS: [&str; 6] = ["alpha", "Beta", "gamma", "delta", "eps", "zeta"];
+    let long = "x".repeat(300);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path().join("log.redb"), LogConfig::default()).unwrap();
+    // Each event's words as indexed: lowercased, None where one is too long.
+    let mut texts: Vec<Vec<Option<String>>> = Vec::new();
+    let mut records = Vec::new();
+    for _ in 0..300 {
+        let n = 2 + next(12) as usize;
+        let words: Vec<Option<String>> = (0..n)
+            .map(|_| match next(10) {
+                0 => None,
+                _ => Some(WORDS[next(WORDS.len() as u64) as usize].to_string()),
+            })
+            .collect();
+        let shown: Vec<&str> = words
+            .iter()
+            .map(|w| w.as_deref().unwrap_or(long.as_str()))
+            .collect();
+        let sep = [" ", "-", ", ", "\n"][next(4) as usize];
+        records.push(event(
+            "s",
+            "codex",
+            "session/prompt",
+            json!({"text": shown.join(sep)}),
+        ));
+        texts.push(
+            words
+                .into_iter()
+                .map(|w| w.map(|w| w.to_lowercase()))
+                .collect(),
+        );
+    }
+    log.append(records).unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.sync(&log).unwrap();
+    let holds = |text: &[Option<String>], phrase: &[&str]| {
+        text.windows(phrase.len()).any(|w| {
+            w.iter()
+                .zip(phrase)
+                .all(|(a, b)| a.as_deref() == Some(&b.to_lowercase()))
+        })
+    };
+    let expect = |keep: &dyn Fn(&[Option<String>]) -> bool| -> Vec<u64> {
+        (1..=texts.len() as u64)
+            .filter(|&seq| keep(&texts[seq as usize - 1]))
+            .collect()
+    };
+    for round in 0..60 {
+        let len = 2 + next(3) as usize;
+        let phrase: Vec<&str> = (0..len)
+            .map(|_| WORDS[next(WORDS.len() as u64) as usize])
+            .collect();
+        let other = WORDS[next(WORDS.len() as u64) as usize];
+        let quoted = format!("\"{}\"", phrase.join(" "));
+        let word = |t: &[Option<String>]| holds(t, &[other]);
+        let cases: Vec<(String, Vec<u64>)> = vec![
+            (quoted.clone(), expect(&|t| holds(t, &phrase))),
+            (
+                format!("{other} {quoted}"),
+                expect(&|t| holds(t, &phrase) && word(t)),
+            ),
+            (
+                format!("{quoted} OR {other}"),
+                expect(&|t| holds(t, &phrase) || word(t)),
+            ),
+            (
+                format!("{other} -{quoted}"),
+                expect(&|t| !holds(t, &phrase) && word(t)),
+            ),
+            // Unquoted, joined by a hyphen: one literal of several words.
+            (phrase.join("-"), expect(&|t| holds(t, &phrase))),
+        ];
+        for (query, expected) in cases {
+            let (hits, total) = index.search(&log, &query, 1000).unwrap();
+            let mut found: Vec<u64> = hits.iter().map(|h| h.seq).collect();
+            found.sort();
+            assert_eq!(total, found.len(), "{query}");
+            assert_eq!(found, expected, "round {round}, seed {seed}: {query}");
+        }
+    }
+}
