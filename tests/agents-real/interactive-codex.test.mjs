@@ -197,6 +197,25 @@ async function send(text, what) {
 }
 
 /**
+ * Sends a prompt and waits for its `UserPromptSubmit`. Right after `/new` or
+ * `/model` the TUI may still be setting up and take the line without sending
+ * it (it stays in the composer): as a user would, Enter is pressed again.
+ */
+async function sendPrompt(text, what) {
+  const submitted = () => payloads().filter((p) => p.hook_event_name === "UserPromptSubmit" && p.prompt === text).length;
+  const before = submitted();
+  await send(text, what);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await waitPayload(() => submitted() > before, `UserPromptSubmit ${JSON.stringify(text)} (${what})`, 15_000);
+    } catch (e) {
+      if (attempt === 3) throw e;
+      tui.press("Enter");
+    }
+  }
+}
+
+/**
  * Sends a slash command and waits for `ready`. The `Stop` hook runs before the
  * TUI takes its turn for finished, so a command sent right after it may be
  * refused ("'/new' is disabled while a task is in progress"): as a user would,
@@ -336,7 +355,7 @@ async function run() {
     capture("reasoning-picker");
     tui.press("Enter"); // "enter default" (saved as the default), "s session" for this session only
     await tui.waitFor(new RegExp(`Model changed to ${SWITCH_TO.slug}`), "the model switch acknowledged");
-    await send(PROMPTS.afterModel, "prompt after /model");
+    await sendPrompt(PROMPTS.afterModel, "prompt after /model");
     await tui.waitFor(/reply to: after the model switch/, "the reply after /model");
     await waitTurn(PROMPTS.afterModel, "Stop");
     capture("after-model");
@@ -347,7 +366,7 @@ async function run() {
     capture("new-where");
     tui.press("Enter"); // 1. Use current Git worktree
     await tui.waitFor((s) => /Ask Codex to do anything/.test(s) && !/after the model switch/.test(s), "a fresh chat after /new");
-    await send(PROMPTS.newChat, "prompt in the new chat");
+    await sendPrompt(PROMPTS.newChat, "prompt in the new chat");
     await tui.waitFor(/reply to: first prompt of the new chat/, "the reply in the new chat");
     const newStop = await waitTurn(PROMPTS.newChat, "Stop");
     flow.newSession = newStop[0].session_id;
