@@ -252,8 +252,17 @@ function scenario() {
     s.chatsBeforeQuit = fs.existsSync(chatsDir) ? fs.readdirSync(chatsDir, { recursive: true }) : [];
     tui.type("/quit");
     await tui.waitFor((sc) => inputLine(sc) === "/quit", "/quit in the input box", { history: 0 });
-    tui.press("Enter");
-    await tui.waitExit("Gemini to exit after /quit");
+    // Under load the command's completion list may take the first Enter (the
+    // line stays in the box): as a user would, Enter is pressed again.
+    for (let attempt = 1; ; attempt++) {
+      tui.press("Enter");
+      try {
+        await tui.waitExit("Gemini to exit after /quit", { timeoutMs: attempt === 3 ? 30_000 : 10_000 });
+        break;
+      } catch (e) {
+        if (attempt === 3 || inputLine(tui.screen({ history: 0 })) !== "/quit") throw e;
+      }
+    }
     shot("17-quit");
     s.duration = Date.now() - started;
 
