@@ -370,17 +370,9 @@ fn the_index_beside_a_rewritten_log_is_made_again_and_a_writer_elsewhere_is_wait
 /// to index between some (which break a phrase).
 #[test]
 fn a_phrase_finds_exactly_the_events_that_hold_it() {
-    let seed: u64 = std::env::var("CMDLOG_PHRASE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    println!("seed {seed} (CMDLOG_PHRASE_SEED={seed} to run it again)");
-    let mut state = seed | 1;
+    let seed = cmdlog_test_support::seed();
+    println!("seed {seed} (CMDLOG_SEED={seed} to run it again)");
+    let mut state = seed;
     let mut next = move |n: u64| {
         state ^= state << 13;
         state ^= state >> 7;

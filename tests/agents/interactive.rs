@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::{events, hook};
+use super::{codex_rollout, events, hook};
 use cmdlog_test_support::Workspace;
 
 fn send(w: &Workspace, agent: &str, payload: Value) {
@@ -421,11 +421,7 @@ fn a_codex_session_in_its_ui_joins_its_rollout_on_turn_ids_and_a_refusal_fails()
             json!({"turn_id": "t3", "model": "m2"}),
         ),
     ];
-    let file = w.home.path().join(format!(
-        ".codex/sessions/2026/12/07/rollout-2026-12-07T04-22-17-{sid}.jsonl"
-    ));
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    codex_rollout(&w, sid, &lines);
     w.ok(&["import", "--from", "codex"]);
     let all = events(&w);
     assert!(

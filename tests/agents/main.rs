@@ -24,6 +24,16 @@ mod settings;
 mod ties;
 mod turns;
 
+/// Writes `lines` as the Codex rollout of session `sid` under the test's home,
+/// where `import --from codex` finds it.
+fn codex_rollout(w: &Workspace, sid: &str, lines: &[String]) {
+    let file = w.home.path().join(format!(
+        ".codex/sessions/2026/12/07/rollout-2026-12-07T04-22-17-{sid}.jsonl"
+    ));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+}
+
 /// Pipes one payload to `cmdlog hook <agent>` in the workspace.
 fn hook(w: &Workspace, agent: &str, payload: &Value) -> Output {
     hook_text(w, agent, &payload.to_string(), &[])

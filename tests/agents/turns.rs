@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::{events, hook};
+use super::{codex_rollout, events, hook};
 use cmdlog_test_support::Workspace;
 
 const FIRST: &str = "tool said: {\"agent_id\":\"a1\",\"nickname\":\"Godel\"}";
@@ -98,11 +98,7 @@ fn each_reply_of_a_turn_is_joined_by_its_text_whichever_the_hooks_saw() {
                 json!({"type": "task_complete", "turn_id": "t1", "last_agent_message": SECOND}),
             ),
         ];
-        let file = w.home.path().join(format!(
-            ".codex/sessions/2026/12/07/rollout-2026-12-07T04-22-17-{sid}.jsonl"
-        ));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        codex_rollout(&w, sid, &lines);
         w.ok(&["import", "--from", "codex"]);
 
         let all = events(&w);
