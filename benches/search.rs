@@ -17,7 +17,9 @@
 //! `CMDLOG_SEARCH_RUNS` (30) the runs per query; `CMDLOG_SEARCH_LAG_SECONDS`
 //! (10, 0: none) how long the appenders run; `CMDLOG_SEARCH_DIR` keeps the
 //! generated log in a folder for the next run; `CMDLOG_SEARCH_BUILD_ONLY`
-//! stops after the build (to profile it).
+//! stops after the build (to profile it); `CMDLOG_SEARCH_QUERY_ONLY` takes
+//! the index, the FTS5 database and the export a run left in
+//! `CMDLOG_SEARCH_DIR` and measures the queries alone.
 
 use std::io::Write;
 use std::time::Instant;
@@ -177,20 +179,31 @@ fn main() {
         log_bytes as f64 / 1048576.0
     );
 
-    // Build beside replay, alternating, three rounds.
+    let query_only = std::env::var_os("CMDLOG_SEARCH_QUERY_ONLY").is_some()
+        && dir.join("fts.sqlite").exists()
+        && dir.join("export.jsonl").exists();
+    if !query_only {
+        build_beside_replay(&dir, &log, log_bytes);
+        if std::env::var_os("CMDLOG_SEARCH_BUILD_ONLY").is_some() {
+            return;
+        }
+    }
+    queries(&dir, &log, runs, !query_only);
+}
+
+/// Builds the index from scratch beside replays of the log, alternating,
+/// three rounds; prints the rates, the index's size and the peak memory.
+fn build_beside_replay(dir: &std::path::Path, log: &Log, log_bytes: u64) {
     println!("| round | replay (events/s) | index build (events/s) | build ÷ replay |");
     println!("|---|---|---|---|");
     let index_dir = dir.join("index");
     let mut ratios = Vec::new();
     for round in 1..=3 {
         let t = Instant::now();
-        let n = replay(&log);
+        let n = replay(log);
         let replay_rate = n as f64 / t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let (added, _) = SearchIndex::open(&index_dir)
-            .unwrap()
-            .rebuild(&log)
-            .unwrap();
+        let (added, _) = SearchIndex::open(&index_dir).unwrap().rebuild(log).unwrap();
         let build_rate = added as f64 / t.elapsed().as_secs_f64();
         ratios.push(build_rate / replay_rate);
         println!(
@@ -207,48 +220,26 @@ fn main() {
         index_bytes as f64 / log_bytes as f64,
         peak_kib() / 1024
     );
-    if std::env::var_os("CMDLOG_SEARCH_BUILD_ONLY").is_some() {
-        return;
-    }
+}
 
-    // The same texts in SQLite FTS5, and the export for rg.
-    let _ = std::fs::remove_file(dir.join("fts.sqlite"));
-    let db = rusqlite::Connection::open(dir.join("fts.sqlite")).unwrap();
-    db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(seq UNINDEXED, kind, tool, text)")
-        .unwrap();
+/// Each query's latency through the index, SQLite FTS5 over the same texts
+/// and `rg` over the export (both made from the log when `make`).
+fn queries(dir: &std::path::Path, log: &Log, runs: usize, make: bool) {
+    let index_dir = dir.join("index");
     let export = dir.join("export.jsonl");
-    {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&export).unwrap());
-        let tx = db.unchecked_transaction().unwrap();
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO docs(seq, kind, tool, text) VALUES (?1, ?2, ?3, ?4)")
-                .unwrap();
-            log.scan(1, log.head().seq, |r| {
-                let e = Event::decode(r.seq, &r.bytes).unwrap();
-                let v = e.to_json();
-                writeln!(out, "{v}").unwrap();
-                let data = &v["data"];
-                let text = data.to_string();
-                let kind = data["sessionUpdate"]
-                    .as_str()
-                    .unwrap_or(v["type"].as_str().unwrap());
-                let tool = data["tool_name"].as_str().unwrap_or("");
-                insert
-                    .execute(rusqlite::params![r.seq as i64, kind, tool, text])
-                    .unwrap();
-                true
-            })
-            .unwrap();
-        }
-        tx.commit().unwrap();
+    if make {
+        fts_and_export(dir, log, &export);
     }
+    let db = rusqlite::Connection::open(dir.join("fts.sqlite")).unwrap();
     let rg = std::process::Command::new("rg")
         .arg("--version")
         .output()
         .is_ok();
 
     let index = SearchIndex::open(&index_dir).unwrap();
+    // The same index, each search on the caller's thread alone (a phrase too).
+    let mut single = SearchIndex::open(&index_dir).unwrap();
+    single.set_phrase_threads(1);
     // (name, index query, FTS5 query, rg pattern)
     let queries = [
         ("word", "migration", "migration", "migration"),
@@ -267,18 +258,28 @@ fn main() {
         ),
     ];
     println!(
-        "\n| query | index p50 / p99 (ms) | FTS5 p50 / p99 (ms) | rg p50 / p99 (ms) | vs FTS5 (p50) | vs rg (p50) |"
+        "\n| query | index p50 / p99 (ms) | one thread p50 / p99 (ms) | FTS5 p50 / p99 (ms) | rg p50 / p99 (ms) | vs FTS5 (p50) | vs rg (p50) |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for (name, q, fts, pattern) in queries {
         let mut ours = Vec::new();
+        let mut alone = Vec::new();
         let mut theirs = Vec::new();
         let mut grep = Vec::new();
-        for _ in 0..runs {
-            let t = Instant::now();
-            let (hits, _) = index.search(&log, q, 20).unwrap();
-            std::hint::black_box(hits);
-            ours.push(t.elapsed().as_secs_f64() * 1e3);
+        for run in 0..runs {
+            // Each side first in turn: the first after `rg` finds the
+            // caches cold.
+            let sides: [(&SearchIndex, &mut Vec<f64>); 2] = if run % 2 == 0 {
+                [(&index, &mut ours), (&single, &mut alone)]
+            } else {
+                [(&single, &mut alone), (&index, &mut ours)]
+            };
+            for (side, times) in sides {
+                let t = Instant::now();
+                let (hits, _) = side.search(log, q, 20).unwrap();
+                std::hint::black_box(hits);
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
             let t = Instant::now();
             let mut stmt = db
                 .prepare_cached("SELECT seq, snippet(docs, 3, '[', ']', '…', 12) FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT 20")
@@ -302,6 +303,7 @@ fn main() {
             }
         }
         let (o50, o99) = percentiles(ours);
+        let (a50, a99) = percentiles(alone);
         let (f50, f99) = percentiles(theirs);
         let (rg_cell, rg_ratio) = if grep.is_empty() {
             ("not installed".to_string(), "-".to_string())
@@ -310,8 +312,42 @@ fn main() {
             (format!("{g50:.2} / {g99:.2}"), format!("{:.1}x", g50 / o50))
         };
         println!(
-            "| {name} `{q}` | {o50:.2} / {o99:.2} | {f50:.2} / {f99:.2} | {rg_cell} | {:.2}x | {rg_ratio} |",
+            "| {name} `{q}` | {o50:.2} / {o99:.2} | {a50:.2} / {a99:.2} | {f50:.2} / {f99:.2} | {rg_cell} | {:.2}x | {rg_ratio} |",
             f50 / o50
         );
+    }
+}
+
+/// The log's texts in SQLite FTS5 (`fts.sqlite`) and its export for `rg`.
+fn fts_and_export(dir: &std::path::Path, log: &Log, export: &std::path::Path) {
+    let _ = std::fs::remove_file(dir.join("fts.sqlite"));
+    let db = rusqlite::Connection::open(dir.join("fts.sqlite")).unwrap();
+    db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(seq UNINDEXED, kind, tool, text)")
+        .unwrap();
+    {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(export).unwrap());
+        let tx = db.unchecked_transaction().unwrap();
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO docs(seq, kind, tool, text) VALUES (?1, ?2, ?3, ?4)")
+                .unwrap();
+            log.scan(1, log.head().seq, |r| {
+                let e = Event::decode(r.seq, &r.bytes).unwrap();
+                let v = e.to_json();
+                writeln!(out, "{v}").unwrap();
+                let data = &v["data"];
+                let text = data.to_string();
+                let kind = data["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or(v["type"].as_str().unwrap());
+                let tool = data["tool_name"].as_str().unwrap_or("");
+                insert
+                    .execute(rusqlite::params![r.seq as i64, kind, tool, text])
+                    .unwrap();
+                true
+            })
+            .unwrap();
+        }
+        tx.commit().unwrap();
     }
 }

@@ -110,6 +110,8 @@ pub struct SearchIndex {
     dir: PathBuf,
     index: Index,
     fields: Fields,
+    /// Where a search that holds a phrase runs: a pool made at the first.
+    phrases_on: std::sync::OnceLock<tantivy::Executor>,
 }
 
 impl SearchIndex {
@@ -139,6 +141,7 @@ impl SearchIndex {
             dir: dir.to_path_buf(),
             index,
             fields,
+            phrases_on: std::sync::OnceLock::new(),
         })
     }
 
@@ -162,6 +165,7 @@ impl SearchIndex {
             dir: dir.to_path_buf(),
             index,
             fields,
+            phrases_on: std::sync::OnceLock::new(),
         })
     }
 

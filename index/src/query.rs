@@ -82,6 +82,16 @@ fn forward_phrases(query: Box<dyn Query>) -> Box<dyn Query> {
     query
 }
 
+/// Whether `query` holds a phrase (anywhere in it).
+pub(crate) fn holds_phrase(query: &dyn Query) -> bool {
+    if query.downcast_ref::<Phrase>().is_some() || query.downcast_ref::<PhraseQuery>().is_some() {
+        return true;
+    }
+    query
+        .downcast_ref::<BooleanQuery>()
+        .is_some_and(|all| all.clauses().iter().any(|(_, q)| holds_phrase(q.as_ref())))
+}
+
 /// Refuses a field a query may not name.
 fn check_fields(ast: &UserInputAst) -> Result<(), QueryError> {
     match ast {

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::StrColumn;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, RangeQuery};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader, Term};
+use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentOrdinal, SegmentReader, Term};
 
-use crate::limits::MAX_HITS;
+use crate::limits::{MAX_HITS, SEARCH_THREADS_MAX};
 use crate::query;
 use crate::{IndexError, SearchIndex, blob, document};
 
@@ -90,6 +90,26 @@ impl SearchIndex {
         self.search_in(log, query, limit, Span::default())
     }
 
+    /// Runs each search that holds a phrase on `threads` threads, a segment
+    /// each at a time (one: on the caller's thread). By default, the
+    /// machine's cores, at most [`SEARCH_THREADS_MAX`].
+    pub fn set_phrase_threads(&mut self, threads: usize) {
+        self.phrases_on = pool_of(threads.min(SEARCH_THREADS_MAX)).into();
+    }
+
+    /// Where a search of `query` runs: one that holds a phrase reads the
+    /// positions of every event that has all its words, on every segment,
+    /// and is run over the segments in parallel; any other on the caller's
+    /// thread (a word's or a facet's best hits are found by skipping, and
+    /// measured slower on a pool: `docs/performance.md`).
+    fn executor_for(&self, query: &dyn Query) -> Executor {
+        if query::holds_phrase(query) {
+            self.phrases_on.get_or_init(phrase_pool).clone()
+        } else {
+            Executor::single_thread()
+        }
+    }
+
     /// [`SearchIndex::search`] among the events appended in `span`.
     pub fn search_in(
         &self,
@@ -102,9 +122,11 @@ impl SearchIndex {
         let searcher = self.searcher()?;
         let limit = limit.clamp(1, MAX_HITS);
         let (top, total) = searcher
-            .search(
+            .search_with_executor(
                 &parsed,
                 &(TopDocs::with_limit(limit).order_by_score(), Count),
+                &self.executor_for(parsed.as_ref()),
+                EnableScoring::enabled_from_searcher(&searcher),
             )
             .map_err(|e| self.err(e))?;
         let snippets = self.snippets(&searcher, &parsed)?;
@@ -131,9 +153,11 @@ impl SearchIndex {
         let parsed = self.parsed(query, span)?;
         let searcher = self.searcher()?;
         let (top, mut counts) = searcher
-            .search(
+            .search_with_executor(
                 &parsed,
                 &(TopDocs::with_limit(MAX_HITS).order_by_score(), BySession),
+                &self.executor_for(parsed.as_ref()),
+                EnableScoring::enabled_from_searcher(&searcher),
             )
             .map_err(|e| self.err(e))?;
         let snippets = self.snippets(&searcher, &parsed)?;
@@ -227,6 +251,25 @@ impl SearchIndex {
             (Occur::Must, Box::new(range)),
         ])))
     }
+}
+
+/// The threads a search that holds a phrase runs on, a segment each at a
+/// time: the machine's cores, at most [`SEARCH_THREADS_MAX`]; the
+/// caller's thread alone where that is one or no thread can be started.
+fn phrase_pool() -> Executor {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(SEARCH_THREADS_MAX);
+    pool_of(threads)
+}
+
+fn pool_of(threads: usize) -> Executor {
+    if threads > 1
+        && let Ok(pool) = Executor::multi_thread(threads, "cmdlog-search-")
+    {
+        return pool;
+    }
+    Executor::single_thread()
 }
 
 /// The events appended from `since` (included) to `until` (excluded), unix

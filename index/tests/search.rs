@@ -412,9 +412,14 @@ fn a_phrase_finds_exactly_the_events_that_hold_it() {
                 .collect(),
         );
     }
-    log.append(records).unwrap();
+    // Indexed in three commits: three segments, which a phrase is searched
+    // across on several threads.
     let index = SearchIndex::open(&dir.path().join("index")).unwrap();
-    index.sync(&log).unwrap();
+    let mut records = records.into_iter();
+    for _ in 0..3 {
+        log.append(records.by_ref().take(100).collect()).unwrap();
+        index.sync(&log).unwrap();
+    }
     let holds = |text: &[Option<String>], phrase: &[&str]| {
         text.windows(phrase.len()).any(|w| {
             w.iter()
