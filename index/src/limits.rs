@@ -15,8 +15,8 @@ pub(crate) const WRITER_BYTES: usize = 32 * 1024 * 1024;
 /// Threads that index (beside the one that reads the log and builds the
 /// documents).
 pub(crate) const INDEXING_THREADS: usize = 2;
-/// Threads one search runs on, a segment each at a time (at most the
-/// machine's cores).
+/// Threads a search that holds a phrase runs on, a segment each at a time
+/// (at most the machine's cores; other searches run on the caller's thread).
 pub(crate) const SEARCH_THREADS_MAX: usize = 4;
 /// Events indexed between two commits while building.
 pub(crate) const COMMIT_EVERY: usize = 50_000;
