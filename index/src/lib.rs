@@ -110,8 +110,9 @@ pub struct SearchIndex {
     dir: PathBuf,
     index: Index,
     fields: Fields,
-    /// Where a search that holds a phrase runs: a pool made at the first.
-    phrases_on: std::sync::OnceLock<tantivy::Executor>,
+    /// Where a search that holds a phrase runs when not on the process's
+    /// shared pool ([`SearchIndex::set_phrase_threads`]).
+    phrases_on: Option<tantivy::Executor>,
 }
 
 impl SearchIndex {
@@ -141,7 +142,7 @@ impl SearchIndex {
             dir: dir.to_path_buf(),
             index,
             fields,
-            phrases_on: std::sync::OnceLock::new(),
+            phrases_on: None,
         })
     }
 
@@ -165,7 +166,7 @@ impl SearchIndex {
             dir: dir.to_path_buf(),
             index,
             fields,
-            phrases_on: std::sync::OnceLock::new(),
+            phrases_on: None,
         })
     }
 

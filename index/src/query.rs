@@ -82,9 +82,9 @@ fn forward_phrases(query: Box<dyn Query>) -> Box<dyn Query> {
     query
 }
 
-/// Whether `query` holds a phrase (anywhere in it).
+/// Whether `query` (as [`parse`] makes it) holds a phrase anywhere.
 pub(crate) fn holds_phrase(query: &dyn Query) -> bool {
-    if query.downcast_ref::<Phrase>().is_some() || query.downcast_ref::<PhraseQuery>().is_some() {
+    if query.downcast_ref::<Phrase>().is_some() {
         return true;
     }
     query

@@ -94,7 +94,7 @@ impl SearchIndex {
     /// each at a time (one: on the caller's thread). By default, the
     /// machine's cores, at most [`SEARCH_THREADS_MAX`].
     pub fn set_phrase_threads(&mut self, threads: usize) {
-        self.phrases_on = pool_of(threads.min(SEARCH_THREADS_MAX)).into();
+        self.phrases_on = Some(pool_of(threads.min(SEARCH_THREADS_MAX)));
     }
 
     /// Where a search of `query` runs: one that holds a phrase reads the
@@ -103,11 +103,34 @@ impl SearchIndex {
     /// thread (a word's or a facet's best hits are found by skipping, and
     /// measured slower on a pool: `docs/performance.md`).
     fn executor_for(&self, query: &dyn Query) -> Executor {
-        if query::holds_phrase(query) {
-            self.phrases_on.get_or_init(phrase_pool).clone()
-        } else {
-            Executor::single_thread()
+        if !query::holds_phrase(query) {
+            return Executor::single_thread();
         }
+        // One pool for the process, made at its first phrase: the daemon
+        // opens an index for each search.
+        static SHARED: std::sync::OnceLock<Executor> = std::sync::OnceLock::new();
+        match &self.phrases_on {
+            Some(own) => own.clone(),
+            None => SHARED.get_or_init(phrase_pool).clone(),
+        }
+    }
+
+    /// `collector` over the events `query` matches, on the executor the
+    /// query calls for.
+    fn collect<C: Collector>(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        collector: &C,
+    ) -> Result<C::Fruit, IndexError> {
+        searcher
+            .search_with_executor(
+                query,
+                collector,
+                &self.executor_for(query),
+                EnableScoring::enabled_from_searcher(searcher),
+            )
+            .map_err(|e| self.err(e))
     }
 
     /// [`SearchIndex::search`] among the events appended in `span`.
@@ -121,14 +144,11 @@ impl SearchIndex {
         let parsed = self.parsed(query, span)?;
         let searcher = self.searcher()?;
         let limit = limit.clamp(1, MAX_HITS);
-        let (top, total) = searcher
-            .search_with_executor(
-                &parsed,
-                &(TopDocs::with_limit(limit).order_by_score(), Count),
-                &self.executor_for(parsed.as_ref()),
-                EnableScoring::enabled_from_searcher(&searcher),
-            )
-            .map_err(|e| self.err(e))?;
+        let (top, total) = self.collect(
+            &searcher,
+            parsed.as_ref(),
+            &(TopDocs::with_limit(limit).order_by_score(), Count),
+        )?;
         let snippets = self.snippets(&searcher, &parsed)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -152,14 +172,11 @@ impl SearchIndex {
     ) -> Result<Vec<SessionHits>, IndexError> {
         let parsed = self.parsed(query, span)?;
         let searcher = self.searcher()?;
-        let (top, mut counts) = searcher
-            .search_with_executor(
-                &parsed,
-                &(TopDocs::with_limit(MAX_HITS).order_by_score(), BySession),
-                &self.executor_for(parsed.as_ref()),
-                EnableScoring::enabled_from_searcher(&searcher),
-            )
-            .map_err(|e| self.err(e))?;
+        let (top, mut counts) = self.collect(
+            &searcher,
+            parsed.as_ref(),
+            &(TopDocs::with_limit(MAX_HITS).order_by_score(), BySession),
+        )?;
         let snippets = self.snippets(&searcher, &parsed)?;
         let mut sessions: Vec<SessionHits> = Vec::new();
         // Only each session's first (best) hit is read from the log.
